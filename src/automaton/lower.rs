@@ -1,0 +1,328 @@
+//! Lowering the IR to a context-free grammar over lexer terminals.
+//!
+//! The regular parts of a grammar become terminals: a rule that references no
+//! recursive rule is regular, and neighbouring regular items of a sequence are fused
+//! into one terminal (`"{" ws` becomes `\{[ \t\n]*`). Fewer, longer terminals mean
+//! fewer parser steps per byte. Two things stop fusion: recursion (only the parser
+//! can count brackets) and size: a regular part whose automaton would be large
+//! (`[a-z]{0,100000}`) stays a parser-level counter ([`Symbol::Repeat`]) around a
+//! small terminal, so bounded repetition is never unrolled.
+//!
+//! Rules are lowered on demand from the start rule, so everything produced is
+//! reachable and no automaton is built for a terminal nobody can reach.
+
+use std::collections::HashMap;
+
+use regex_syntax::hir::{Hir, HirKind, Repetition};
+
+use super::{NonTerminalId, Production, Symbol, TerminalId};
+use crate::grammar::{describe_expr, Expr, Grammar, RuleId};
+
+/// The CFG produced by lowering, terminals still as regexes.
+pub(super) struct Lowered {
+    pub terminals: Vec<(String, Hir)>,
+    pub nonterminal_names: Vec<String>,
+    pub productions: Vec<Production>,
+    /// The augmented start symbol: one production `start -> root`.
+    pub start: NonTerminalId,
+}
+
+pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
+    let regular = regular_rules(grammar);
+    let mut lowering = Lowering {
+        grammar,
+        regular,
+        max_weight: max_terminal_weight,
+        rule_hir: vec![None; grammar.rules.len()],
+        rule_nt: vec![None; grammar.rules.len()],
+        queue: Vec::new(),
+        out: Lowered {
+            terminals: Vec::new(),
+            nonterminal_names: Vec::new(),
+            productions: Vec::new(),
+            start: NonTerminalId(0),
+        },
+        terminal_index: HashMap::new(),
+    };
+    let start = lowering.fresh_nonterminal("<start>".into());
+    lowering.out.start = start;
+    let root = lowering.rule_nonterminal(grammar.root);
+    lowering.out.productions.push(Production {
+        lhs: start,
+        rhs: vec![Symbol::Rule(root)],
+    });
+    while let Some((rule, nt)) = lowering.queue.pop() {
+        let expr = &grammar.rule(rule).expr;
+        let name = grammar.rule(rule).name.clone();
+        let alternatives = match lowering.expr_hir(expr) {
+            // A regular rule lowered on its own is one terminal named after it.
+            Some((hir, _)) => lowering.hir_alternatives(hir, name),
+            None => lowering.alternatives(expr),
+        };
+        lowering.add_productions(nt, alternatives);
+    }
+    lowering.out
+}
+
+/// Rules that reference, directly or not, only rules that are not recursive.
+fn regular_rules(grammar: &Grammar) -> Vec<bool> {
+    let mut regular = vec![false; grammar.rules.len()];
+    loop {
+        let mut changed = false;
+        for (i, rule) in grammar.rules.iter().enumerate() {
+            if regular[i] {
+                continue;
+            }
+            let mut all = true;
+            rule.expr.for_each_ref(&mut |r| all &= regular[r.index()]);
+            if all {
+                regular[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return regular;
+        }
+    }
+}
+
+/// A rough size of the automaton a regex needs: repetitions multiply.
+fn hir_weight(hir: &Hir) -> usize {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(lit) => lit.0.len(),
+        HirKind::Class(regex_syntax::hir::Class::Unicode(c)) => 1 + c.ranges().len() * 2,
+        HirKind::Class(regex_syntax::hir::Class::Bytes(c)) => 1 + c.ranges().len(),
+        HirKind::Repetition(rep) => hir_weight(&rep.sub).saturating_mul(repeat_factor(rep.min, rep.max)),
+        HirKind::Capture(cap) => hir_weight(&cap.sub),
+        HirKind::Concat(items) | HirKind::Alternation(items) => {
+            items.iter().map(hir_weight).fold(1, usize::saturating_add)
+        }
+    }
+}
+
+/// How many copies of the repeated part a Thompson NFA holds.
+fn repeat_factor(min: u32, max: Option<u32>) -> usize {
+    (max.unwrap_or(min.saturating_add(1)).max(1)) as usize
+}
+
+/// Matches nothing but the empty string.
+fn only_empty(hir: &Hir) -> bool {
+    hir.properties().maximum_len() == Some(0)
+}
+
+type Alternatives = Vec<Vec<Symbol>>;
+
+struct Lowering<'g> {
+    grammar: &'g Grammar,
+    regular: Vec<bool>,
+    max_weight: usize,
+    /// Memo: a regular rule's regex and weight, `Some(None)` when too large.
+    rule_hir: Vec<Option<Option<(Hir, usize)>>>,
+    rule_nt: Vec<Option<NonTerminalId>>,
+    queue: Vec<(RuleId, NonTerminalId)>,
+    out: Lowered,
+    terminal_index: HashMap<String, TerminalId>,
+}
+
+impl Lowering<'_> {
+    fn fresh_nonterminal(&mut self, name: String) -> NonTerminalId {
+        let id = NonTerminalId(self.out.nonterminal_names.len() as u32);
+        self.out.nonterminal_names.push(name);
+        id
+    }
+
+    fn rule_nonterminal(&mut self, rule: RuleId) -> NonTerminalId {
+        if let Some(nt) = self.rule_nt[rule.index()] {
+            return nt;
+        }
+        let nt = self.fresh_nonterminal(self.grammar.rule(rule).name.clone());
+        self.rule_nt[rule.index()] = Some(nt);
+        self.queue.push((rule, nt));
+        nt
+    }
+
+    fn helper_nonterminal(&mut self, alternatives: Alternatives) -> NonTerminalId {
+        let nt = self.fresh_nonterminal(format!("<group {}>", self.out.nonterminal_names.len()));
+        self.add_productions(nt, alternatives);
+        nt
+    }
+
+    fn add_productions(&mut self, lhs: NonTerminalId, alternatives: Alternatives) {
+        for rhs in alternatives {
+            self.out.productions.push(Production { lhs, rhs });
+        }
+    }
+
+    fn terminal(&mut self, hir: Hir, label: String) -> TerminalId {
+        let key = hir.to_string();
+        if let Some(&id) = self.terminal_index.get(&key) {
+            return id;
+        }
+        let id = TerminalId(self.out.terminals.len() as u32);
+        self.out.terminals.push((label, hir));
+        self.terminal_index.insert(key, id);
+        id
+    }
+
+    /// The regex for `expr` if it is regular and small enough to be one terminal.
+    fn expr_hir(&mut self, expr: &Expr) -> Option<(Hir, usize)> {
+        match expr {
+            Expr::Empty => Some((Hir::empty(), 0)),
+            Expr::Regex(hir) => Some((hir.clone(), hir_weight(hir))),
+            Expr::Ref(rule) => self.rule_regex(*rule),
+            Expr::Seq(items) | Expr::Alt(items) => {
+                let mut parts = Vec::with_capacity(items.len());
+                let mut weight = 1usize;
+                for item in items {
+                    let (hir, w) = self.expr_hir(item)?;
+                    weight = weight.saturating_add(w);
+                    if weight > self.max_weight {
+                        return None;
+                    }
+                    parts.push(hir);
+                }
+                let hir = match expr {
+                    Expr::Seq(_) => Hir::concat(parts),
+                    _ => Hir::alternation(parts),
+                };
+                Some((hir, weight))
+            }
+            Expr::Repeat { expr, min, max } => {
+                let (sub, w) = self.expr_hir(expr)?;
+                let weight = w.max(1).saturating_mul(repeat_factor(*min, *max));
+                if weight > self.max_weight {
+                    return None;
+                }
+                let hir = Hir::repetition(Repetition {
+                    min: *min,
+                    max: *max,
+                    greedy: true,
+                    sub: Box::new(sub),
+                });
+                Some((hir, weight))
+            }
+        }
+    }
+
+    fn rule_regex(&mut self, rule: RuleId) -> Option<(Hir, usize)> {
+        if !self.regular[rule.index()] {
+            return None;
+        }
+        if let Some(memo) = &self.rule_hir[rule.index()] {
+            return memo.clone();
+        }
+        let grammar = self.grammar;
+        let result = self.expr_hir(&grammar.rule(rule).expr);
+        self.rule_hir[rule.index()] = Some(result.clone());
+        result
+    }
+
+    fn hir_alternatives(&mut self, hir: Hir, label: String) -> Alternatives {
+        if only_empty(&hir) {
+            vec![vec![]]
+        } else {
+            vec![vec![Symbol::Terminal(self.terminal(hir, label))]]
+        }
+    }
+
+    /// Lowers `expr` to alternatives of symbol sequences.
+    fn alternatives(&mut self, expr: &Expr) -> Alternatives {
+        if let Some((hir, _)) = self.expr_hir(expr) {
+            let label = describe_expr(expr, self.grammar);
+            return self.hir_alternatives(hir, label);
+        }
+        match expr {
+            Expr::Alt(items) => items.iter().flat_map(|e| self.alternatives(e)).collect(),
+            Expr::Seq(_) => {
+                let mut seq = SequenceBuilder::default();
+                self.push_sequence(expr, &mut seq);
+                vec![seq.finish(self)]
+            }
+            Expr::Ref(rule) => vec![vec![Symbol::Rule(self.rule_nonterminal(*rule))]],
+            Expr::Repeat { expr, min: 0, max: Some(1) } => {
+                let mut alternatives = self.alternatives(expr);
+                alternatives.push(vec![]);
+                alternatives
+            }
+            Expr::Repeat { expr, min, max } => {
+                let inner = match &**expr {
+                    Expr::Ref(rule) => self.rule_nonterminal(*rule),
+                    other => {
+                        let alternatives = self.alternatives(other);
+                        self.helper_nonterminal(alternatives)
+                    }
+                };
+                vec![vec![Symbol::Repeat {
+                    rule: inner,
+                    min: *min,
+                    max: *max,
+                }]]
+            }
+            // Regular leaves were handled by `expr_hir` above.
+            Expr::Empty | Expr::Regex(_) => vec![vec![]],
+        }
+    }
+
+    /// Appends `expr` to a sequence being built, fusing regular neighbours.
+    fn push_sequence(&mut self, expr: &Expr, seq: &mut SequenceBuilder) {
+        if let Some((hir, weight)) = self.expr_hir(expr) {
+            if seq.pending_weight.saturating_add(weight) > self.max_weight {
+                seq.flush(self);
+            }
+            seq.pending_weight += weight;
+            seq.pending.push(hir);
+            seq.labels.push(describe_expr(expr, self.grammar));
+            return;
+        }
+        match expr {
+            Expr::Seq(items) => {
+                for item in items {
+                    self.push_sequence(item, seq);
+                }
+            }
+            Expr::Ref(rule) => {
+                seq.flush(self);
+                let nt = self.rule_nonterminal(*rule);
+                seq.symbols.push(Symbol::Rule(nt));
+            }
+            _ => {
+                seq.flush(self);
+                let mut alternatives = self.alternatives(expr);
+                if alternatives.len() == 1 {
+                    seq.symbols.append(&mut alternatives[0]);
+                } else {
+                    let nt = self.helper_nonterminal(alternatives);
+                    seq.symbols.push(Symbol::Rule(nt));
+                }
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct SequenceBuilder {
+    symbols: Vec<Symbol>,
+    pending: Vec<Hir>,
+    labels: Vec<String>,
+    pending_weight: usize,
+}
+
+impl SequenceBuilder {
+    fn flush(&mut self, lowering: &mut Lowering<'_>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let hir = Hir::concat(std::mem::take(&mut self.pending));
+        let label = std::mem::take(&mut self.labels).join(" ");
+        self.pending_weight = 0;
+        if !only_empty(&hir) {
+            self.symbols.push(Symbol::Terminal(lowering.terminal(hir, label)));
+        }
+    }
+
+    fn finish(mut self, lowering: &mut Lowering<'_>) -> Vec<Symbol> {
+        self.flush(lowering);
+        self.symbols
+    }
+}

@@ -1,0 +1,238 @@
+//! The compiled grammar: lexer terminals (byte DFAs) plus a context-free grammar
+//! over them, ready for the Earley matcher.
+//!
+//! A [`CompiledGrammar`] is immutable and meant to be shared (`Arc`) by every request
+//! that uses it; all per-request state lives in [`crate::matcher`]. Compilation:
+//!
+//! 1. [`lower`] turns the IR into productions, fusing regular parts into terminals
+//!    and keeping large counted repetitions as [`Symbol::Repeat`] counters;
+//! 2. [`lexer`] builds one anchored DFA per terminal under size limits;
+//! 3. here: nullable and productive symbols are computed, and productions that can
+//!    never complete are pruned, so every parse item the matcher creates can still
+//!    finish. That is what lets the matcher decide viability from its live lexemes.
+
+pub mod lexer;
+mod lower;
+
+use std::fmt;
+
+pub use lexer::{LexerLimits, Terminal};
+
+use crate::grammar::{Grammar, GrammarError};
+
+/// Index of a terminal in [`CompiledGrammar::terminals`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TerminalId(pub u32);
+
+/// Index of a nonterminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NonTerminalId(pub u32);
+
+/// Index of a production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProductionId(pub u32);
+
+/// A symbol on the right-hand side of a production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Symbol {
+    Terminal(TerminalId),
+    Rule(NonTerminalId),
+    /// `rule{min,max}`, counted by the parser (the count lives in the parse item).
+    Repeat {
+        rule: NonTerminalId,
+        min: u32,
+        max: Option<u32>,
+    },
+}
+
+/// `lhs -> rhs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Production {
+    pub lhs: NonTerminalId,
+    pub rhs: Vec<Symbol>,
+}
+
+/// Knobs for [`CompiledGrammar::compile`].
+#[derive(Debug, Clone)]
+pub struct CompileOptions {
+    /// Largest regular part fused into one terminal (a rough automaton-size unit);
+    /// bigger parts stay parser-level counters.
+    pub max_terminal_weight: usize,
+    pub lexer: LexerLimits,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            max_terminal_weight: 4096,
+            lexer: LexerLimits::default(),
+        }
+    }
+}
+
+/// A grammar that passed its front-end but cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Grammar(#[from] GrammarError),
+    #[error("terminal `{terminal}` cannot be compiled within the limits: {message}")]
+    Terminal { terminal: String, message: String },
+}
+
+/// An immutable, shareable compiled grammar.
+pub struct CompiledGrammar {
+    terminals: Vec<Terminal>,
+    productions: Vec<Production>,
+    /// Productions of each nonterminal.
+    by_lhs: Vec<Vec<ProductionId>>,
+    nonterminal_names: Vec<String>,
+    nullable: Vec<bool>,
+    start: NonTerminalId,
+}
+
+impl fmt::Debug for CompiledGrammar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledGrammar")
+            .field("terminals", &self.terminals.len())
+            .field("productions", &self.productions.len())
+            .finish()
+    }
+}
+
+impl CompiledGrammar {
+    pub fn compile(grammar: &Grammar, options: &CompileOptions) -> Result<CompiledGrammar, CompileError> {
+        grammar.validate()?;
+        let lowered = lower::lower(grammar, options.max_terminal_weight);
+        let terminals = lowered
+            .terminals
+            .iter()
+            .map(|(label, hir)| {
+                Terminal::build(label.clone(), hir, &options.lexer).map_err(|message| CompileError::Terminal {
+                    terminal: label.chars().take(80).collect(),
+                    message,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let n_nonterminals = lowered.nonterminal_names.len();
+        let terminal_nullable: Vec<bool> = terminals.iter().map(Terminal::matches_empty).collect();
+        let terminal_productive: Vec<bool> = lowered
+            .terminals
+            .iter()
+            .map(|(_, hir)| hir.properties().minimum_len().is_some())
+            .collect();
+
+        let productive = fixpoint(n_nonterminals, &lowered.productions, |sym, known| match sym {
+            Symbol::Terminal(t) => terminal_productive[t.0 as usize],
+            Symbol::Rule(n) => known[n.0 as usize],
+            Symbol::Repeat { rule, min, .. } => *min == 0 || known[rule.0 as usize],
+        });
+        // Keep only productions that can complete; predicting a nonterminal with no
+        // productions left simply adds nothing.
+        let productions: Vec<Production> = lowered
+            .productions
+            .into_iter()
+            .filter(|p| {
+                p.rhs.iter().all(|sym| match sym {
+                    Symbol::Terminal(t) => terminal_productive[t.0 as usize],
+                    Symbol::Rule(n) => productive[n.0 as usize],
+                    Symbol::Repeat { rule, min, .. } => *min == 0 || productive[rule.0 as usize],
+                })
+            })
+            .collect();
+        let nullable = fixpoint(n_nonterminals, &productions, |sym, known| match sym {
+            Symbol::Terminal(t) => terminal_nullable[t.0 as usize],
+            Symbol::Rule(n) => known[n.0 as usize],
+            Symbol::Repeat { rule, min, .. } => *min == 0 || known[rule.0 as usize],
+        });
+        let mut by_lhs = vec![Vec::new(); n_nonterminals];
+        for (i, p) in productions.iter().enumerate() {
+            by_lhs[p.lhs.0 as usize].push(ProductionId(i as u32));
+        }
+        if !productive[lowered.start.0 as usize] {
+            let root = grammar.rule(grammar.root);
+            return Err(GrammarError::EmptyLanguage {
+                rule: root.name.clone(),
+                location: root.location,
+            }
+            .into());
+        }
+        Ok(CompiledGrammar {
+            terminals,
+            productions,
+            by_lhs,
+            nonterminal_names: lowered.nonterminal_names,
+            nullable,
+            start: lowered.start,
+        })
+    }
+
+    pub fn terminals(&self) -> &[Terminal] {
+        &self.terminals
+    }
+
+    #[inline]
+    pub fn terminal(&self, id: TerminalId) -> &Terminal {
+        &self.terminals[id.0 as usize]
+    }
+
+    pub fn productions(&self) -> &[Production] {
+        &self.productions
+    }
+
+    #[inline]
+    pub fn production(&self, id: ProductionId) -> &Production {
+        &self.productions[id.0 as usize]
+    }
+
+    #[inline]
+    pub fn productions_of(&self, nt: NonTerminalId) -> &[ProductionId] {
+        &self.by_lhs[nt.0 as usize]
+    }
+
+    #[inline]
+    pub fn is_nullable(&self, nt: NonTerminalId) -> bool {
+        self.nullable[nt.0 as usize]
+    }
+
+    pub fn nonterminal_name(&self, nt: NonTerminalId) -> &str {
+        &self.nonterminal_names[nt.0 as usize]
+    }
+
+    /// The augmented start symbol; its productions derive the root rule.
+    pub fn start(&self) -> NonTerminalId {
+        self.start
+    }
+
+    /// Heap bytes held by the compiled grammar (automata dominate).
+    pub fn memory_usage(&self) -> usize {
+        let automata: usize = self.terminals.iter().map(Terminal::memory_usage).sum();
+        let rules: usize = self
+            .productions
+            .iter()
+            .map(|p| std::mem::size_of::<Production>() + p.rhs.len() * std::mem::size_of::<Symbol>())
+            .sum();
+        automata + rules
+    }
+}
+
+/// Least fixpoint of a per-nonterminal property over productions: a nonterminal
+/// has it when some production's symbols all have it.
+fn fixpoint(
+    n: usize,
+    productions: &[Production],
+    symbol_has: impl Fn(&Symbol, &[bool]) -> bool,
+) -> Vec<bool> {
+    let mut known = vec![false; n];
+    loop {
+        let mut changed = false;
+        for p in productions {
+            if !known[p.lhs.0 as usize] && p.rhs.iter().all(|s| symbol_has(s, &known)) {
+                known[p.lhs.0 as usize] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return known;
+        }
+    }
+}

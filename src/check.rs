@@ -1,0 +1,89 @@
+//! "Does this input match, and where does it fail": the verdict behind
+//! `stencil check`, as a library call.
+//!
+//! The input is consumed byte by byte; the report says whether the whole input is a
+//! sentence, whether it is at least a viable prefix, the byte offset of the first
+//! byte that could not be consumed (or the end of the input, when it stopped short),
+//! and what was expected there, as terminals and as bytes.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::automaton::CompiledGrammar;
+use crate::matcher::{describe_byte_ranges, MatchError, Matcher, MatcherOptions};
+
+/// The verdict on one input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// The whole input is in the language.
+    pub accepted: bool,
+    /// The input is a prefix of some sentence (true whenever `accepted`).
+    pub viable_prefix: bool,
+    /// First byte that could not be consumed; the input's length when the input is
+    /// a viable prefix that is not complete; `None` when accepted.
+    pub offset: Option<usize>,
+    /// Terminals that could continue at `offset`.
+    pub expected: Vec<String>,
+    /// Bytes that could come at `offset`, as ranges.
+    pub expected_bytes: Vec<String>,
+    /// The matcher gave up (too ambiguous) rather than deciding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Checks `input` against `grammar`.
+pub fn check(grammar: &Arc<CompiledGrammar>, input: &[u8], options: &MatcherOptions) -> CheckReport {
+    let mut matcher = Matcher::with_options(Arc::clone(grammar), options.clone());
+    let outcome = matcher.consume_bytes(input);
+    let expected = || (matcher.expected_terminals(), describe_byte_ranges(&matcher.allowed_bytes().ranges()));
+    match outcome {
+        Ok(()) if matcher.is_accepting() => CheckReport {
+            accepted: true,
+            viable_prefix: true,
+            offset: None,
+            expected: Vec::new(),
+            expected_bytes: Vec::new(),
+            error: None,
+        },
+        Ok(()) => {
+            let (expected, expected_bytes) = expected();
+            CheckReport {
+                accepted: false,
+                viable_prefix: true,
+                offset: Some(input.len()),
+                expected,
+                expected_bytes,
+                error: None,
+            }
+        }
+        Err(MatchError::Rejected { offset }) => {
+            let (expected, expected_bytes) = expected();
+            CheckReport {
+                accepted: false,
+                viable_prefix: false,
+                offset: Some(offset),
+                expected,
+                expected_bytes,
+                error: None,
+            }
+        }
+        Err(e @ MatchError::TooAmbiguous { offset, .. }) => CheckReport {
+            accepted: false,
+            viable_prefix: false,
+            offset: Some(offset),
+            expected: Vec::new(),
+            expected_bytes: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `input`.
+pub fn line_column(input: &[u8], offset: usize) -> (usize, usize) {
+    let before = &input[..offset.min(input.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    (line, column)
+}

@@ -1,0 +1,336 @@
+//! The grammar IR: named rules over byte-level regular leaves.
+//!
+//! Every front-end (GBNF, regex, later JSON Schema and Lark) lowers to this one
+//! shape, and everything downstream (the automaton, the matcher, the reference
+//! recognizer in the tests) reads only this shape. It is deliberately small:
+//!
+//! * leaves are regular expressions over bytes ([`Hir`] from `regex-syntax`), so a
+//!   literal, a character class and a whole JSON string body are all the same kind
+//!   of thing, and the automaton stage is free to merge neighbouring leaves into one
+//!   lexer terminal;
+//! * [`Expr::Repeat`] keeps bounded repetition as a counter (`x{0,2000}` is one
+//!   node with `max = 2000`, never 2000 copies);
+//! * rules may be recursive in any way (left recursion and ambiguity included);
+//!   the parser downstream is an Earley parser and accepts any context-free grammar.
+//!
+//! [`Grammar::validate`] checks what no later stage should have to: references in
+//! range, `min <= max`, and a non-empty language.
+
+use std::fmt;
+
+pub use regex_syntax::hir::Hir;
+
+/// Index of a rule in [`Grammar::rules`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+
+impl RuleId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A position in a grammar's source text: 1-based line and column (in characters),
+/// plus the 0-based byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Location {
+    pub line: u32,
+    pub column: u32,
+    pub offset: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// One expression of the IR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// A regular leaf over bytes. Must contain no look-around assertions.
+    Regex(Hir),
+    /// A reference to another rule.
+    Ref(RuleId),
+    /// Concatenation.
+    Seq(Vec<Expr>),
+    /// Alternation (unordered: the language is the union).
+    Alt(Vec<Expr>),
+    /// `expr{min,max}`; `max: None` is unbounded.
+    Repeat {
+        expr: Box<Expr>,
+        min: u32,
+        max: Option<u32>,
+    },
+}
+
+impl Expr {
+    /// A literal byte string.
+    pub fn literal(bytes: &[u8]) -> Expr {
+        if bytes.is_empty() {
+            Expr::Empty
+        } else {
+            Expr::Regex(Hir::literal(bytes))
+        }
+    }
+
+    pub fn optional(expr: Expr) -> Expr {
+        Expr::Repeat {
+            expr: Box::new(expr),
+            min: 0,
+            max: Some(1),
+        }
+    }
+
+    /// Calls `f` on every rule this expression references directly.
+    pub fn for_each_ref(&self, f: &mut impl FnMut(RuleId)) {
+        match self {
+            Expr::Empty | Expr::Regex(_) => {}
+            Expr::Ref(r) => f(*r),
+            Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|e| e.for_each_ref(f)),
+            Expr::Repeat { expr, .. } => expr.for_each_ref(f),
+        }
+    }
+}
+
+/// A named rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub name: String,
+    pub expr: Expr,
+    /// Where the rule is defined, when it came from a text.
+    pub location: Option<Location>,
+}
+
+/// A grammar: rules plus the start rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grammar {
+    pub rules: Vec<Rule>,
+    pub root: RuleId,
+}
+
+/// A grammar that is structurally wrong, independent of its source syntax.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrammarError {
+    #[error("rule `{rule}` refers to rule #{target}, which does not exist")]
+    DanglingReference { rule: String, target: u32 },
+    #[error("rule `{rule}`{at}: repetition has min {min} greater than max {max}", at = at(location))]
+    RepeatMinAboveMax {
+        rule: String,
+        location: Option<Location>,
+        min: u32,
+        max: u32,
+    },
+    #[error("the grammar's language is empty: start rule `{rule}`{at} can never finish matching (every alternative needs itself or an impossible character class)", at = at(location))]
+    EmptyLanguage {
+        rule: String,
+        location: Option<Location>,
+    },
+}
+
+fn at(location: &Option<Location>) -> String {
+    location.map(|l| format!(" (line {l})")).unwrap_or_default()
+}
+
+impl Grammar {
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id.index()]
+    }
+
+    /// Checks the invariants every later stage relies on.
+    pub fn validate(&self) -> Result<(), GrammarError> {
+        let n = self.rules.len() as u32;
+        if self.root.0 >= n {
+            return Err(GrammarError::DanglingReference {
+                rule: "<root>".into(),
+                target: self.root.0,
+            });
+        }
+        for rule in &self.rules {
+            let mut dangling = None;
+            rule.expr.for_each_ref(&mut |r| {
+                if r.0 >= n {
+                    dangling = Some(r.0);
+                }
+            });
+            if let Some(target) = dangling {
+                return Err(GrammarError::DanglingReference {
+                    rule: rule.name.clone(),
+                    target,
+                });
+            }
+            check_bounds(&rule.expr, rule)?;
+        }
+        let productive = self.productive_rules();
+        if !productive[self.root.index()] {
+            let root = self.rule(self.root);
+            return Err(GrammarError::EmptyLanguage {
+                rule: root.name.clone(),
+                location: root.location,
+            });
+        }
+        Ok(())
+    }
+
+    /// For each rule, whether it derives at least one finite string.
+    pub fn productive_rules(&self) -> Vec<bool> {
+        let mut productive = vec![false; self.rules.len()];
+        loop {
+            let mut changed = false;
+            for (i, rule) in self.rules.iter().enumerate() {
+                if !productive[i] && expr_productive(&rule.expr, &productive) {
+                    productive[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return productive;
+            }
+        }
+    }
+}
+
+fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
+    match expr {
+        Expr::Empty | Expr::Regex(_) | Expr::Ref(_) => Ok(()),
+        Expr::Seq(items) | Expr::Alt(items) => items.iter().try_for_each(|e| check_bounds(e, rule)),
+        Expr::Repeat { expr, min, max } => {
+            if let Some(max) = *max {
+                if *min > max {
+                    return Err(GrammarError::RepeatMinAboveMax {
+                        rule: rule.name.clone(),
+                        location: rule.location,
+                        min: *min,
+                        max,
+                    });
+                }
+            }
+            check_bounds(expr, rule)
+        }
+    }
+}
+
+/// Whether `expr` derives some finite string, given which rules are known to.
+pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
+    match expr {
+        Expr::Empty => true,
+        Expr::Regex(hir) => hir.properties().minimum_len().is_some(),
+        Expr::Ref(r) => productive_rules[r.index()],
+        Expr::Seq(items) => items.iter().all(|e| expr_productive(e, productive_rules)),
+        Expr::Alt(items) => items.iter().any(|e| expr_productive(e, productive_rules)),
+        Expr::Repeat { expr, min, .. } => *min == 0 || expr_productive(expr, productive_rules),
+    }
+}
+
+/// Renders `expr` in GBNF-like notation for messages, naming referenced rules.
+pub fn describe_expr(expr: &Expr, grammar: &Grammar) -> String {
+    let mut out = String::new();
+    write_expr(expr, grammar, &mut out, false);
+    out
+}
+
+fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
+    use regex_syntax::hir::HirKind;
+    match expr {
+        Expr::Empty => out.push_str("\"\""),
+        Expr::Regex(hir) => match hir.kind() {
+            HirKind::Literal(lit) => {
+                out.push('"');
+                for c in String::from_utf8_lossy(&lit.0).chars() {
+                    out.extend(c.escape_debug());
+                }
+                out.push('"');
+            }
+            _ => out.push_str(&hir.to_string()),
+        },
+        Expr::Ref(r) => out.push_str(&grammar.rule(*r).name),
+        Expr::Seq(items) | Expr::Alt(items) => {
+            let alt = matches!(expr, Expr::Alt(_));
+            let paren = nested && items.len() > 1;
+            if paren {
+                out.push('(');
+            }
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(if alt { " | " } else { " " });
+                }
+                write_expr(item, grammar, out, true);
+            }
+            if paren {
+                out.push(')');
+            }
+        }
+        Expr::Repeat { expr, min, max } => {
+            write_expr(expr, grammar, out, true);
+            match (min, max) {
+                (0, None) => out.push('*'),
+                (1, None) => out.push('+'),
+                (0, Some(1)) => out.push('?'),
+                (m, None) => out.push_str(&format!("{{{m},}}")),
+                (m, Some(n)) if m == n => out.push_str(&format!("{{{m}}}")),
+                (m, Some(n)) => out.push_str(&format!("{{{m},{n}}}")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grammar(rules: Vec<(&str, Expr)>) -> Grammar {
+        Grammar {
+            rules: rules
+                .into_iter()
+                .map(|(name, expr)| Rule {
+                    name: name.into(),
+                    expr,
+                    location: None,
+                })
+                .collect(),
+            root: RuleId(0),
+        }
+    }
+
+    #[test]
+    fn self_recursion_without_base_case_is_an_empty_language() {
+        let g = grammar(vec![(
+            "root",
+            Expr::Seq(vec![Expr::literal(b"a"), Expr::Ref(RuleId(0))]),
+        )]);
+        assert!(matches!(g.validate(), Err(GrammarError::EmptyLanguage { .. })));
+    }
+
+    #[test]
+    fn recursion_with_base_case_is_fine() {
+        let g = grammar(vec![(
+            "root",
+            Expr::Alt(vec![
+                Expr::literal(b"a"),
+                Expr::Seq(vec![Expr::literal(b"a"), Expr::Ref(RuleId(0))]),
+            ]),
+        )]);
+        assert_eq!(g.validate(), Ok(()));
+    }
+
+    #[test]
+    fn inverted_bounds_are_rejected() {
+        let g = grammar(vec![(
+            "root",
+            Expr::Repeat {
+                expr: Box::new(Expr::literal(b"a")),
+                min: 3,
+                max: Some(2),
+            },
+        )]);
+        assert!(matches!(g.validate(), Err(GrammarError::RepeatMinAboveMax { .. })));
+    }
+
+    #[test]
+    fn dangling_reference_is_rejected() {
+        let g = grammar(vec![("root", Expr::Ref(RuleId(7)))]);
+        assert!(matches!(g.validate(), Err(GrammarError::DanglingReference { target: 7, .. })));
+    }
+}

@@ -1,0 +1,38 @@
+//! stencil: grammar-constrained structured output.
+//!
+//! The pipeline, one module per stage, dependencies pointing one way:
+//!
+//! ```text
+//! frontend (GBNF, regex) -> grammar (IR) -> automaton (lexer DFAs + CFG) -> matcher
+//! ```
+//!
+//! A front-end parses a user's grammar into the [`grammar`] IR; [`automaton`]
+//! compiles it once into an immutable [`CompiledGrammar`](automaton::CompiledGrammar)
+//! shared by all requests; a [`Matcher`](matcher::Matcher) holds one request's
+//! state over it. [`check`] is the one-call "does this input match, and where does
+//! it fail" used by `stencil check`.
+
+pub mod automaton;
+pub mod check;
+pub mod frontend;
+pub mod grammar;
+pub mod matcher;
+mod error;
+
+use std::sync::Arc;
+
+pub use automaton::{CompileOptions, CompiledGrammar};
+pub use error::Error;
+pub use matcher::Matcher;
+
+/// Parses and compiles a GBNF grammar (start rule `root`) with default limits.
+pub fn compile_gbnf(source: &str) -> Result<Arc<CompiledGrammar>, Error> {
+    let grammar = frontend::gbnf::parse(source, &frontend::gbnf::GbnfOptions::default())?;
+    Ok(Arc::new(CompiledGrammar::compile(&grammar, &CompileOptions::default())?))
+}
+
+/// Compiles a regex that the whole output must match, with default limits.
+pub fn compile_regex(pattern: &str) -> Result<Arc<CompiledGrammar>, Error> {
+    let grammar = frontend::regex::parse(pattern, &frontend::Limits::default())?;
+    Ok(Arc::new(CompiledGrammar::compile(&grammar, &CompileOptions::default())?))
+}

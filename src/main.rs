@@ -1,0 +1,7 @@
+//! The `stencil` command line.
+
+mod cli;
+
+fn main() {
+    std::process::exit(cli::run());
+}

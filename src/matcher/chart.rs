@@ -1,0 +1,242 @@
+//! The Earley chart: parse items grouped in sets, one set per byte position at
+//! which some lexeme finished.
+//!
+//! Items carry a repetition `count` for [`Symbol::Repeat`], which is how bounded
+//! repetition is counted without unrolling. Nullable symbols are stepped over when
+//! predicted (Aycock and Horspool), so a completion whose origin is the current set
+//! never needs to be processed. Sets are final once closed, and each keeps a sorted
+//! index from "symbol after the dot" to its items, used by later completions.
+
+use rustc_hash::FxHashSet;
+
+use crate::automaton::{CompiledGrammar, NonTerminalId, ProductionId, Symbol, TerminalId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Item {
+    pub prod: ProductionId,
+    pub dot: u32,
+    /// Index of the set where this item's production was predicted.
+    pub origin: u32,
+    /// Iterations done of the `Repeat` after the dot (saturated at `min` when unbounded).
+    pub count: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Set {
+    /// Byte position this set stands at.
+    pub position: usize,
+    pub items_end: u32,
+    pub waiting_start: u32,
+    pub waiting_end: u32,
+    /// The start symbol is complete here, from position 0.
+    pub accepting: bool,
+}
+
+/// What an item after the dot waits for, as a sortable key.
+#[inline]
+fn terminal_key(t: TerminalId) -> u32 {
+    t.0 << 1 | 1
+}
+
+#[inline]
+fn nonterminal_key(n: NonTerminalId) -> u32 {
+    n.0 << 1
+}
+
+/// The chart exceeded its item budget at one position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TooManyItems;
+
+#[derive(Clone, Default)]
+pub(super) struct Chart {
+    pub items: Vec<Item>,
+    pub sets: Vec<Set>,
+    /// `(key, item index)`, sorted by key within each set's range.
+    waiting: Vec<(u32, u32)>,
+    dedup: FxHashSet<Item>,
+}
+
+impl Chart {
+    /// Items of set `set` waiting on terminal `t`.
+    pub fn waiting_on_terminal(&self, set: u32, t: TerminalId) -> impl Iterator<Item = Item> + '_ {
+        self.waiting_on(set, terminal_key(t))
+    }
+
+    fn waiting_on(&self, set: u32, key: u32) -> impl Iterator<Item = Item> + '_ {
+        let s = self.sets[set as usize];
+        let slice = &self.waiting[s.waiting_start as usize..s.waiting_end as usize];
+        let lo = slice.partition_point(|&(k, _)| k < key);
+        slice[lo..]
+            .iter()
+            .take_while(move |&&(k, _)| k == key)
+            .map(|&(_, i)| self.items[i as usize])
+    }
+
+    /// Terminals awaited by items of `set` (each once, ascending).
+    pub fn expected_terminals(&self, set: u32) -> impl Iterator<Item = TerminalId> + '_ {
+        let s = self.sets[set as usize];
+        let slice = &self.waiting[s.waiting_start as usize..s.waiting_end as usize];
+        let mut last = None;
+        slice.iter().filter_map(move |&(k, _)| {
+            if k & 1 == 1 && last != Some(k) {
+                last = Some(k);
+                Some(TerminalId(k >> 1))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Drops every set from index `len` on.
+    pub fn truncate(&mut self, len: usize) {
+        self.sets.truncate(len);
+        match self.sets.last() {
+            Some(s) => {
+                self.items.truncate(s.items_end as usize);
+                self.waiting.truncate(s.waiting_end as usize);
+            }
+            None => {
+                self.items.clear();
+                self.waiting.clear();
+            }
+        }
+    }
+
+    /// Builds a new set at `position` from `seeds` (advanced items) and closes it.
+    /// `seeds` receives the chart and pushes through [`Chart::add`].
+    pub fn build_set(
+        &mut self,
+        grammar: &CompiledGrammar,
+        position: usize,
+        max_items: usize,
+        seeds: impl FnOnce(&mut Chart, u32),
+    ) -> Result<u32, TooManyItems> {
+        let set_index = self.sets.len() as u32;
+        let items_start = self.items.len();
+        self.dedup.clear();
+        seeds(self, set_index);
+        let mut next = items_start;
+        while next < self.items.len() {
+            if self.items.len() - items_start > max_items {
+                self.items.truncate(items_start);
+                return Err(TooManyItems);
+            }
+            let item = self.items[next];
+            next += 1;
+            let rhs = &grammar.production(item.prod).rhs;
+            let Some(&symbol) = rhs.get(item.dot as usize) else {
+                if item.origin != set_index {
+                    self.complete(grammar, item, set_index);
+                }
+                continue;
+            };
+            match symbol {
+                Symbol::Terminal(t) => {
+                    if grammar.terminal(t).matches_empty() {
+                        self.add(Item {
+                            dot: item.dot + 1,
+                            count: 0,
+                            ..item
+                        });
+                    }
+                }
+                Symbol::Rule(n) => {
+                    self.predict(grammar, n, set_index);
+                    if grammar.is_nullable(n) {
+                        self.add(Item {
+                            dot: item.dot + 1,
+                            count: 0,
+                            ..item
+                        });
+                    }
+                }
+                Symbol::Repeat { rule, min, max } => {
+                    if max.is_none_or(|m| item.count < m) {
+                        self.predict(grammar, rule, set_index);
+                    }
+                    if item.count >= min || grammar.is_nullable(rule) {
+                        self.add(Item {
+                            dot: item.dot + 1,
+                            count: 0,
+                            ..item
+                        });
+                    }
+                }
+            }
+        }
+        self.close(grammar, position, items_start);
+        Ok(set_index)
+    }
+
+    /// Adds `item` to the set being built unless it is already there.
+    pub fn add(&mut self, item: Item) {
+        if self.dedup.insert(item) {
+            self.items.push(item);
+        }
+    }
+
+    fn predict(&mut self, grammar: &CompiledGrammar, nt: NonTerminalId, set_index: u32) {
+        for &prod in grammar.productions_of(nt) {
+            self.add(Item {
+                prod,
+                dot: 0,
+                origin: set_index,
+                count: 0,
+            });
+        }
+    }
+
+    /// `item` is complete: advance everything in its origin set that waited for it.
+    fn complete(&mut self, grammar: &CompiledGrammar, item: Item, _set_index: u32) {
+        let lhs = grammar.production(item.prod).lhs;
+        let s = self.sets[item.origin as usize];
+        let key = nonterminal_key(lhs);
+        let slice_start = s.waiting_start as usize;
+        let slice_end = s.waiting_end as usize;
+        let lo = slice_start + self.waiting[slice_start..slice_end].partition_point(|&(k, _)| k < key);
+        let mut i = lo;
+        while i < slice_end && self.waiting[i].0 == key {
+            let parent = self.items[self.waiting[i].1 as usize];
+            i += 1;
+            match grammar.production(parent.prod).rhs[parent.dot as usize] {
+                Symbol::Repeat { min, max, .. } => {
+                    let count = parent.count + 1;
+                    if max.is_none_or(|m| count <= m) {
+                        let count = if max.is_none() { count.min(min) } else { count };
+                        self.add(Item { count, ..parent });
+                    }
+                }
+                _ => self.add(Item {
+                    dot: parent.dot + 1,
+                    count: 0,
+                    ..parent
+                }),
+            }
+        }
+    }
+
+    /// Records the finished set and its waiting index.
+    fn close(&mut self, grammar: &CompiledGrammar, position: usize, items_start: usize) {
+        let waiting_start = self.waiting.len();
+        let mut accepting = false;
+        for i in items_start..self.items.len() {
+            let item = self.items[i];
+            let production = grammar.production(item.prod);
+            match production.rhs.get(item.dot as usize) {
+                None => accepting |= production.lhs == grammar.start() && item.origin == 0,
+                Some(Symbol::Terminal(t)) => self.waiting.push((terminal_key(*t), i as u32)),
+                Some(Symbol::Rule(n)) | Some(Symbol::Repeat { rule: n, .. }) => {
+                    self.waiting.push((nonterminal_key(*n), i as u32))
+                }
+            }
+        }
+        self.waiting[waiting_start..].sort_unstable();
+        self.sets.push(Set {
+            position,
+            items_end: self.items.len() as u32,
+            waiting_start: waiting_start as u32,
+            waiting_end: self.waiting.len() as u32,
+            accepting,
+        });
+    }
+}

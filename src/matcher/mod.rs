@@ -1,0 +1,353 @@
+//! Per-request matching state over a shared [`CompiledGrammar`]: consume bytes, ask
+//! whether the prefix is viable or accepting, which bytes may come next, and roll
+//! back.
+//!
+//! The state is an Earley chart (see [`chart`]) plus, for every byte position, the
+//! *lexemes* alive there: a terminal that some parse item expects, the set where it
+//! started, and its DFA state. A byte advances every lexeme's DFA; a lexeme that
+//! reaches a match completes its terminal, which opens a new chart set at that
+//! position and starts the lexemes the new set expects. Because the lexer keeps all
+//! lexemes (no maximal munch) and the compiled grammar holds only productions that
+//! can complete, the prefix is viable exactly when some lexeme is alive or the
+//! grammar accepts here. Positions are bytes, so a UTF-8 character may be split
+//! anywhere: the DFA state carries the partial character.
+//!
+//! History is kept per byte, so [`Matcher::rollback`] is a truncation.
+
+mod chart;
+
+use std::fmt;
+use std::sync::Arc;
+
+use regex_automata::util::primitives::StateID;
+
+use crate::automaton::{CompiledGrammar, TerminalId};
+use chart::{Chart, Item, TooManyItems};
+
+/// A set of bytes, e.g. the bytes allowed next.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    pub fn insert(&mut self, b: u8) {
+        self.0[(b >> 6) as usize] |= 1 << (b & 63);
+    }
+
+    pub fn contains(&self, b: u8) -> bool {
+        self.0[(b >> 6) as usize] & (1 << (b & 63)) != 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=255u8).filter(|&b| self.contains(b))
+    }
+
+    /// Maximal runs of consecutive bytes, as inclusive ranges.
+    pub fn ranges(&self) -> Vec<(u8, u8)> {
+        let mut out: Vec<(u8, u8)> = Vec::new();
+        for b in self.iter() {
+            match out.last_mut() {
+                Some((_, hi)) if *hi as u16 + 1 == b as u16 => *hi = b,
+                _ => out.push((b, b)),
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Debug for ByteSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&describe_byte_ranges(&self.ranges()).join(", "))
+    }
+}
+
+/// Renders byte ranges for people: printable ASCII as characters, the rest as hex.
+pub fn describe_byte_ranges(ranges: &[(u8, u8)]) -> Vec<String> {
+    fn one(b: u8) -> String {
+        match b {
+            b' ' => "' '".into(),
+            0x21..=0x7e => format!("'{}'", b as char),
+            _ => format!("0x{b:02X}"),
+        }
+    }
+    ranges
+        .iter()
+        .map(|&(lo, hi)| if lo == hi { one(lo) } else { format!("{}-{}", one(lo), one(hi)) })
+        .collect()
+}
+
+/// Per-matcher bounds.
+#[derive(Debug, Clone)]
+pub struct MatcherOptions {
+    /// Largest number of parse items at one byte position; a grammar that is
+    /// ambiguous enough to exceed it gets [`MatchError::TooAmbiguous`].
+    pub max_items_per_position: usize,
+}
+
+impl Default for MatcherOptions {
+    fn default() -> Self {
+        MatcherOptions {
+            max_items_per_position: 200_000,
+        }
+    }
+}
+
+/// Why bytes could not be consumed. The matcher's state is left at the last
+/// position that was consumed successfully.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MatchError {
+    #[error("byte at offset {offset} is not allowed by the grammar")]
+    Rejected { offset: usize },
+    #[error("the grammar is too ambiguous at byte offset {offset}: more than {limit} parse items")]
+    TooAmbiguous { offset: usize, limit: usize },
+}
+
+impl MatchError {
+    pub fn offset(&self) -> usize {
+        match *self {
+            MatchError::Rejected { offset } | MatchError::TooAmbiguous { offset, .. } => offset,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Lexeme {
+    terminal: TerminalId,
+    state: StateID,
+    /// The chart set whose items wait for this terminal.
+    set: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    /// Start of this position's lexemes in `Matcher::lexemes`.
+    lexemes_start: u32,
+    /// Chart sets that existed before this position.
+    sets_before: u32,
+}
+
+/// Matching state for one request.
+#[derive(Clone)]
+pub struct Matcher {
+    grammar: Arc<CompiledGrammar>,
+    options: MatcherOptions,
+    chart: Chart,
+    lexemes: Vec<Lexeme>,
+    /// One per position consumed, plus position 0.
+    frames: Vec<Frame>,
+    completed: Vec<(TerminalId, u32)>,
+}
+
+impl fmt::Debug for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Matcher")
+            .field("position", &self.position())
+            .field("accepting", &self.is_accepting())
+            .finish()
+    }
+}
+
+impl Matcher {
+    pub fn new(grammar: Arc<CompiledGrammar>) -> Matcher {
+        Matcher::with_options(grammar, MatcherOptions::default())
+    }
+
+    pub fn with_options(grammar: Arc<CompiledGrammar>, options: MatcherOptions) -> Matcher {
+        let mut matcher = Matcher {
+            grammar,
+            options,
+            chart: Chart::default(),
+            lexemes: Vec::new(),
+            frames: vec![Frame {
+                lexemes_start: 0,
+                sets_before: 0,
+            }],
+            completed: Vec::new(),
+        };
+        let grammar = Arc::clone(&matcher.grammar);
+        let start = grammar.start();
+        let seeded = matcher.chart.build_set(&grammar, 0, usize::MAX, |chart, set| {
+            for &prod in grammar.productions_of(start) {
+                chart.add(Item {
+                    prod,
+                    dot: 0,
+                    origin: set,
+                    count: 0,
+                });
+            }
+        });
+        if let Ok(set) = seeded {
+            matcher.start_lexemes(set);
+        }
+        matcher
+    }
+
+    pub fn grammar(&self) -> &Arc<CompiledGrammar> {
+        &self.grammar
+    }
+
+    /// Bytes consumed so far.
+    pub fn position(&self) -> usize {
+        self.frames.len() - 1
+    }
+
+    /// The bytes consumed so far form a complete sentence of the grammar.
+    pub fn is_accepting(&self) -> bool {
+        self.chart
+            .sets
+            .last()
+            .is_some_and(|s| s.position == self.position() && s.accepting)
+    }
+
+    /// Some non-empty continuation is still possible.
+    pub fn can_continue(&self) -> bool {
+        !self.allowed_bytes().is_empty()
+    }
+
+    fn active_lexemes(&self) -> &[Lexeme] {
+        let start = self.frames[self.position()].lexemes_start as usize;
+        &self.lexemes[start..]
+    }
+
+    /// Consumes one byte; on rejection nothing changes.
+    pub fn consume_byte(&mut self, byte: u8) -> Result<(), MatchError> {
+        let offset = self.position();
+        let grammar = Arc::clone(&self.grammar);
+        let active = self.frames[offset].lexemes_start as usize..self.lexemes.len();
+        let new_start = self.lexemes.len();
+        self.completed.clear();
+        for i in active {
+            let lexeme = self.lexemes[i];
+            let terminal = grammar.terminal(lexeme.terminal);
+            let state = terminal.next(lexeme.state, byte);
+            if terminal.is_dead(state) {
+                continue;
+            }
+            self.lexemes.push(Lexeme { state, ..lexeme });
+            if terminal.is_match(state) {
+                self.completed.push((lexeme.terminal, lexeme.set));
+            }
+        }
+        if self.lexemes.len() == new_start {
+            return Err(MatchError::Rejected { offset });
+        }
+        self.frames.push(Frame {
+            lexemes_start: new_start as u32,
+            sets_before: self.chart.sets.len() as u32,
+        });
+        if self.completed.is_empty() {
+            return Ok(());
+        }
+        let completed = std::mem::take(&mut self.completed);
+        let built = self.chart.build_set(
+            &grammar,
+            offset + 1,
+            self.options.max_items_per_position,
+            |chart, _| {
+                for &(terminal, origin) in &completed {
+                    let advanced: Vec<Item> = chart
+                        .waiting_on_terminal(origin, terminal)
+                        .map(|item| Item {
+                            dot: item.dot + 1,
+                            count: 0,
+                            ..item
+                        })
+                        .collect();
+                    for item in advanced {
+                        chart.add(item);
+                    }
+                }
+            },
+        );
+        self.completed = completed;
+        match built {
+            Ok(set) => {
+                self.start_lexemes(set);
+                Ok(())
+            }
+            Err(TooManyItems) => {
+                self.rollback(1);
+                Err(MatchError::TooAmbiguous {
+                    offset,
+                    limit: self.options.max_items_per_position,
+                })
+            }
+        }
+    }
+
+    fn start_lexemes(&mut self, set: u32) {
+        for terminal in self.chart.expected_terminals(set) {
+            let t = self.grammar.terminal(terminal);
+            let state = t.start();
+            if !t.is_dead(state) {
+                self.lexemes.push(Lexeme { terminal, state, set });
+            }
+        }
+    }
+
+    /// Consumes `bytes` in order, stopping at the first one that is not allowed.
+    /// On error the state holds the prefix consumed before it.
+    pub fn consume_bytes(&mut self, bytes: &[u8]) -> Result<(), MatchError> {
+        bytes.iter().try_for_each(|&b| self.consume_byte(b))
+    }
+
+    /// Whether `bytes` could be consumed from here, leaving the state unchanged.
+    pub fn accepts_bytes(&mut self, bytes: &[u8]) -> bool {
+        let before = self.position();
+        let ok = self.consume_bytes(bytes).is_ok();
+        self.rollback(self.position() - before);
+        ok
+    }
+
+    /// Undoes the last `n` consumed bytes (fewer if fewer were consumed).
+    pub fn rollback(&mut self, n: usize) {
+        for _ in 0..n.min(self.position()) {
+            let Some(frame) = self.frames.pop() else { break };
+            self.lexemes.truncate(frame.lexemes_start as usize);
+            self.chart.truncate(frame.sets_before as usize);
+        }
+    }
+
+    /// Goes back to the empty prefix.
+    pub fn reset(&mut self) {
+        self.rollback(self.position());
+    }
+
+    /// The bytes that may come next.
+    pub fn allowed_bytes(&self) -> ByteSet {
+        let mut set = ByteSet::default();
+        for lexeme in self.active_lexemes() {
+            let terminal = self.grammar.terminal(lexeme.terminal);
+            for b in 0..=255u8 {
+                if !set.contains(b) && !terminal.is_dead(terminal.next(lexeme.state, b)) {
+                    set.insert(b);
+                }
+            }
+        }
+        set
+    }
+
+    /// Descriptions of the terminals that could continue here (rule names where a
+    /// terminal is a whole rule, else its pattern), sorted and deduplicated.
+    pub fn expected_terminals(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .active_lexemes()
+            .iter()
+            .filter(|lexeme| {
+                let terminal = self.grammar.terminal(lexeme.terminal);
+                (0..=255u8).any(|b| !terminal.is_dead(terminal.next(lexeme.state, b)))
+            })
+            .map(|lexeme| self.grammar.terminal(lexeme.terminal).describe())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
