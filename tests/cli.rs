@@ -1,0 +1,133 @@
+//! `stencil check` as users call it: exit codes, human and JSON output, batch mode.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn stencil(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stencil"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn stencil");
+    // The process may exit before reading (e.g. on a bad grammar): ignore EPIPE.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+fn json_of(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+const JSON: &str = "tests/fixtures/gbnf/llama.cpp/json.gbnf";
+
+#[test]
+fn accepted_input_exits_zero() {
+    let out = stencil(&["check", "--gbnf", JSON, "--json"], br#"{"a": [1, 2]}"#);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_of(&out);
+    assert_eq!(v["accepted"], true);
+    assert_eq!(v["viable_prefix"], true);
+    assert!(v["offset"].is_null());
+}
+
+#[test]
+fn rejected_input_names_offset_and_expectation() {
+    let out = stencil(&["check", "--gbnf", JSON, "--json"], br#"{"a": tru}"#);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert_eq!(v["accepted"], false);
+    assert_eq!(v["viable_prefix"], false);
+    assert_eq!(v["offset"], 9);
+    assert_eq!(v["expected_bytes"], serde_json::json!(["'e'"]));
+    assert!(!v["expected"].as_array().unwrap().is_empty());
+
+    let human = stencil(&["check", "--gbnf", JSON], b"{\n  \"a\": tru}");
+    assert_eq!(human.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("byte offset 12 (line 2, column 11)"), "{text}");
+    assert!(text.contains("expected bytes: 'e'"), "{text}");
+}
+
+#[test]
+fn prefix_mode() {
+    let out = stencil(&["check", "--gbnf", JSON, "--prefix", "--json"], br#"{"a": [1, "x"#);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_of(&out);
+    assert_eq!(v["accepted"], false);
+    assert_eq!(v["viable_prefix"], true);
+    assert_eq!(v["offset"], 12);
+
+    // The same input without --prefix is incomplete: exit 1.
+    let out = stencil(&["check", "--gbnf", JSON], br#"{"a": [1, "x"#);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("incomplete"));
+}
+
+#[test]
+fn input_from_file_as_raw_bytes() {
+    let dir = std::env::temp_dir().join(format!("stencil-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("input.bin");
+    // A UTF-8 character split by nothing: raw bytes in, raw bytes checked.
+    std::fs::write(&path, "caf\u{e9}".as_bytes()).unwrap();
+    let out = stencil(&["check", "--regex", "caf.", "--input", path.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    // Invalid UTF-8 is rejected at its offset.
+    std::fs::write(&path, b"caf\xff").unwrap();
+    let out = stencil(&["check", "--regex", "caf.", "--input", path.to_str().unwrap(), "--json"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["offset"], 3);
+}
+
+#[test]
+fn jsonl_batch_mode() {
+    let dir = std::env::temp_dir().join(format!("stencil-cli-jsonl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cases.txt");
+    std::fs::write(&path, "42\n1+2\n+\n\n7+\n").unwrap();
+    let out = stencil(&["check", "--regex", r"[0-9]+(\+[0-9]+)*", "--jsonl", path.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1), "not every line passes");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let verdicts: Vec<bool> = lines.iter().map(|v| v["accepted"].as_bool().unwrap()).collect();
+    assert_eq!(verdicts, [true, true, false, false, false]);
+    assert_eq!(lines[2]["offset"], 0);
+    assert_eq!(lines[4]["viable_prefix"], true);
+
+    let out = stencil(
+        &["check", "--regex", r"[0-9]+(\+[0-9]+)*", "--jsonl", path.to_str().unwrap(), "--prefix"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(1), "`+` alone is not even a prefix");
+}
+
+#[test]
+fn invalid_grammar_exits_two_with_location() {
+    let dir = std::env::temp_dir().join(format!("stencil-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.gbnf");
+    std::fs::write(&path, "root ::= item\nitem ::= \"a\" | undefined-rule\n").unwrap();
+    let out = stencil(&["check", "--gbnf", path.to_str().unwrap()], b"a");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.gbnf:2:16") && err.contains("undefined-rule"), "{err}");
+
+    let out = stencil(&["check", "--regex", "a(b"], b"ab");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("byte offset"));
+
+    let out = stencil(&["check", "--regex", r"\bword"], b"word");
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = stencil(&["check", "--gbnf", "/nonexistent/grammar.gbnf"], b"");
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = stencil(&["check"], b"");
+    assert_eq!(out.status.code(), Some(2), "a grammar is required");
+}
