@@ -57,10 +57,18 @@ fn is_end(look: &Look) -> bool {
     matches!(look, Look::End)
 }
 
-/// The top level may begin with `^` and end with `$`.
+/// The top level may begin with `^` and end with `$`, also inside each branch of a
+/// top-level alternation (`^$|^https://`).
 fn convert_top(hir: &Hir, limits: &Limits) -> Result<Expr, FrontendError> {
     match hir.kind() {
         HirKind::Look(look) if is_start(look) || is_end(look) => Ok(Expr::Empty),
+        HirKind::Capture(cap) => convert_top(&cap.sub, limits),
+        HirKind::Alternation(branches) => Ok(Expr::Alt(
+            branches
+                .iter()
+                .map(|h| convert_top(h, limits))
+                .collect::<Result<_, _>>()?,
+        )),
         HirKind::Concat(items) => {
             let mut items: &[Hir] = items;
             if let Some(HirKind::Look(look)) = items.first().map(Hir::kind) {

@@ -1,0 +1,151 @@
+//! Corpus suites over `../shared/data` (real grammars and peers' test vectors).
+//!
+//! Ignored in the default `cargo test` (the data is not in the repository); `.ci/run`
+//! runs them in release mode with `--include-ignored` when the folder exists. The
+//! folder is `$STENCIL_SHARED_DATA`, else `../shared/data` beside the crate.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use stencil::{compile_gbnf, compile_regex, CompiledGrammar, Matcher};
+
+fn shared_data() -> PathBuf {
+    let path = std::env::var_os("STENCIL_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    assert!(path.is_dir(), "corpus folder {} not found (set STENCIL_SHARED_DATA)", path.display());
+    path
+}
+
+fn read_json(relative: &str) -> Value {
+    let path = shared_data().join(relative);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn accepts(grammar: &Arc<CompiledGrammar>, input: &str) -> bool {
+    let mut m = Matcher::new(Arc::clone(grammar));
+    m.consume_bytes(input.as_bytes()).is_ok() && m.is_accepting()
+}
+
+fn strings(case: &Value, key: &str) -> Vec<String> {
+    case[key]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// Checks accept/reject lists; returns the wrong verdicts.
+fn wrong_verdicts(name: &str, grammar: &Arc<CompiledGrammar>, case: &Value) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for s in strings(case, "accept") {
+        if !accepts(grammar, &s) {
+            wrong.push(format!("{name}: rejected {s:?}, expected accept"));
+        }
+    }
+    for s in strings(case, "reject") {
+        if accepts(grammar, &s) {
+            wrong.push(format!("{name}: accepted {s:?}, expected reject"));
+        }
+    }
+    wrong
+}
+
+#[test]
+#[ignore = "corpus: needs ../shared/data; run by .ci/run"]
+fn every_shared_gbnf_grammar_compiles() {
+    let dir = shared_data().join("gbnf");
+    let mut files = Vec::new();
+    for entry in walk(&dir) {
+        if entry.extension().is_some_and(|e| e == "gbnf") {
+            files.push(entry);
+        }
+    }
+    assert!(files.len() >= 9, "found only {} grammars", files.len());
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        compile_gbnf(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+#[ignore = "corpus: needs ../shared/data; run by .ci/run"]
+fn llama_cpp_integration_cases() {
+    let cases = read_json("gbnf/llama.cpp-tests/grammar-integration.cases.json");
+    let (mut checked, mut wrong) = (0, Vec::new());
+    for case in cases.as_array().unwrap() {
+        let name = case["name"].as_str().unwrap_or("?");
+        let grammar = case["grammar"].as_str().unwrap_or("");
+        match case["kind"].as_str() {
+            // Cases built around special-token references need a vocabulary.
+            Some("gbnf") if grammar.contains("<[") => {}
+            Some("gbnf") => {
+                let g = compile_gbnf(grammar).unwrap_or_else(|e| panic!("{name}: {e}"));
+                wrong.extend(wrong_verdicts(name, &g, case));
+                checked += 1;
+            }
+            Some("gbnf_invalid") => {
+                let reason = case["reason"].as_str().unwrap_or("");
+                let result = compile_gbnf(grammar);
+                if reason.contains("left recursion") {
+                    // llama.cpp cannot parse left recursion; the Earley parser can.
+                    assert!(result.is_ok(), "{name}: {:?}", result.err());
+                } else {
+                    assert!(result.is_err(), "{name}: expected a compile error ({reason})");
+                }
+                checked += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(checked >= 17, "checked only {checked} cases");
+    assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+#[ignore = "corpus: needs ../shared/data; run by .ci/run"]
+fn xgrammar_regex_and_ebnf_cases() {
+    let cases = read_json("grammars/xgrammar/cases.json");
+    let (mut compiled, mut unsupported, mut wrong) = (0, Vec::new(), Vec::new());
+    for case in cases.as_array().unwrap() {
+        let name = format!(
+            "{}::{}",
+            case["test_fn"].as_str().unwrap_or("?"),
+            case["grammar"].as_str().unwrap_or("").chars().take(60).collect::<String>()
+        );
+        let text = case["grammar"].as_str().unwrap_or("");
+        let grammar = match case["kind"].as_str() {
+            Some("regex") => compile_regex(text),
+            Some("ebnf_xgrammar") if case.get("root_rule").is_none() => compile_gbnf(text),
+            _ => continue,
+        };
+        match grammar {
+            Ok(g) => {
+                compiled += 1;
+                wrong.extend(wrong_verdicts(&name, &g, case));
+            }
+            Err(e) => unsupported.push(format!("{name}: {e}")),
+        }
+    }
+    println!("xgrammar regex+ebnf cases: {compiled} compiled, {} unsupported", unsupported.len());
+    for u in &unsupported {
+        println!("  unsupported {u}");
+    }
+    assert!(compiled >= 40, "compiled only {compiled}");
+    assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+}
