@@ -49,52 +49,41 @@ pub fn parse(pattern: &str, limits: &Limits) -> Result<Grammar, FrontendError> {
     Ok(grammar)
 }
 
-fn is_start(look: &Look) -> bool {
-    matches!(look, Look::Start)
+/// Where an assertion is harmless: `^` with nothing able to come before it, `$`
+/// with nothing after. Tracked through concatenations, alternations and groups, so
+/// `^abc$`, `^$|^https://` and `(^a$)` all work (regex-syntax factors common
+/// prefixes, so `^` may sit outside the alternation it was written in).
+#[derive(Clone, Copy)]
+struct Edges {
+    at_start: bool,
+    at_end: bool,
 }
 
-fn is_end(look: &Look) -> bool {
-    matches!(look, Look::End)
-}
-
-/// The top level may begin with `^` and end with `$`, also inside each branch of a
-/// top-level alternation (`^$|^https://`).
-fn convert_top(hir: &Hir, limits: &Limits) -> Result<Expr, FrontendError> {
+fn is_anchor_only(hir: &Hir) -> bool {
     match hir.kind() {
-        HirKind::Look(look) if is_start(look) || is_end(look) => Ok(Expr::Empty),
-        HirKind::Capture(cap) => convert_top(&cap.sub, limits),
-        HirKind::Alternation(branches) => Ok(Expr::Alt(
-            branches
-                .iter()
-                .map(|h| convert_top(h, limits))
-                .collect::<Result<_, _>>()?,
-        )),
-        HirKind::Concat(items) => {
-            let mut items: &[Hir] = items;
-            if let Some(HirKind::Look(look)) = items.first().map(Hir::kind) {
-                if is_start(look) {
-                    items = &items[1..];
-                }
-            }
-            if let Some(HirKind::Look(look)) = items.last().map(Hir::kind) {
-                if is_end(look) {
-                    items = &items[..items.len() - 1];
-                }
-            }
-            let parts = items
-                .iter()
-                .map(|h| convert(h, limits))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Expr::Seq(parts))
-        }
-        _ => convert(hir, limits),
+        HirKind::Empty => true,
+        HirKind::Look(look) => matches!(look, Look::Start | Look::End),
+        _ => false,
     }
 }
 
-fn convert(hir: &Hir, limits: &Limits) -> Result<Expr, FrontendError> {
+fn convert_top(hir: &Hir, limits: &Limits) -> Result<Expr, FrontendError> {
+    convert(
+        hir,
+        limits,
+        Edges {
+            at_start: true,
+            at_end: true,
+        },
+    )
+}
+
+fn convert(hir: &Hir, limits: &Limits, edges: Edges) -> Result<Expr, FrontendError> {
     Ok(match hir.kind() {
         HirKind::Empty => Expr::Empty,
         HirKind::Literal(_) | HirKind::Class(_) => Expr::Regex(hir.clone()),
+        HirKind::Look(Look::Start) if edges.at_start => Expr::Empty,
+        HirKind::Look(Look::End) if edges.at_end => Expr::Empty,
         HirKind::Look(look) => {
             return Err(FrontendError::Regex {
                 offset: 0,
@@ -117,22 +106,36 @@ fn convert(hir: &Hir, limits: &Limits) -> Result<Expr, FrontendError> {
                 });
             }
             Expr::Repeat {
-                expr: Box::new(convert(&rep.sub, limits)?),
+                expr: Box::new(convert(
+                    &rep.sub,
+                    limits,
+                    Edges {
+                        at_start: false,
+                        at_end: false,
+                    },
+                )?),
                 min: rep.min,
                 max: rep.max,
             }
         }
-        HirKind::Capture(cap) => convert(&cap.sub, limits)?,
+        HirKind::Capture(cap) => convert(&cap.sub, limits, edges)?,
         HirKind::Concat(items) => Expr::Seq(
             items
                 .iter()
-                .map(|h| convert(h, limits))
+                .enumerate()
+                .map(|(i, h)| {
+                    let edges = Edges {
+                        at_start: edges.at_start && items[..i].iter().all(is_anchor_only),
+                        at_end: edges.at_end && items[i + 1..].iter().all(is_anchor_only),
+                    };
+                    convert(h, limits, edges)
+                })
                 .collect::<Result<_, _>>()?,
         ),
         HirKind::Alternation(items) => Expr::Alt(
             items
                 .iter()
-                .map(|h| convert(h, limits))
+                .map(|h| convert(h, limits, edges))
                 .collect::<Result<_, _>>()?,
         ),
     })
