@@ -3,13 +3,16 @@
 //! The pipeline, one module per stage, dependencies pointing one way:
 //!
 //! ```text
-//! frontend (GBNF, regex) -> grammar (IR) -> automaton (lexer DFAs + CFG) -> matcher
+//! frontend (GBNF, regex) -> grammar (IR) -> automaton (lexer DFAs + CFG)
+//!   -> vocab (token bytes) + tables (per-lexer-configuration token masks) -> matcher
 //! ```
 //!
 //! A front-end parses a user's grammar into the [`grammar`] IR; [`automaton`]
 //! compiles it once into an immutable [`CompiledGrammar`](automaton::CompiledGrammar)
 //! shared by all requests; a [`Matcher`](matcher::Matcher) holds one request's
-//! state over it. [`check`] is the one-call "does this input match, and where does
+//! byte-level state over it, and a [`TokenMatcher`](matcher::TokenMatcher) adds the
+//! token level: next-token bitmasks over a [`Vocabulary`](vocab::Vocabulary), with
+//! the per-configuration work cached in [`TokenTables`](tables::TokenTables). [`check`] is the one-call "does this input match, and where does
 //! it fail" used by `stencil check`.
 
 pub mod automaton;
@@ -17,6 +20,8 @@ pub mod check;
 pub mod frontend;
 pub mod grammar;
 pub mod matcher;
+pub mod tables;
+pub mod vocab;
 mod error;
 
 use std::sync::Arc;

@@ -10,13 +10,21 @@
 //! state can reach the match state; hence a DFA state that is not dead always has a
 //! completion, which is what makes "some lexeme is alive" mean "still viable".
 
+use std::collections::HashMap;
+
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
     nfa::thompson,
-    util::{primitives::StateID, start},
+    util::start,
     Anchored, MatchKind,
 };
 use regex_syntax::hir::Hir;
+
+/// A state of a terminal's automaton. [`DEAD`] is the state with no completion.
+pub type State = u32;
+
+/// The state from which no continuation can match.
+pub const DEAD: State = 0;
 
 /// Size bounds for building terminal automata.
 #[derive(Debug, Clone)]
@@ -36,16 +44,29 @@ impl Default for LexerLimits {
     }
 }
 
-/// A terminal of the compiled grammar.
+/// A terminal of the compiled grammar: a trimmed DFA in a flat table.
+///
+/// `regex-automata` builds the DFA; it is then re-laid out here with every state
+/// that cannot reach a match merged into [`DEAD`]. That matters: a `regex-automata`
+/// DFA reports matches one byte late, so after `7 ` the `[0-9]+` DFA sits in a
+/// (non-dead) match state for the earlier match, although nothing can follow.
+/// After trimming, "not dead" means "some continuation matches", exactly what the
+/// matcher needs, and a transition is one table lookup.
 #[derive(Clone, Debug)]
 pub struct Terminal {
     /// What it stands for in the source grammar (a rule name, or GBNF-like text).
     pub label: String,
     /// The regular expression, as `regex-syntax` prints it.
     pub pattern: String,
-    dfa: dense::DFA<Vec<u32>>,
-    start: StateID,
-    matches_empty: bool,
+    /// Byte to equivalence class.
+    classes: [u8; 256],
+    /// Number of classes: the row width of `transitions`.
+    stride: usize,
+    /// `transitions[state * stride + class]`.
+    transitions: Vec<State>,
+    /// Per state: the bytes so far are a complete match.
+    matching: Vec<bool>,
+    start: State,
 }
 
 impl Terminal {
@@ -73,47 +94,128 @@ impl Terminal {
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .map_err(|e| e.to_string())?;
-        let matches_empty = dfa.is_match_state(dfa.next_eoi_state(start));
+
+        // One representative byte per equivalence class.
+        let byte_classes = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut representatives: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            let class = byte_classes.get(b);
+            classes[b as usize] = class;
+            if class as usize == representatives.len() {
+                representatives.push(b);
+            }
+        }
+        let stride = representatives.len();
+
+        // Number the reachable states and record their transitions.
+        let mut index: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
+        let mut order = vec![start];
+        index.insert(start, 0);
+        let mut raw_transitions: Vec<u32> = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            let state = order[i];
+            i += 1;
+            for &b in &representatives {
+                let next = dfa.next_state(state, b);
+                let id = *index.entry(next).or_insert_with(|| {
+                    order.push(next);
+                    order.len() as u32 - 1
+                });
+                raw_transitions.push(id);
+            }
+        }
+        let matching_raw: Vec<bool> = order
+            .iter()
+            .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
+            .collect();
+
+        // Keep the states from which a match is reachable (backwards from matches).
+        let n = order.len();
+        let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for from in 0..n {
+            for &to in &raw_transitions[from * stride..(from + 1) * stride] {
+                reverse[to as usize].push(from as u32);
+            }
+        }
+        let mut viable = matching_raw.clone();
+        let mut stack: Vec<u32> = (0..n as u32).filter(|&s| viable[s as usize]).collect();
+        while let Some(s) = stack.pop() {
+            for &from in &reverse[s as usize] {
+                if !viable[from as usize] {
+                    viable[from as usize] = true;
+                    stack.push(from);
+                }
+            }
+        }
+
+        // Renumber: DEAD = 0, viable states from 1.
+        let mut renumber = vec![DEAD; n];
+        let mut next_id = 1;
+        for s in 0..n {
+            if viable[s] {
+                renumber[s] = next_id;
+                next_id += 1;
+            }
+        }
+        let states = next_id as usize;
+        let mut transitions = vec![DEAD; states * stride];
+        let mut matching = vec![false; states];
+        for s in (0..n).filter(|&s| viable[s]) {
+            let new = renumber[s] as usize;
+            matching[new] = matching_raw[s];
+            for c in 0..stride {
+                transitions[new * stride + c] = renumber[raw_transitions[s * stride + c] as usize];
+            }
+        }
         Ok(Terminal {
             label,
             pattern: hir.to_string(),
-            dfa,
-            start,
-            matches_empty,
+            classes,
+            stride,
+            transitions,
+            matching,
+            start: renumber[0],
         })
     }
 
-    /// The state before any byte.
+    /// The state before any byte ([`DEAD`] when the terminal matches nothing).
     #[inline]
-    pub fn start(&self) -> StateID {
+    pub fn start(&self) -> State {
         self.start
     }
 
     #[inline]
-    pub fn next(&self, state: StateID, byte: u8) -> StateID {
-        self.dfa.next_state(state, byte)
+    pub fn next(&self, state: State, byte: u8) -> State {
+        self.transitions[state as usize * self.stride + self.classes[byte as usize] as usize]
     }
 
     /// No continuation of the bytes fed so far can match.
     #[inline]
-    pub fn is_dead(&self, state: StateID) -> bool {
-        self.dfa.is_dead_state(state)
+    pub fn is_dead(&self, state: State) -> bool {
+        state == DEAD
     }
 
     /// The bytes fed so far are a complete match.
     #[inline]
-    pub fn is_match(&self, state: StateID) -> bool {
-        self.dfa.is_match_state(self.dfa.next_eoi_state(state))
+    pub fn is_match(&self, state: State) -> bool {
+        self.matching[state as usize]
     }
 
     /// Whether the empty string matches.
     pub fn matches_empty(&self) -> bool {
-        self.matches_empty
+        self.is_match(self.start)
+    }
+
+    /// Number of states, [`DEAD`] included.
+    pub fn state_count(&self) -> usize {
+        self.matching.len()
     }
 
     /// Heap bytes held by the automaton.
     pub fn memory_usage(&self) -> usize {
-        self.dfa.memory_usage()
+        self.transitions.len() * std::mem::size_of::<State>() + self.matching.len()
     }
 
     /// A short human-readable description, from the source grammar.

@@ -16,7 +16,7 @@ mod lower;
 
 use std::fmt;
 
-pub use lexer::{LexerLimits, Terminal};
+pub use lexer::{LexerLimits, State, Terminal, DEAD};
 
 use crate::grammar::{Grammar, GrammarError};
 

@@ -15,14 +15,15 @@
 //! History is kept per byte, so [`Matcher::rollback`] is a truncation.
 
 mod chart;
+mod tokens;
 
 use std::fmt;
 use std::sync::Arc;
 
-use regex_automata::util::primitives::StateID;
 
-use crate::automaton::{CompiledGrammar, TerminalId};
+use crate::automaton::{CompiledGrammar, State, TerminalId};
 use chart::{Chart, Item, TooManyItems};
+pub use tokens::{StopPolicy, TokenError, TokenMatcher};
 
 /// A set of bytes, e.g. the bytes allowed next.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -120,7 +121,7 @@ impl MatchError {
 #[derive(Debug, Clone, Copy)]
 struct Lexeme {
     terminal: TerminalId,
-    state: StateID,
+    state: State,
     /// The chart set whose items wait for this terminal.
     set: u32,
 }
@@ -214,6 +215,15 @@ impl Matcher {
     fn active_lexemes(&self) -> &[Lexeme] {
         let start = self.frames[self.position()].lexemes_start as usize;
         &self.lexemes[start..]
+    }
+
+    /// The alive `(terminal, DFA state)` pairs here, sorted and deduplicated: the
+    /// key of the token tables.
+    pub fn lexer_configuration(&self, out: &mut Vec<(TerminalId, State)>) {
+        out.clear();
+        out.extend(self.active_lexemes().iter().map(|l| (l.terminal, l.state)));
+        out.sort_unstable();
+        out.dedup();
     }
 
     /// Consumes one byte; on rejection nothing changes.

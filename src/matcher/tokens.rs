@@ -1,0 +1,337 @@
+//! The token-level matcher engines embed: next-token bitmask, consume, rollback,
+//! speculative validation, and the accept-versus-stop policy.
+//!
+//! The bitmask layout is the one XGrammar and llguidance use: `u32` words, token `i`
+//! is bit `i % 32` of word `i / 32`, least significant bit first; a mask may be wider
+//! than the vocabulary (the model's logits width) and padding ids stay 0.
+//!
+//! A mask is the cached per-configuration `allowed` set from [`TokenTables`] plus the
+//! configuration's few candidate tokens checked here against the byte matcher (a
+//! walk over them in byte order that shares prefixes), plus EOS when the grammar
+//! accepts. Tokens are applied to the byte matcher, and each step is remembered so
+//! that a rollback by tokens is exact, EOS and policy steps included.
+
+use std::sync::Arc;
+
+
+use super::Matcher;
+use crate::automaton::{State, TerminalId};
+use crate::tables::TokenTables;
+
+/// What happens once the grammar accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StopPolicy {
+    /// EOS is allowed exactly when the grammar accepts; an accepting state with no
+    /// continuation allows only EOS.
+    #[default]
+    Stop,
+    /// The grammar constrains a prefix: once it accepts, any token may follow too,
+    /// and after one that the grammar does not allow, output is unconstrained.
+    AllowContinue,
+    /// Once the grammar accepts, one whitespace-only token may follow, then only EOS.
+    TrailingWhitespaceThenEos,
+}
+
+/// Why a token could not be consumed; the state is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("token {token} is not allowed after {position} tokens")]
+    NotAllowed { token: u32, position: usize },
+    #[error("token {token} is outside the vocabulary of {size} tokens")]
+    OutOfVocabulary { token: u32, size: usize },
+    #[error("the matcher has terminated: EOS was consumed")]
+    Terminated,
+}
+
+/// One consumed token, as needed to undo it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Bytes fed to the grammar.
+    Bytes(u32),
+    Eos,
+    /// A whitespace token after acceptance (`TrailingWhitespaceThenEos`).
+    Trailing,
+    /// A token past the grammar (`AllowContinue`).
+    Free,
+}
+
+/// Token-level matching state for one request.
+#[derive(Clone)]
+pub struct TokenMatcher {
+    bytes: Matcher,
+    tables: Arc<TokenTables>,
+    policy: StopPolicy,
+    steps: Vec<Step>,
+    configuration: Vec<(TerminalId, State)>,
+}
+
+impl TokenMatcher {
+    pub fn new(tables: Arc<TokenTables>) -> TokenMatcher {
+        TokenMatcher::with_policy(tables, StopPolicy::default())
+    }
+
+    pub fn with_policy(tables: Arc<TokenTables>, policy: StopPolicy) -> TokenMatcher {
+        TokenMatcher {
+            bytes: Matcher::new(Arc::clone(tables.grammar())),
+            tables,
+            policy,
+            steps: Vec::new(),
+            configuration: Vec::new(),
+        }
+    }
+
+    /// The byte-level state underneath.
+    pub fn byte_matcher(&self) -> &Matcher {
+        &self.bytes
+    }
+
+    pub fn tables(&self) -> &Arc<TokenTables> {
+        &self.tables
+    }
+
+    /// Tokens consumed so far (EOS included).
+    pub fn tokens_consumed(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// The grammar accepts the bytes consumed so far.
+    pub fn is_accepting(&self) -> bool {
+        self.bytes.is_accepting()
+    }
+
+    /// EOS was consumed; every later call answers without effect.
+    pub fn is_terminated(&self) -> bool {
+        self.steps.last() == Some(&Step::Eos)
+    }
+
+    fn released(&self) -> bool {
+        self.steps.contains(&Step::Free)
+    }
+
+    fn trailing(&self) -> bool {
+        self.steps.contains(&Step::Trailing)
+    }
+
+    fn set(mask: &mut [u32], id: u32) {
+        if let Some(word) = mask.get_mut(id as usize / 32) {
+            *word |= 1 << (id % 32);
+        }
+    }
+
+    fn eos_allowed_now(&self) -> bool {
+        self.is_accepting() || self.released() || self.trailing()
+    }
+
+    /// Fills `mask` (at least `ceil(vocab / 32)` words; extra words are padding and
+    /// come out 0) with the tokens allowed next.
+    pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) {
+        mask.fill(0);
+        let vocab = Arc::clone(self.tables.vocab());
+        if self.is_terminated() || self.trailing() {
+            vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
+            return;
+        }
+        if self.released() {
+            self.fill_all_text_tokens(mask);
+            vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
+            return;
+        }
+        self.bytes.lexer_configuration(&mut self.configuration);
+        let masks = self.tables.masks(&self.configuration);
+        let n = mask.len().min(masks.allowed.len());
+        mask[..n].copy_from_slice(&masks.allowed[..n]);
+        self.check_candidates(&masks.candidates, &masks.candidate_shared, mask);
+        if self.is_accepting() {
+            vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
+            match self.policy {
+                StopPolicy::Stop => {}
+                StopPolicy::AllowContinue => self.fill_all_text_tokens(mask),
+                StopPolicy::TrailingWhitespaceThenEos => {
+                    for id in 0..vocab.len() as u32 {
+                        if is_whitespace_token(vocab.token_bytes(id)) {
+                            Self::set(mask, id);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn fill_all_text_tokens(&self, mask: &mut [u32]) {
+        let vocab = self.tables.vocab();
+        for &id in vocab.sorted_tokens().0 {
+            Self::set(mask, id);
+        }
+    }
+
+    /// Walks the candidates in byte order through the byte matcher, backing up only
+    /// to the prefix shared with the next one.
+    fn check_candidates(&mut self, candidates: &[u32], shared: &[u16], mask: &mut [u32]) {
+        let vocab = Arc::clone(self.tables.vocab());
+        let mut depth = 0usize;
+        // Index of a byte that was rejected in the previous candidate: later
+        // candidates sharing that byte fail too.
+        let mut failed_at: Option<usize> = None;
+        for (&id, &common) in candidates.iter().zip(shared) {
+            let common = common as usize;
+            if let Some(f) = failed_at {
+                if common > f {
+                    continue;
+                }
+                failed_at = None;
+            }
+            if depth > common {
+                self.bytes.rollback(depth - common);
+                depth = common;
+            }
+            let bytes = vocab.token_bytes(id);
+            let mut ok = true;
+            while depth < bytes.len() {
+                if self.bytes.consume_byte(bytes[depth]).is_err() {
+                    failed_at = Some(depth);
+                    ok = false;
+                    break;
+                }
+                depth += 1;
+            }
+            if ok {
+                Self::set(mask, id);
+            }
+        }
+        self.bytes.rollback(depth);
+    }
+
+    /// Whether `token` may come next (the same answer as the mask's bit).
+    pub fn is_token_allowed(&mut self, token: u32) -> bool {
+        let ok = self.consume_token(token).is_ok();
+        if ok {
+            self.rollback(1);
+        }
+        ok
+    }
+
+    /// Consumes one token; on error nothing changes.
+    pub fn consume_token(&mut self, token: u32) -> Result<(), TokenError> {
+        let vocab = Arc::clone(self.tables.vocab());
+        let position = self.steps.len();
+        let not_allowed = Err(TokenError::NotAllowed { token, position });
+        if self.is_terminated() {
+            return Err(TokenError::Terminated);
+        }
+        if token as usize >= vocab.len() {
+            return Err(TokenError::OutOfVocabulary {
+                token,
+                size: vocab.len(),
+            });
+        }
+        if vocab.is_eos(token) {
+            if !self.eos_allowed_now() {
+                return not_allowed;
+            }
+            self.steps.push(Step::Eos);
+            return Ok(());
+        }
+        if self.released() {
+            self.steps.push(Step::Free);
+            return Ok(());
+        }
+        if self.trailing() {
+            return not_allowed;
+        }
+        let bytes = vocab.token_bytes(token);
+        if bytes.is_empty() {
+            return not_allowed;
+        }
+        let before = self.bytes.position();
+        if self.bytes.consume_bytes(bytes).is_ok() {
+            self.steps.push(Step::Bytes(bytes.len() as u32));
+            return Ok(());
+        }
+        self.bytes.rollback(self.bytes.position() - before);
+        let accepting = self.is_accepting();
+        match self.policy {
+            StopPolicy::AllowContinue if accepting => self.steps.push(Step::Free),
+            StopPolicy::TrailingWhitespaceThenEos if accepting && is_whitespace_token(bytes) => {
+                self.steps.push(Step::Trailing)
+            }
+            _ => return not_allowed,
+        }
+        Ok(())
+    }
+
+    /// Consumes raw bytes as one step (a prompt suffix, forced bytes, or a prefix in
+    /// tests); `rollback(1)` undoes them together. On error nothing changes.
+    pub fn consume_bytes(&mut self, bytes: &[u8]) -> Result<(), TokenError> {
+        let position = self.steps.len();
+        if self.is_terminated() {
+            return Err(TokenError::Terminated);
+        }
+        if self.released() || self.trailing() {
+            return Err(TokenError::NotAllowed { token: u32::MAX, position });
+        }
+        let before = self.bytes.position();
+        match self.bytes.consume_bytes(bytes) {
+            Ok(()) => {
+                self.steps.push(Step::Bytes(bytes.len() as u32));
+                Ok(())
+            }
+            Err(_) => {
+                self.bytes.rollback(self.bytes.position() - before);
+                Err(TokenError::NotAllowed { token: u32::MAX, position })
+            }
+        }
+    }
+
+    /// Consumes tokens in order, stopping at the first that is not allowed; on error
+    /// the tokens before it stay consumed.
+    pub fn consume_tokens(&mut self, tokens: &[u32]) -> Result<(), TokenError> {
+        tokens.iter().try_for_each(|&t| self.consume_token(t))
+    }
+
+    /// How many leading tokens of `tokens` would be accepted; the state is unchanged
+    /// (for speculative decoding).
+    pub fn validate_tokens(&mut self, tokens: &[u32]) -> usize {
+        let mut n = 0;
+        for &t in tokens {
+            if self.consume_token(t).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        self.rollback(n);
+        n
+    }
+
+    /// Undoes the last `n` tokens (fewer if fewer were consumed).
+    pub fn rollback(&mut self, n: usize) {
+        for _ in 0..n.min(self.steps.len()) {
+            if let Some(Step::Bytes(len)) = self.steps.pop() {
+                self.bytes.rollback(len as usize);
+            }
+        }
+    }
+
+    /// Bytes the grammar forces next: while exactly one byte is allowed and the
+    /// grammar does not accept, that byte is certain.
+    pub fn forced_bytes(&mut self) -> Vec<u8> {
+        let mut forced = Vec::new();
+        if self.is_terminated() || self.released() || self.trailing() {
+            return forced;
+        }
+        while !self.bytes.is_accepting() {
+            let allowed = self.bytes.allowed_bytes();
+            let mut it = allowed.iter();
+            let (Some(b), None) = (it.next(), it.next()) else { break };
+            if self.bytes.consume_byte(b).is_err() {
+                break;
+            }
+            forced.push(b);
+        }
+        self.bytes.rollback(forced.len());
+        forced
+    }
+}
+
+fn is_whitespace_token(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}

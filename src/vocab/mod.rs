@@ -1,0 +1,175 @@
+//! The vocabulary as the grammar sees it: each token id's exact byte string.
+//!
+//! Masks are decided on bytes, never on display strings, so every tokenizer flavour
+//! is resolved here once: byte-level BPE (GPT-2's byte-to-character map: Llama-3,
+//! Qwen, GPT-2, DeepSeek, o200k), SentencePiece pieces (`▁` for a space, `<0xNN>`
+//! byte-fallback tokens: Llama-2, Mistral, Gemma). Added and special tokens get no
+//! bytes: a grammar over bytes can never produce them, so they are never allowed
+//! unless a grammar names them. The EOS set comes from the tokenizer's config plus
+//! ids the caller adds; several EOS ids are normal.
+//!
+//! For the mask walk the non-special tokens are also kept sorted by their bytes
+//! with the length of the prefix each shares with its predecessor, which is a token
+//! trie in flat form: walking the sorted list and backing up to the shared prefix
+//! visits every trie node once.
+
+mod load;
+
+use std::fmt;
+
+pub use load::VocabError;
+
+/// Token id to bytes, plus the EOS set and the sorted-trie view.
+#[derive(Clone)]
+pub struct Vocabulary {
+    /// Exact bytes per token id; empty for special/added tokens and unused ids.
+    tokens: Vec<Box<[u8]>>,
+    /// Content of special/added tokens, for messages.
+    special: Vec<(u32, String)>,
+    eos: Vec<u32>,
+    /// Ids of tokens with bytes, sorted by bytes (ties by id).
+    sorted: Vec<u32>,
+    /// `shared_prefix[i]`: bytes `sorted[i]` shares with `sorted[i - 1]` (0 for i = 0).
+    shared_prefix: Vec<u16>,
+}
+
+impl fmt::Debug for Vocabulary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Vocabulary")
+            .field("size", &self.tokens.len())
+            .field("special", &self.special.len())
+            .field("eos", &self.eos)
+            .finish()
+    }
+}
+
+impl Vocabulary {
+    /// Builds from explicit token bytes. `special` ids get no bytes.
+    pub fn from_token_bytes(tokens: Vec<Vec<u8>>, special: Vec<(u32, String)>, eos: Vec<u32>) -> Vocabulary {
+        let mut tokens: Vec<Box<[u8]>> = tokens.into_iter().map(Vec::into_boxed_slice).collect();
+        for (id, _) in &special {
+            if let Some(t) = tokens.get_mut(*id as usize) {
+                *t = Box::default();
+            }
+        }
+        let mut sorted: Vec<u32> = (0..tokens.len() as u32)
+            .filter(|&id| !tokens[id as usize].is_empty())
+            .collect();
+        sorted.sort_by(|&a, &b| tokens[a as usize].cmp(&tokens[b as usize]).then(a.cmp(&b)));
+        let mut shared_prefix = Vec::with_capacity(sorted.len());
+        for (i, &id) in sorted.iter().enumerate() {
+            let shared = match i {
+                0 => 0,
+                _ => common_prefix(&tokens[sorted[i - 1] as usize], &tokens[id as usize]),
+            };
+            shared_prefix.push(shared.min(u16::MAX as usize) as u16);
+        }
+        let mut eos = eos;
+        eos.sort_unstable();
+        eos.dedup();
+        Vocabulary {
+            tokens,
+            special,
+            eos,
+            sorted,
+            shared_prefix,
+        }
+    }
+
+    /// Number of token ids (the highest id plus one).
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// The exact bytes of `id`; empty for special tokens and ids out of range.
+    pub fn token_bytes(&self, id: u32) -> &[u8] {
+        self.tokens.get(id as usize).map_or(&[], |t| t)
+    }
+
+    /// Special and added tokens: (id, content).
+    pub fn special_tokens(&self) -> &[(u32, String)] {
+        &self.special
+    }
+
+    pub fn eos_ids(&self) -> &[u32] {
+        &self.eos
+    }
+
+    pub fn is_eos(&self, id: u32) -> bool {
+        self.eos.binary_search(&id).is_ok()
+    }
+
+    /// Adds EOS ids (e.g. from the model's generation config).
+    pub fn add_eos(&mut self, ids: &[u32]) {
+        self.eos.extend_from_slice(ids);
+        self.eos.sort_unstable();
+        self.eos.dedup();
+    }
+
+    /// Token ids with bytes, sorted by bytes, with each one's shared prefix length.
+    pub fn sorted_tokens(&self) -> (&[u32], &[u16]) {
+        (&self.sorted, &self.shared_prefix)
+    }
+
+    /// Concatenated bytes of `ids` (special tokens contribute nothing).
+    pub fn decode(&self, ids: &[u32]) -> Vec<u8> {
+        ids.iter().flat_map(|&id| self.token_bytes(id).iter().copied()).collect()
+    }
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// GPT-2's byte-level map: the character that stands for each byte.
+pub fn byte_level_char(byte: u8) -> char {
+    let b = byte as u32;
+    let printable = (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
+    if printable {
+        return char::from_u32(b).unwrap_or('\0');
+    }
+    // The other 68 bytes map, in order, to U+0100 onwards.
+    let rank = (0..b)
+        .filter(|&x| !((0x21..=0x7e).contains(&x) || (0xa1..=0xac).contains(&x) || (0xae..=0xff).contains(&x)))
+        .count() as u32;
+    char::from_u32(0x100 + rank).unwrap_or('\0')
+}
+
+/// Inverse of [`byte_level_char`] as a lookup table.
+pub(crate) fn byte_level_table() -> std::collections::HashMap<char, u8> {
+    (0..=255u8).map(|b| (byte_level_char(b), b)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_level_map_is_gpt2s() {
+        assert_eq!(byte_level_char(b'A'), 'A');
+        assert_eq!(byte_level_char(b' '), '\u{120}'); // "Ġ"
+        assert_eq!(byte_level_char(b'\n'), '\u{10a}'); // "Ċ"
+        assert_eq!(byte_level_char(0), '\u{100}');
+        assert_eq!(byte_level_char(0xad), '\u{143}');
+        assert_eq!(byte_level_table().len(), 256);
+    }
+
+    #[test]
+    fn sorted_view_shares_prefixes() {
+        let v = Vocabulary::from_token_bytes(
+            vec![b"ab".to_vec(), b"a".to_vec(), b"<s>".to_vec(), b"abc".to_vec(), b"b".to_vec()],
+            vec![(2, "<s>".into())],
+            vec![2],
+        );
+        let (sorted, shared) = v.sorted_tokens();
+        assert_eq!(sorted, &[1, 0, 3, 4]);
+        assert_eq!(shared, &[0, 1, 2, 0]);
+        assert!(v.token_bytes(2).is_empty());
+        assert!(v.is_eos(2));
+        assert_eq!(v.decode(&[1, 2, 4]), b"ab");
+    }
+}

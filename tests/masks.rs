@@ -1,0 +1,196 @@
+//! Token masks against their brute-force definition, on vendored real tokenizers
+//! (GPT-2's byte-level BPE, Mistral's SentencePiece with byte fallback), plus the
+//! token-level matcher API: consume, rollback, validate, EOS and stop policies.
+
+#[path = "support/oracle.rs"]
+mod oracle;
+
+use std::sync::Arc;
+
+use oracle::{differences, fast_mask, oracle_mask, prefix_positions};
+use stencil::matcher::{StopPolicy, TokenError, TokenMatcher};
+use stencil::tables::TokenTables;
+use stencil::vocab::Vocabulary;
+use stencil::{compile_gbnf, compile_regex, CompiledGrammar};
+
+fn root(path: &str) -> String {
+    format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn vocab(name: &str) -> Arc<Vocabulary> {
+    let path = root(&format!("tests/fixtures/tokenizers/{name}/tokenizer.json.gz"));
+    Arc::new(Vocabulary::from_tokenizer_file(&path).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn gbnf(path: &str) -> Arc<CompiledGrammar> {
+    compile_gbnf(&std::fs::read_to_string(root(path)).unwrap()).unwrap()
+}
+
+/// Compares fast and brute-force masks after prefixes of each sample.
+fn assert_masks_agree(name: &str, tables: &Arc<TokenTables>, samples: &[&str], per_sample: usize) {
+    let width = tables.mask_words() + 1; // one padding word: must stay zero
+    for sample in samples {
+        for p in prefix_positions(sample.as_bytes(), per_sample) {
+            let prefix = &sample.as_bytes()[..p];
+            let fast = fast_mask(tables, prefix, width);
+            let slow = oracle_mask(tables, prefix, width);
+            let diff = differences(&fast, &slow);
+            assert!(
+                diff.is_empty(),
+                "{name}: after {:?}: {} differences, e.g. tokens {:?} ({:?})",
+                String::from_utf8_lossy(prefix),
+                diff.len(),
+                &diff[..diff.len().min(5)],
+                diff.iter()
+                    .take(5)
+                    .map(|&t| String::from_utf8_lossy(tables.vocab().token_bytes(t)).into_owned())
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(*fast.last().unwrap(), 0, "padding bits must be 0");
+        }
+    }
+}
+
+const JSON_SAMPLES: &[&str] = &[
+    r#"{"name": "caf\u00e9 \"x\"", "tags": ["a", "b"], "n": -12.5e3, "ok": true, "nested": {"k": null}}"#,
+    "[1, 2, {\"\u{1F600}\": \"\u{4e2d}\u{6587}\"}]",
+];
+
+#[test]
+fn gpt2_masks_match_the_oracle() {
+    let v = vocab("gpt2");
+    let json = Arc::new(TokenTables::new(gbnf("grammars/json.gbnf"), Arc::clone(&v)));
+    assert_masks_agree("gpt2/json", &json, JSON_SAMPLES, 12);
+    let tool = Arc::new(TokenTables::new(gbnf("grammars/tool-call.gbnf"), Arc::clone(&v)));
+    assert_masks_agree(
+        "gpt2/tool-call",
+        &tool,
+        &[r#"{"name": "web_search", "arguments": {"query": "rüst", "limit": 10}}"#],
+        10,
+    );
+}
+
+#[test]
+fn mistral_masks_match_the_oracle() {
+    let v = vocab("mistral-7b-v0.1");
+    let json = Arc::new(TokenTables::new(gbnf("grammars/json-bounded.gbnf"), Arc::clone(&v)));
+    assert_masks_agree("mistral/json-bounded", &json, JSON_SAMPLES, 12);
+    let list = Arc::new(TokenTables::new(gbnf("tests/fixtures/gbnf/llama.cpp/japanese.gbnf"), v));
+    assert_masks_agree("mistral/japanese", &list, &["\u{65e5}\u{672c}\u{8a9e} \u{30ab}\u{30ca}"], 10);
+}
+
+#[test]
+fn vocabularies_resolve_bytes() {
+    let gpt2 = vocab("gpt2");
+    assert_eq!(gpt2.len(), 50257);
+    assert_eq!(gpt2.eos_ids(), &[50256]);
+    assert!(gpt2.token_bytes(50256).is_empty(), "special tokens have no bytes");
+    // "Ġthe" is " the".
+    assert!((0..gpt2.len() as u32).any(|id| gpt2.token_bytes(id) == b" the"));
+    let mistral = vocab("mistral-7b-v0.1");
+    assert_eq!(mistral.len(), 32000);
+    assert_eq!(mistral.eos_ids(), &[2]);
+    assert_eq!(mistral.token_bytes(3 + 0x0A), b"\n", "<0x0A> is a newline byte");
+    assert_eq!(mistral.token_bytes(22557), b" Hello", "\u{2581}Hello");
+}
+
+fn tables(grammar: Arc<CompiledGrammar>, v: &Arc<Vocabulary>) -> Arc<TokenTables> {
+    Arc::new(TokenTables::new(grammar, Arc::clone(v)))
+}
+
+fn token(v: &Vocabulary, text: &str) -> u32 {
+    (0..v.len() as u32)
+        .find(|&id| v.token_bytes(id) == text.as_bytes())
+        .unwrap_or_else(|| panic!("no token {text:?}"))
+}
+
+#[test]
+fn consume_rollback_validate() {
+    let v = vocab("gpt2");
+    let t = tables(compile_regex("(ab|cd)+").unwrap(), &v);
+    let mut m = TokenMatcher::new(Arc::clone(&t));
+    let ab = token(&v, "ab");
+    let cd = token(&v, "cd");
+    let a = token(&v, "a");
+    let b = token(&v, "b");
+    let x = token(&v, "x");
+    let eos = v.eos_ids()[0];
+    assert_eq!(m.validate_tokens(&[ab, cd, a, b, x, ab]), 4, "stops before x");
+    assert_eq!(m.tokens_consumed(), 0, "validation leaves no trace");
+    assert!(matches!(m.consume_token(eos), Err(TokenError::NotAllowed { .. })), "not accepting yet");
+    m.consume_tokens(&[ab, a]).unwrap();
+    assert!(!m.is_accepting());
+    assert!(!m.is_token_allowed(eos));
+    m.consume_token(b).unwrap();
+    assert!(m.is_accepting());
+    m.rollback(2);
+    assert!(m.is_accepting(), "back after `ab`");
+    assert_eq!(m.byte_matcher().position(), 2);
+    m.consume_token(eos).unwrap();
+    assert!(m.is_terminated());
+    assert_eq!(m.consume_token(ab), Err(TokenError::Terminated));
+    let mut mask = vec![0u32; t.mask_words()];
+    m.fill_next_token_bitmask(&mut mask);
+    assert_eq!(oracle::differences(&mask, &{
+        let mut only_eos = vec![0u32; t.mask_words()];
+        only_eos[eos as usize / 32] |= 1 << (eos % 32);
+        only_eos
+    }), Vec::<u32>::new(), "a terminated matcher allows only EOS");
+    m.rollback(1);
+    assert!(!m.is_terminated());
+    assert!(matches!(m.consume_token(1 << 30), Err(TokenError::OutOfVocabulary { .. })));
+}
+
+#[test]
+fn accepting_state_without_continuation_allows_only_eos() {
+    let v = vocab("gpt2");
+    let t = tables(compile_regex("yes").unwrap(), &v);
+    let mut m = TokenMatcher::new(Arc::clone(&t));
+    m.consume_token(token(&v, "yes")).unwrap();
+    let mut mask = vec![0u32; t.mask_words()];
+    m.fill_next_token_bitmask(&mut mask);
+    let allowed: Vec<u32> = differences(&mask, &vec![0; mask.len()]);
+    assert_eq!(allowed, v.eos_ids());
+}
+
+#[test]
+fn stop_policies() {
+    let v = vocab("gpt2");
+    let grammar = compile_regex("[0-9]+").unwrap();
+    let seven = token(&v, "7");
+    let space = token(&v, " ");
+    let word = token(&v, " words");
+    let eos = v.eos_ids()[0];
+
+    let mut stop = TokenMatcher::with_policy(tables(Arc::clone(&grammar), &v), StopPolicy::Stop);
+    stop.consume_token(seven).unwrap();
+    assert!(!stop.is_token_allowed(space));
+    assert!(stop.is_token_allowed(eos));
+
+    let mut trailing = TokenMatcher::with_policy(tables(Arc::clone(&grammar), &v), StopPolicy::TrailingWhitespaceThenEos);
+    trailing.consume_token(seven).unwrap();
+    assert!(!trailing.is_token_allowed(word));
+    trailing.consume_token(space).unwrap();
+    assert!(!trailing.is_token_allowed(space), "one whitespace token, then EOS");
+    assert!(!trailing.is_token_allowed(seven));
+    trailing.consume_token(eos).unwrap();
+
+    let mut free = TokenMatcher::with_policy(tables(grammar, &v), StopPolicy::AllowContinue);
+    assert!(!free.is_token_allowed(word), "not before the grammar accepts");
+    free.consume_token(seven).unwrap();
+    free.consume_token(word).unwrap();
+    assert!(free.is_token_allowed(space) && free.is_token_allowed(eos));
+    free.rollback(1);
+    assert!(!free.is_token_allowed(token(&v, "x")) || free.is_accepting());
+}
+
+#[test]
+fn forced_bytes() {
+    let v = vocab("gpt2");
+    let t = tables(gbnf("grammars/tool-call.gbnf"), &v);
+    let mut m = TokenMatcher::new(t);
+    assert_eq!(m.forced_bytes(), br#"{"name": ""#);
+    m.consume_bytes(br#"{"name": "g"#).unwrap();
+    assert_eq!(m.forced_bytes(), br#"et_weather", "arguments": {"city": ""#);
+    assert_eq!(m.byte_matcher().position(), 11, "forced_bytes leaves the state unchanged");
+}

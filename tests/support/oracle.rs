@@ -1,0 +1,68 @@
+//! The brute-force definition of a token mask, for property tests: token `t` is
+//! allowed after a prefix iff prefix + bytes(t) is still a viable prefix (asked of
+//! the byte matcher token by token); EOS iff the grammar accepts.
+
+use std::sync::Arc;
+
+use stencil::matcher::{Matcher, TokenMatcher};
+use stencil::tables::TokenTables;
+
+/// Mask over `width` words by the brute-force definition, after `prefix`.
+pub fn oracle_mask(tables: &TokenTables, prefix: &[u8], width: usize) -> Vec<u32> {
+    let vocab = tables.vocab();
+    let mut matcher = Matcher::new(Arc::clone(tables.grammar()));
+    matcher.consume_bytes(prefix).expect("prefix must be viable");
+    let mut mask = vec![0u32; width];
+    for id in 0..vocab.len() as u32 {
+        let allowed = if vocab.is_eos(id) {
+            matcher.is_accepting()
+        } else {
+            let bytes = vocab.token_bytes(id);
+            !bytes.is_empty() && matcher.accepts_bytes(bytes)
+        };
+        if allowed {
+            mask[id as usize / 32] |= 1 << (id % 32);
+        }
+    }
+    mask
+}
+
+/// The fast mask after `prefix` (fed as raw bytes).
+pub fn fast_mask(tables: &Arc<TokenTables>, prefix: &[u8], width: usize) -> Vec<u32> {
+    let mut matcher = TokenMatcher::new(Arc::clone(tables));
+    matcher.consume_bytes(prefix).expect("prefix must be viable");
+    let mut mask = vec![0u32; width];
+    matcher.fill_next_token_bitmask(&mut mask);
+    mask
+}
+
+/// Token ids where two masks differ.
+pub fn differences(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, (x, y)) in a.iter().zip(b).enumerate() {
+        let mut diff = x ^ y;
+        while diff != 0 {
+            let bit = diff.trailing_zeros();
+            out.push(w as u32 * 32 + bit);
+            diff &= diff - 1;
+        }
+    }
+    out
+}
+
+/// Every prefix length of `text` at which the oracle should be asked, thinned to
+/// about `max` positions but always including 0, the end, and the positions inside
+/// multi-byte UTF-8 characters.
+pub fn prefix_positions(text: &[u8], max: usize) -> Vec<usize> {
+    let step = (text.len() / max.max(1)).max(1);
+    let mut positions: Vec<usize> = (0..=text.len()).step_by(step).collect();
+    positions.push(text.len());
+    for (i, &b) in text.iter().enumerate() {
+        if (0x80..0xc0).contains(&b) {
+            positions.push(i); // a continuation byte: the prefix ends mid-character
+        }
+    }
+    positions.sort_unstable();
+    positions.dedup();
+    positions
+}
