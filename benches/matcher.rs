@@ -52,7 +52,8 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("allowed_bytes");
     let mut m = Matcher::new(Arc::clone(&grammar));
-    m.consume_bytes(br#"{"items": [{"id": 1, "name": "in a str"#).unwrap();
+    m.consume_bytes(br#"{"items": [{"id": 1, "name": "in a str"#)
+        .unwrap();
     group.bench_function("inside_string", |b| b.iter(|| m.allowed_bytes()));
     let mut m = Matcher::new(Arc::clone(&grammar));
     m.consume_bytes(br#"{"items": [{"id": 1, "#).unwrap();

@@ -33,10 +33,19 @@ pub struct CheckReport {
 }
 
 /// Checks `input` against `grammar`.
-pub fn check(grammar: &Arc<CompiledGrammar>, input: &[u8], options: &MatcherOptions) -> CheckReport {
+pub fn check(
+    grammar: &Arc<CompiledGrammar>,
+    input: &[u8],
+    options: &MatcherOptions,
+) -> CheckReport {
     let mut matcher = Matcher::with_options(Arc::clone(grammar), options.clone());
     let outcome = matcher.consume_bytes(input);
-    let expected = || (matcher.expected_terminals(), describe_byte_ranges(&matcher.allowed_bytes().ranges()));
+    let expected = || {
+        (
+            matcher.expected_terminals(),
+            describe_byte_ranges(&matcher.allowed_bytes().ranges()),
+        )
+    };
     match outcome {
         Ok(()) if matcher.is_accepting() => CheckReport {
             accepted: true,
@@ -83,7 +92,13 @@ pub fn check(grammar: &Arc<CompiledGrammar>, input: &[u8], options: &MatcherOpti
 pub fn line_column(input: &[u8], offset: usize) -> (usize, usize) {
     let before = &input[..offset.min(input.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
     (line, column)
 }

@@ -5,6 +5,7 @@
 //! ```text
 //! frontend (GBNF, regex) -> grammar (IR) -> automaton (lexer DFAs + CFG)
 //!   -> vocab (token bytes) + tables (per-lexer-configuration token masks) -> matcher
+//!   -> sampling (logits processors, selectors, counter-based RNG, trace)
 //! ```
 //!
 //! A front-end parses a user's grammar into the [`grammar`] IR; [`automaton`]
@@ -17,12 +18,13 @@
 
 pub mod automaton;
 pub mod check;
+mod error;
 pub mod frontend;
 pub mod grammar;
 pub mod matcher;
+pub mod sampling;
 pub mod tables;
 pub mod vocab;
-mod error;
 
 use std::sync::Arc;
 
@@ -33,11 +35,17 @@ pub use matcher::Matcher;
 /// Parses and compiles a GBNF grammar (start rule `root`) with default limits.
 pub fn compile_gbnf(source: &str) -> Result<Arc<CompiledGrammar>, Error> {
     let grammar = frontend::gbnf::parse(source, &frontend::gbnf::GbnfOptions::default())?;
-    Ok(Arc::new(CompiledGrammar::compile(&grammar, &CompileOptions::default())?))
+    Ok(Arc::new(CompiledGrammar::compile(
+        &grammar,
+        &CompileOptions::default(),
+    )?))
 }
 
 /// Compiles a regex that the whole output must match, with default limits.
 pub fn compile_regex(pattern: &str) -> Result<Arc<CompiledGrammar>, Error> {
     let grammar = frontend::regex::parse(pattern, &frontend::Limits::default())?;
-    Ok(Arc::new(CompiledGrammar::compile(&grammar, &CompileOptions::default())?))
+    Ok(Arc::new(CompiledGrammar::compile(
+        &grammar,
+        &CompileOptions::default(),
+    )?))
 }

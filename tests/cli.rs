@@ -48,13 +48,19 @@ fn rejected_input_names_offset_and_expectation() {
     let human = stencil(&["check", "--gbnf", JSON], b"{\n  \"a\": tru}");
     assert_eq!(human.status.code(), Some(1));
     let text = String::from_utf8_lossy(&human.stdout);
-    assert!(text.contains("byte offset 12 (line 2, column 11)"), "{text}");
+    assert!(
+        text.contains("byte offset 12 (line 2, column 11)"),
+        "{text}"
+    );
     assert!(text.contains("expected bytes: 'e'"), "{text}");
 }
 
 #[test]
 fn prefix_mode() {
-    let out = stencil(&["check", "--gbnf", JSON, "--prefix", "--json"], br#"{"a": [1, "x"#);
+    let out = stencil(
+        &["check", "--gbnf", JSON, "--prefix", "--json"],
+        br#"{"a": [1, "x"#,
+    );
     assert_eq!(out.status.code(), Some(0));
     let v = json_of(&out);
     assert_eq!(v["accepted"], false);
@@ -74,11 +80,35 @@ fn input_from_file_as_raw_bytes() {
     let path = dir.join("input.bin");
     // A UTF-8 character split by nothing: raw bytes in, raw bytes checked.
     std::fs::write(&path, "caf\u{e9}".as_bytes()).unwrap();
-    let out = stencil(&["check", "--regex", "caf.", "--input", path.to_str().unwrap()], b"");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = stencil(
+        &[
+            "check",
+            "--regex",
+            "caf.",
+            "--input",
+            path.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // Invalid UTF-8 is rejected at its offset.
     std::fs::write(&path, b"caf\xff").unwrap();
-    let out = stencil(&["check", "--regex", "caf.", "--input", path.to_str().unwrap(), "--json"], b"");
+    let out = stencil(
+        &[
+            "check",
+            "--regex",
+            "caf.",
+            "--input",
+            path.to_str().unwrap(),
+            "--json",
+        ],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json_of(&out)["offset"], 3);
 }
@@ -89,19 +119,38 @@ fn jsonl_batch_mode() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("cases.txt");
     std::fs::write(&path, "42\n1+2\n+\n\n7+\n").unwrap();
-    let out = stencil(&["check", "--regex", r"[0-9]+(\+[0-9]+)*", "--jsonl", path.to_str().unwrap()], b"");
+    let out = stencil(
+        &[
+            "check",
+            "--regex",
+            r"[0-9]+(\+[0-9]+)*",
+            "--jsonl",
+            path.to_str().unwrap(),
+        ],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(1), "not every line passes");
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let verdicts: Vec<bool> = lines.iter().map(|v| v["accepted"].as_bool().unwrap()).collect();
+    let verdicts: Vec<bool> = lines
+        .iter()
+        .map(|v| v["accepted"].as_bool().unwrap())
+        .collect();
     assert_eq!(verdicts, [true, true, false, false, false]);
     assert_eq!(lines[2]["offset"], 0);
     assert_eq!(lines[4]["viable_prefix"], true);
 
     let out = stencil(
-        &["check", "--regex", r"[0-9]+(\+[0-9]+)*", "--jsonl", path.to_str().unwrap(), "--prefix"],
+        &[
+            "check",
+            "--regex",
+            r"[0-9]+(\+[0-9]+)*",
+            "--jsonl",
+            path.to_str().unwrap(),
+            "--prefix",
+        ],
         b"",
     );
     assert_eq!(out.status.code(), Some(1), "`+` alone is not even a prefix");
@@ -116,7 +165,10 @@ fn invalid_grammar_exits_two_with_location() {
     let out = stencil(&["check", "--gbnf", path.to_str().unwrap()], b"a");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.gbnf:2:16") && err.contains("undefined-rule"), "{err}");
+    assert!(
+        err.contains("bad.gbnf:2:16") && err.contains("undefined-rule"),
+        "{err}"
+    );
 
     let out = stencil(&["check", "--regex", "a(b"], b"ab");
     assert_eq!(out.status.code(), Some(2));

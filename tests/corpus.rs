@@ -14,7 +14,11 @@ fn shared_data() -> PathBuf {
     let path = std::env::var_os("STENCIL_SHARED_DATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    assert!(path.is_dir(), "corpus folder {} not found (set STENCIL_SHARED_DATA)", path.display());
+    assert!(
+        path.is_dir(),
+        "corpus folder {} not found (set STENCIL_SHARED_DATA)",
+        path.display()
+    );
     path
 }
 
@@ -32,7 +36,11 @@ fn accepts(grammar: &Arc<CompiledGrammar>, input: &str) -> bool {
 fn strings(case: &Value, key: &str) -> Vec<String> {
     case[key]
         .as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -106,7 +114,10 @@ fn llama_cpp_integration_cases() {
                     // llama.cpp cannot parse left recursion; the Earley parser can.
                     assert!(result.is_ok(), "{name}: {:?}", result.err());
                 } else {
-                    assert!(result.is_err(), "{name}: expected a compile error ({reason})");
+                    assert!(
+                        result.is_err(),
+                        "{name}: expected a compile error ({reason})"
+                    );
                 }
                 checked += 1;
             }
@@ -114,7 +125,12 @@ fn llama_cpp_integration_cases() {
         }
     }
     assert!(checked >= 17, "checked only {checked} cases");
-    assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} wrong verdicts:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -126,7 +142,12 @@ fn xgrammar_regex_and_ebnf_cases() {
         let name = format!(
             "{}::{}",
             case["test_fn"].as_str().unwrap_or("?"),
-            case["grammar"].as_str().unwrap_or("").chars().take(60).collect::<String>()
+            case["grammar"]
+                .as_str()
+                .unwrap_or("")
+                .chars()
+                .take(60)
+                .collect::<String>()
         );
         let text = case["grammar"].as_str().unwrap_or("");
         let grammar = match case["kind"].as_str() {
@@ -142,10 +163,18 @@ fn xgrammar_regex_and_ebnf_cases() {
             Err(e) => unsupported.push(format!("{name}: {e}")),
         }
     }
-    println!("xgrammar regex+ebnf cases: {compiled} compiled, {} unsupported", unsupported.len());
+    println!(
+        "xgrammar regex+ebnf cases: {compiled} compiled, {} unsupported",
+        unsupported.len()
+    );
     for u in &unsupported {
         println!("  unsupported {u}");
     }
     assert!(compiled >= 40, "compiled only {compiled}");
-    assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} wrong verdicts:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }

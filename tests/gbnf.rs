@@ -37,8 +37,21 @@ fn llama_cpp_arithmetic() {
     assert_language(
         "arithmetic",
         &g,
-        &["1+2=3\n", "x = (y +2)\n", "a*b-c=d\ne1 = 42\n", "(  a )=1\n"],
-        &["", "1+2=3", "=3\n", "1++2=3\n", "X=1\n", "1=2\n3\n", "x = 1+2\n"],
+        &[
+            "1+2=3\n",
+            "x = (y +2)\n",
+            "a*b-c=d\ne1 = 42\n",
+            "(  a )=1\n",
+        ],
+        &[
+            "",
+            "1+2=3",
+            "=3\n",
+            "1++2=3\n",
+            "X=1\n",
+            "1=2\n3\n",
+            "x = 1+2\n",
+        ],
     );
 }
 
@@ -56,7 +69,12 @@ fn llama_cpp_c() {
             "char h(){// note\n}",
             "int k(){/* a * b */if(a==b){}else{}}",
         ],
-        &["int main(){return 0}", "main(){}", "int f(){return;}", "int f(){/* open }"],
+        &[
+            "int main(){return 0}",
+            "main(){}",
+            "int f(){return;}",
+            "int f(){/* open }",
+        ],
     );
 }
 
@@ -71,7 +89,12 @@ fn llama_cpp_chess() {
             "1. d4 d5\n2. c4 dxc4\n3. O-O O-O-O\n",
             "1. e4 e5\n12. e8=Q+ Kxe8#\n",
         ],
-        &["1. e4 e5\n", "1. e4\n2. d4 d5\n", "1. e9 e5\n2. a3 a6\n", "2. e4 e5\n2. a3 a6\n"],
+        &[
+            "1. e4 e5\n",
+            "1. e4\n2. d4 d5\n",
+            "1. e9 e5\n2. a3 a6\n",
+            "2. e4 e5\n2. a3 a6\n",
+        ],
     );
 }
 
@@ -150,7 +173,10 @@ fn vllm_sql() {
         "vllm-sql",
         &g,
         &["SELECTcol_1fromtable_2wherecol_2=1"],
-        &["SELECT col_1 from table_2 where col_2=1", "SELECTcol_3fromtable_1wherecol_1=1"],
+        &[
+            "SELECT col_1 from table_2 where col_2=1",
+            "SELECTcol_3fromtable_1wherecol_1=1",
+        ],
     );
 }
 
@@ -167,12 +193,19 @@ fn shipped_json_grammars() {
         "{\n  \"a\": 1,\n  \"b\": [\n    true\n  ]\n}",
         "[ ]",
     ];
-    let neither = ["", "01", "1.", ".5", "[1,]", "{\"a\"}", "\"\\x\"", "\"a\tb\"", "nul", "[1] 2"];
+    let neither = [
+        "", "01", "1.", ".5", "[1,]", "{\"a\"}", "\"\\x\"", "\"a\tb\"", "nul", "[1] 2",
+    ];
     assert_language("json", &json, &both, &neither);
     assert_language("json-bounded", &bounded, &both, &neither);
     // RFC whitespace: unbounded in json.gbnf, bounded in json-bounded.gbnf.
     assert_language("json", &json, &[" \r\n\t[ 1 ,\t2 ]\r\n", "[1,    2]"], &[]);
-    assert_language("json-bounded", &bounded, &[], &[" [1]", "[1,    2]", "[1]\n", "[\r\n1]"]);
+    assert_language(
+        "json-bounded",
+        &bounded,
+        &[],
+        &[" [1]", "[1,    2]", "[1]\n", "[\r\n1]"],
+    );
 }
 
 #[test]
@@ -252,7 +285,9 @@ fn large_counters_are_not_unrolled() {
 /// Compiles, expecting a front-end syntax error; returns (line, column, message).
 fn syntax_error(grammar: &str) -> (u32, u32, String) {
     match parse(grammar, &GbnfOptions::default()) {
-        Err(FrontendError::Syntax { location, message }) => (location.line, location.column, message),
+        Err(FrontendError::Syntax { location, message }) => {
+            (location.line, location.column, message)
+        }
         other => panic!("{grammar:?}: expected a syntax error, got {other:?}"),
     }
 }
@@ -261,7 +296,12 @@ fn syntax_error(grammar: &str) -> (u32, u32, String) {
 fn syntax_errors_name_line_and_column() {
     let cases: &[(&str, u32, u32, &str)] = &[
         ("root ::= foo", 1, 10, "never defined"),
-        ("root ::= \"a\"\nexpr ::= term\nterm ::= numero\n", 3, 10, "`numero` is used but never defined"),
+        (
+            "root ::= \"a\"\nexpr ::= term\nterm ::= numero\n",
+            3,
+            10,
+            "`numero` is used but never defined",
+        ),
         ("root ::= \"abc", 1, 10, "unterminated string"),
         ("root ::= [abc", 1, 10, "unterminated character class"),
         ("root ::= \"\\q\"", 1, 11, "unknown escape"),
@@ -272,16 +312,29 @@ fn syntax_errors_name_line_and_column() {
         ("root ::= \"a\"{99999999999}", 1, 14, "above the limit"),
         ("root ::= (\"a\"", 1, 10, "unclosed `(`"),
         ("root ::= \"a\")", 1, 13, "unmatched `)`"),
-        ("root ::= \"a\"\nroot ::= \"b\"", 2, 1, "already defined at 1:1"),
+        (
+            "root ::= \"a\"\nroot ::= \"b\"",
+            2,
+            1,
+            "already defined at 1:1",
+        ),
         ("root = \"a\"", 1, 6, "expected `::=`"),
         ("root ::= * \"a\"", 1, 10, "must follow an item"),
         ("root ::= <[10]>", 1, 10, "token references"),
-        ("  \n  root ::= \"a\" b ::= \"b\"", 2, 16, "starts before the previous rule ended"),
+        (
+            "  \n  root ::= \"a\" b ::= \"b\"",
+            2,
+            16,
+            "starts before the previous rule ended",
+        ),
         ("root ::= \"caf\u{e9}\" @", 1, 17, "found '@'"),
     ];
     for &(grammar, line, column, needle) in cases {
         let (l, c, message) = syntax_error(grammar);
-        assert!(message.contains(needle), "{grammar:?}: message {message:?} lacks {needle:?}");
+        assert!(
+            message.contains(needle),
+            "{grammar:?}: message {message:?} lacks {needle:?}"
+        );
         assert_eq!((l, c), (line, column), "{grammar:?}: {message}");
     }
 }
@@ -292,9 +345,16 @@ fn structural_errors() {
         Err(Error::Frontend(FrontendError::MissingRoot { root })) => assert_eq!(root, "root"),
         other => panic!("{other:?}"),
     }
-    let empty = compile_gbnf("root ::= \"a\" root\n").unwrap_err().to_string();
-    assert!(empty.contains("language is empty") && empty.contains("line 1:1"), "{empty}");
-    let empty_class = compile_gbnf("root ::= [^\\x00-\\U0010FFFF]").unwrap_err().to_string();
+    let empty = compile_gbnf("root ::= \"a\" root\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        empty.contains("language is empty") && empty.contains("line 1:1"),
+        "{empty}"
+    );
+    let empty_class = compile_gbnf("root ::= [^\\x00-\\U0010FFFF]")
+        .unwrap_err()
+        .to_string();
     assert!(empty_class.contains("language is empty"), "{empty_class}");
     let deep = format!("root ::= {}\"a\"{}", "(".repeat(1000), ")".repeat(1000));
     let (_, _, message) = syntax_error(&deep);

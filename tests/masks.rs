@@ -18,7 +18,9 @@ fn root(path: &str) -> String {
 }
 
 fn vocab(name: &str) -> Arc<Vocabulary> {
-    let path = root(&format!("tests/fixtures/tokenizers/{name}/tokenizer.json.gz"));
+    let path = root(&format!(
+        "tests/fixtures/tokenizers/{name}/tokenizer.json.gz"
+    ));
     Arc::new(Vocabulary::from_tokenizer_file(&path).unwrap_or_else(|e| panic!("{e}")))
 }
 
@@ -61,7 +63,10 @@ fn gpt2_masks_match_the_oracle() {
     let v = vocab("gpt2");
     let json = Arc::new(TokenTables::new(gbnf("grammars/json.gbnf"), Arc::clone(&v)));
     assert_masks_agree("gpt2/json", &json, JSON_SAMPLES, 12);
-    let tool = Arc::new(TokenTables::new(gbnf("grammars/tool-call.gbnf"), Arc::clone(&v)));
+    let tool = Arc::new(TokenTables::new(
+        gbnf("grammars/tool-call.gbnf"),
+        Arc::clone(&v),
+    ));
     assert_masks_agree(
         "gpt2/tool-call",
         &tool,
@@ -73,10 +78,21 @@ fn gpt2_masks_match_the_oracle() {
 #[test]
 fn mistral_masks_match_the_oracle() {
     let v = vocab("mistral-7b-v0.1");
-    let json = Arc::new(TokenTables::new(gbnf("grammars/json-bounded.gbnf"), Arc::clone(&v)));
+    let json = Arc::new(TokenTables::new(
+        gbnf("grammars/json-bounded.gbnf"),
+        Arc::clone(&v),
+    ));
     assert_masks_agree("mistral/json-bounded", &json, JSON_SAMPLES, 12);
-    let list = Arc::new(TokenTables::new(gbnf("tests/fixtures/gbnf/llama.cpp/japanese.gbnf"), v));
-    assert_masks_agree("mistral/japanese", &list, &["\u{65e5}\u{672c}\u{8a9e} \u{30ab}\u{30ca}"], 10);
+    let list = Arc::new(TokenTables::new(
+        gbnf("tests/fixtures/gbnf/llama.cpp/japanese.gbnf"),
+        v,
+    ));
+    assert_masks_agree(
+        "mistral/japanese",
+        &list,
+        &["\u{65e5}\u{672c}\u{8a9e} \u{30ab}\u{30ca}"],
+        10,
+    );
 }
 
 #[test]
@@ -84,13 +100,20 @@ fn vocabularies_resolve_bytes() {
     let gpt2 = vocab("gpt2");
     assert_eq!(gpt2.len(), 50257);
     assert_eq!(gpt2.eos_ids(), &[50256]);
-    assert!(gpt2.token_bytes(50256).is_empty(), "special tokens have no bytes");
+    assert!(
+        gpt2.token_bytes(50256).is_empty(),
+        "special tokens have no bytes"
+    );
     // "Ġthe" is " the".
     assert!((0..gpt2.len() as u32).any(|id| gpt2.token_bytes(id) == b" the"));
     let mistral = vocab("mistral-7b-v0.1");
     assert_eq!(mistral.len(), 32000);
     assert_eq!(mistral.eos_ids(), &[2]);
-    assert_eq!(mistral.token_bytes(3 + 0x0A), b"\n", "<0x0A> is a newline byte");
+    assert_eq!(
+        mistral.token_bytes(3 + 0x0A),
+        b"\n",
+        "<0x0A> is a newline byte"
+    );
     assert_eq!(mistral.token_bytes(22557), b" Hello", "\u{2581}Hello");
 }
 
@@ -115,9 +138,16 @@ fn consume_rollback_validate() {
     let b = token(&v, "b");
     let x = token(&v, "x");
     let eos = v.eos_ids()[0];
-    assert_eq!(m.validate_tokens(&[ab, cd, a, b, x, ab]), 4, "stops before x");
+    assert_eq!(
+        m.validate_tokens(&[ab, cd, a, b, x, ab]),
+        4,
+        "stops before x"
+    );
     assert_eq!(m.tokens_consumed(), 0, "validation leaves no trace");
-    assert!(matches!(m.consume_token(eos), Err(TokenError::NotAllowed { .. })), "not accepting yet");
+    assert!(
+        matches!(m.consume_token(eos), Err(TokenError::NotAllowed { .. })),
+        "not accepting yet"
+    );
     m.consume_tokens(&[ab, a]).unwrap();
     assert!(!m.is_accepting());
     assert!(!m.is_token_allowed(eos));
@@ -131,14 +161,21 @@ fn consume_rollback_validate() {
     assert_eq!(m.consume_token(ab), Err(TokenError::Terminated));
     let mut mask = vec![0u32; t.mask_words()];
     m.fill_next_token_bitmask(&mut mask);
-    assert_eq!(oracle::differences(&mask, &{
-        let mut only_eos = vec![0u32; t.mask_words()];
-        only_eos[eos as usize / 32] |= 1 << (eos % 32);
-        only_eos
-    }), Vec::<u32>::new(), "a terminated matcher allows only EOS");
+    assert_eq!(
+        oracle::differences(&mask, &{
+            let mut only_eos = vec![0u32; t.mask_words()];
+            only_eos[eos as usize / 32] |= 1 << (eos % 32);
+            only_eos
+        }),
+        Vec::<u32>::new(),
+        "a terminated matcher allows only EOS"
+    );
     m.rollback(1);
     assert!(!m.is_terminated());
-    assert!(matches!(m.consume_token(1 << 30), Err(TokenError::OutOfVocabulary { .. })));
+    assert!(matches!(
+        m.consume_token(1 << 30),
+        Err(TokenError::OutOfVocabulary { .. })
+    ));
 }
 
 #[test]
@@ -167,16 +204,25 @@ fn stop_policies() {
     assert!(!stop.is_token_allowed(space));
     assert!(stop.is_token_allowed(eos));
 
-    let mut trailing = TokenMatcher::with_policy(tables(Arc::clone(&grammar), &v), StopPolicy::TrailingWhitespaceThenEos);
+    let mut trailing = TokenMatcher::with_policy(
+        tables(Arc::clone(&grammar), &v),
+        StopPolicy::TrailingWhitespaceThenEos,
+    );
     trailing.consume_token(seven).unwrap();
     assert!(!trailing.is_token_allowed(word));
     trailing.consume_token(space).unwrap();
-    assert!(!trailing.is_token_allowed(space), "one whitespace token, then EOS");
+    assert!(
+        !trailing.is_token_allowed(space),
+        "one whitespace token, then EOS"
+    );
     assert!(!trailing.is_token_allowed(seven));
     trailing.consume_token(eos).unwrap();
 
     let mut free = TokenMatcher::with_policy(tables(grammar, &v), StopPolicy::AllowContinue);
-    assert!(!free.is_token_allowed(word), "not before the grammar accepts");
+    assert!(
+        !free.is_token_allowed(word),
+        "not before the grammar accepts"
+    );
     free.consume_token(seven).unwrap();
     free.consume_token(word).unwrap();
     assert!(free.is_token_allowed(space) && free.is_token_allowed(eos));
@@ -192,5 +238,9 @@ fn forced_bytes() {
     assert_eq!(m.forced_bytes(), br#"{"name": ""#);
     m.consume_bytes(br#"{"name": "g"#).unwrap();
     assert_eq!(m.forced_bytes(), br#"et_weather", "arguments": {"city": ""#);
-    assert_eq!(m.byte_matcher().position(), 11, "forced_bytes leaves the state unchanged");
+    assert_eq!(
+        m.byte_matcher().position(),
+        11,
+        "forced_bytes leaves the state unchanged"
+    );
 }

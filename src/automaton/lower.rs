@@ -93,7 +93,9 @@ fn hir_weight(hir: &Hir) -> usize {
         HirKind::Literal(lit) => lit.0.len(),
         HirKind::Class(regex_syntax::hir::Class::Unicode(c)) => 1 + c.ranges().len() * 2,
         HirKind::Class(regex_syntax::hir::Class::Bytes(c)) => 1 + c.ranges().len(),
-        HirKind::Repetition(rep) => hir_weight(&rep.sub).saturating_mul(repeat_factor(rep.min, rep.max)),
+        HirKind::Repetition(rep) => {
+            hir_weight(&rep.sub).saturating_mul(repeat_factor(rep.min, rep.max))
+        }
         HirKind::Capture(cap) => hir_weight(&cap.sub),
         HirKind::Concat(items) | HirKind::Alternation(items) => {
             items.iter().map(hir_weight).fold(1, usize::saturating_add)
@@ -240,7 +242,11 @@ impl Lowering<'_> {
                 vec![seq.finish(self)]
             }
             Expr::Ref(rule) => vec![vec![Symbol::Rule(self.rule_nonterminal(*rule))]],
-            Expr::Repeat { expr, min: 0, max: Some(1) } => {
+            Expr::Repeat {
+                expr,
+                min: 0,
+                max: Some(1),
+            } => {
                 let mut alternatives = self.alternatives(expr);
                 alternatives.push(vec![]);
                 alternatives
@@ -317,7 +323,8 @@ impl SequenceBuilder {
         let label = std::mem::take(&mut self.labels).join(" ");
         self.pending_weight = 0;
         if !only_empty(&hir) {
-            self.symbols.push(Symbol::Terminal(lowering.terminal(hir, label)));
+            self.symbols
+                .push(Symbol::Terminal(lowering.terminal(hir, label)));
         }
     }
 

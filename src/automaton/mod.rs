@@ -100,16 +100,21 @@ impl fmt::Debug for CompiledGrammar {
 }
 
 impl CompiledGrammar {
-    pub fn compile(grammar: &Grammar, options: &CompileOptions) -> Result<CompiledGrammar, CompileError> {
+    pub fn compile(
+        grammar: &Grammar,
+        options: &CompileOptions,
+    ) -> Result<CompiledGrammar, CompileError> {
         grammar.validate()?;
         let lowered = lower::lower(grammar, options.max_terminal_weight);
         let terminals = lowered
             .terminals
             .iter()
             .map(|(label, hir)| {
-                Terminal::build(label.clone(), hir, &options.lexer).map_err(|message| CompileError::Terminal {
-                    terminal: label.chars().take(80).collect(),
-                    message,
+                Terminal::build(label.clone(), hir, &options.lexer).map_err(|message| {
+                    CompileError::Terminal {
+                        terminal: label.chars().take(80).collect(),
+                        message,
+                    }
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -121,11 +126,15 @@ impl CompiledGrammar {
             .map(|(_, hir)| hir.properties().minimum_len().is_some())
             .collect();
 
-        let productive = fixpoint(n_nonterminals, &lowered.productions, |sym, known| match sym {
-            Symbol::Terminal(t) => terminal_productive[t.0 as usize],
-            Symbol::Rule(n) => known[n.0 as usize],
-            Symbol::Repeat { rule, min, .. } => *min == 0 || known[rule.0 as usize],
-        });
+        let productive = fixpoint(
+            n_nonterminals,
+            &lowered.productions,
+            |sym, known| match sym {
+                Symbol::Terminal(t) => terminal_productive[t.0 as usize],
+                Symbol::Rule(n) => known[n.0 as usize],
+                Symbol::Repeat { rule, min, .. } => *min == 0 || known[rule.0 as usize],
+            },
+        );
         // Keep only productions that can complete; predicting a nonterminal with no
         // productions left simply adds nothing.
         let productions: Vec<Production> = lowered
@@ -209,7 +218,9 @@ impl CompiledGrammar {
         let rules: usize = self
             .productions
             .iter()
-            .map(|p| std::mem::size_of::<Production>() + p.rhs.len() * std::mem::size_of::<Symbol>())
+            .map(|p| {
+                std::mem::size_of::<Production>() + p.rhs.len() * std::mem::size_of::<Symbol>()
+            })
             .sum();
         automata + rules
     }

@@ -157,7 +157,12 @@ fn print_human(report: &CheckReport, input: &[u8], prefix: bool) {
     }
 }
 
-fn run_jsonl(grammar: &Arc<CompiledGrammar>, options: &MatcherOptions, path: &str, prefix: bool) -> i32 {
+fn run_jsonl(
+    grammar: &Arc<CompiledGrammar>,
+    options: &MatcherOptions,
+    path: &str,
+    prefix: bool,
+) -> i32 {
     let data = match std::fs::read(path) {
         Ok(d) => d,
         Err(e) => {

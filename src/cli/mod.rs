@@ -3,12 +3,19 @@
 //! Exit codes follow one convention everywhere: 0 yes, 1 no (the input does not
 //! match), 2 the request itself is wrong (bad grammar, unreadable file, bad flags).
 
+mod bench;
 mod check;
+#[cfg(feature = "peers")]
+mod peers;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "stencil", version, about = "Grammar-constrained structured output")]
+#[command(
+    name = "stencil",
+    version,
+    about = "Grammar-constrained structured output"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,6 +25,10 @@ struct Cli {
 enum Command {
     /// Does the input match the grammar, and where does it fail?
     Check(check::CheckArgs),
+    /// Time-to-first-mask and time-between-masks, side by side with peer engines.
+    Bench(bench::BenchArgs),
+    /// One sampling step from a JSON logits row and a JSON config.
+    Sample(stencil::sampling::cli::SampleArgs),
 }
 
 pub fn run() -> i32 {
@@ -31,5 +42,7 @@ pub fn run() -> i32 {
     };
     match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::Sample(args) => stencil::sampling::cli::run_to_exit_code(&args),
     }
 }

@@ -84,8 +84,14 @@ impl<'a> Parser<'a> {
     fn location_at(&self, offset: usize) -> Location {
         let before = &self.src[..offset.min(self.src.len())];
         let line = before.iter().filter(|&&b| b == b'\n').count() as u32 + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() as u32 + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count() as u32
+            + 1;
         Location {
             line,
             column,
@@ -224,7 +230,10 @@ impl<'a> Parser<'a> {
     fn parse_alternatives(&mut self, nested: bool) -> Result<Expr, FrontendError> {
         let mut alternatives = vec![self.parse_sequence(nested)?];
         loop {
-            if !nested && matches!(self.peek(), Some(b'\n') | Some(b'\r')) && self.continues_with_bar() {
+            if !nested
+                && matches!(self.peek(), Some(b'\n') | Some(b'\r'))
+                && self.continues_with_bar()
+            {
                 self.skip_space(true);
             }
             if self.peek() != Some(b'|') {
@@ -431,9 +440,13 @@ impl<'a> Parser<'a> {
             ));
         }
         self.pos += digits;
-        let value = u32::from_str_radix(std::str::from_utf8(hex).unwrap_or("0"), 16).unwrap_or(u32::MAX);
+        let value =
+            u32::from_str_radix(std::str::from_utf8(hex).unwrap_or("0"), 16).unwrap_or(u32::MAX);
         char::from_u32(value).ok_or_else(|| {
-            self.error(at, format!("U+{value:X} is not a Unicode scalar value (surrogate or above U+10FFFF)"))
+            self.error(
+                at,
+                format!("U+{value:X} is not a Unicode scalar value (surrogate or above U+10FFFF)"),
+            )
         })
     }
 
@@ -486,10 +499,9 @@ impl<'a> Parser<'a> {
                         low
                     };
                     if high < low {
-                        return Err(self.error(
-                            at,
-                            format!("class range {low:?}-{high:?} is reversed"),
-                        ));
+                        return Err(
+                            self.error(at, format!("class range {low:?}-{high:?} is reversed"))
+                        );
                     }
                     ranges.push(ClassUnicodeRange::new(low, high));
                 }

@@ -300,7 +300,10 @@ mod tests {
             "root",
             Expr::Seq(vec![Expr::literal(b"a"), Expr::Ref(RuleId(0))]),
         )]);
-        assert!(matches!(g.validate(), Err(GrammarError::EmptyLanguage { .. })));
+        assert!(matches!(
+            g.validate(),
+            Err(GrammarError::EmptyLanguage { .. })
+        ));
     }
 
     #[test]
@@ -325,12 +328,18 @@ mod tests {
                 max: Some(2),
             },
         )]);
-        assert!(matches!(g.validate(), Err(GrammarError::RepeatMinAboveMax { .. })));
+        assert!(matches!(
+            g.validate(),
+            Err(GrammarError::RepeatMinAboveMax { .. })
+        ));
     }
 
     #[test]
     fn dangling_reference_is_rejected() {
         let g = grammar(vec![("root", Expr::Ref(RuleId(7)))]);
-        assert!(matches!(g.validate(), Err(GrammarError::DanglingReference { target: 7, .. })));
+        assert!(matches!(
+            g.validate(),
+            Err(GrammarError::DanglingReference { target: 7, .. })
+        ));
     }
 }

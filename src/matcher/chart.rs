@@ -193,7 +193,8 @@ impl Chart {
         let key = nonterminal_key(lhs);
         let slice_start = s.waiting_start as usize;
         let slice_end = s.waiting_end as usize;
-        let lo = slice_start + self.waiting[slice_start..slice_end].partition_point(|&(k, _)| k < key);
+        let lo =
+            slice_start + self.waiting[slice_start..slice_end].partition_point(|&(k, _)| k < key);
         let mut i = lo;
         while i < slice_end && self.waiting[i].0 == key {
             let parent = self.items[self.waiting[i].1 as usize];

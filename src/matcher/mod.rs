@@ -20,7 +20,6 @@ mod tokens;
 use std::fmt;
 use std::sync::Arc;
 
-
 use crate::automaton::{CompiledGrammar, State, TerminalId};
 use chart::{Chart, Item, TooManyItems};
 pub use tokens::{StopPolicy, TokenError, TokenMatcher};
@@ -80,7 +79,13 @@ pub fn describe_byte_ranges(ranges: &[(u8, u8)]) -> Vec<String> {
     }
     ranges
         .iter()
-        .map(|&(lo, hi)| if lo == hi { one(lo) } else { format!("{}-{}", one(lo), one(hi)) })
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                one(lo)
+            } else {
+                format!("{}-{}", one(lo), one(hi))
+            }
+        })
         .collect()
 }
 
@@ -174,16 +179,18 @@ impl Matcher {
         };
         let grammar = Arc::clone(&matcher.grammar);
         let start = grammar.start();
-        let seeded = matcher.chart.build_set(&grammar, 0, usize::MAX, |chart, set| {
-            for &prod in grammar.productions_of(start) {
-                chart.add(Item {
-                    prod,
-                    dot: 0,
-                    origin: set,
-                    count: 0,
-                });
-            }
-        });
+        let seeded = matcher
+            .chart
+            .build_set(&grammar, 0, usize::MAX, |chart, set| {
+                for &prod in grammar.productions_of(start) {
+                    chart.add(Item {
+                        prod,
+                        dot: 0,
+                        origin: set,
+                        count: 0,
+                    });
+                }
+            });
         if let Ok(set) = seeded {
             matcher.start_lexemes(set);
         }
@@ -297,7 +304,11 @@ impl Matcher {
             let t = self.grammar.terminal(terminal);
             let state = t.start();
             if !t.is_dead(state) {
-                self.lexemes.push(Lexeme { terminal, state, set });
+                self.lexemes.push(Lexeme {
+                    terminal,
+                    state,
+                    set,
+                });
             }
         }
     }
@@ -319,7 +330,9 @@ impl Matcher {
     /// Undoes the last `n` consumed bytes (fewer if fewer were consumed).
     pub fn rollback(&mut self, n: usize) {
         for _ in 0..n.min(self.position()) {
-            let Some(frame) = self.frames.pop() else { break };
+            let Some(frame) = self.frames.pop() else {
+                break;
+            };
             self.lexemes.truncate(frame.lexemes_start as usize);
             self.chart.truncate(frame.sets_before as usize);
         }

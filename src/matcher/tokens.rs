@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-
 use super::Matcher;
 use crate::automaton::{State, TerminalId};
 use crate::tables::TokenTables;
@@ -267,7 +266,10 @@ impl TokenMatcher {
             return Err(TokenError::Terminated);
         }
         if self.released() || self.trailing() {
-            return Err(TokenError::NotAllowed { token: u32::MAX, position });
+            return Err(TokenError::NotAllowed {
+                token: u32::MAX,
+                position,
+            });
         }
         let before = self.bytes.position();
         match self.bytes.consume_bytes(bytes) {
@@ -277,7 +279,10 @@ impl TokenMatcher {
             }
             Err(_) => {
                 self.bytes.rollback(self.bytes.position() - before);
-                Err(TokenError::NotAllowed { token: u32::MAX, position })
+                Err(TokenError::NotAllowed {
+                    token: u32::MAX,
+                    position,
+                })
             }
         }
     }
@@ -321,7 +326,9 @@ impl TokenMatcher {
         while !self.bytes.is_accepting() {
             let allowed = self.bytes.allowed_bytes();
             let mut it = allowed.iter();
-            let (Some(b), None) = (it.next(), it.next()) else { break };
+            let (Some(b), None) = (it.next(), it.next()) else {
+                break;
+            };
             if self.bytes.consume_byte(b).is_err() {
                 break;
             }
@@ -333,5 +340,8 @@ impl TokenMatcher {
 }
 
 fn is_whitespace_token(bytes: &[u8]) -> bool {
-    !bytes.is_empty() && bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }

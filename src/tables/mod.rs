@@ -90,7 +90,12 @@ impl TokenTables {
 
     /// The masks of `configuration`, computed on first use.
     pub fn masks(&self, configuration: &[(TerminalId, State)]) -> Arc<ConfigurationMasks> {
-        if let Some(found) = self.cache.read().ok().and_then(|c| c.get(configuration).cloned()) {
+        if let Some(found) = self
+            .cache
+            .read()
+            .ok()
+            .and_then(|c| c.get(configuration).cloned())
+        {
             return found;
         }
         let built = Arc::new(self.build(configuration));
@@ -148,7 +153,11 @@ impl TokenTables {
         let mut previous: &[u8] = &[];
         for &id in &candidates {
             let bytes = self.vocab.token_bytes(id);
-            let common = previous.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            let common = previous
+                .iter()
+                .zip(bytes)
+                .take_while(|(a, b)| a == b)
+                .count();
             candidate_shared.push(common.min(u16::MAX as usize) as u16);
             previous = bytes;
         }

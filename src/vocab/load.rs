@@ -22,7 +22,9 @@ pub enum VocabError {
     Io { path: String, message: String },
     #[error("{path}: not a tokenizer the `tokenizers` library can load: {message}")]
     Parse { path: String, message: String },
-    #[error("{path}: token {id} ({token:?}) contains {ch:?}, which is not in the byte-level alphabet")]
+    #[error(
+        "{path}: token {id} ({token:?}) contains {ch:?}, which is not in the byte-level alphabet"
+    )]
     ByteLevel {
         path: String,
         id: u32,
@@ -35,13 +37,17 @@ pub enum VocabError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flavour {
     ByteLevel,
-    Pieces { metaspace: bool, byte_fallback: bool },
+    Pieces {
+        metaspace: bool,
+        byte_fallback: bool,
+    },
 }
 
 fn mentions_type(value: &Value, wanted: &str) -> bool {
     match value {
         Value::Object(map) => {
-            map.get("type").and_then(Value::as_str) == Some(wanted) || map.values().any(|v| mentions_type(v, wanted))
+            map.get("type").and_then(Value::as_str) == Some(wanted)
+                || map.values().any(|v| mentions_type(v, wanted))
         }
         Value::Array(items) => items.iter().any(|v| mentions_type(v, wanted)),
         _ => false,
@@ -57,7 +63,8 @@ fn flavour(json: &Value) -> Flavour {
         || mentions_type(&json["pre_tokenizer"], "Metaspace")
         || decoder.to_string().contains('\u{2581}')
         || json["normalizer"].to_string().contains('\u{2581}');
-    let byte_fallback = json["model"]["byte_fallback"].as_bool() == Some(true) || mentions_type(decoder, "ByteFallback");
+    let byte_fallback = json["model"]["byte_fallback"].as_bool() == Some(true)
+        || mentions_type(decoder, "ByteFallback");
     Flavour::Pieces {
         metaspace,
         byte_fallback,
@@ -81,7 +88,9 @@ fn read_text(path: &Path) -> Result<String, VocabError> {
     let raw = std::fs::read(path).map_err(io)?;
     if path.extension().is_some_and(|e| e == "gz") {
         let mut text = String::new();
-        flate2::read::GzDecoder::new(&raw[..]).read_to_string(&mut text).map_err(io)?;
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_string(&mut text)
+            .map_err(io)?;
         Ok(text)
     } else {
         String::from_utf8(raw).map_err(|e| VocabError::Parse {
@@ -89,6 +98,16 @@ fn read_text(path: &Path) -> Result<String, VocabError> {
             message: e.to_string(),
         })
     }
+}
+
+/// Loads the `tokenizers` tokenizer itself (for encoding text), `.gz` accepted.
+pub fn load_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer, VocabError> {
+    let path = path.as_ref();
+    let text = read_text(path)?;
+    Tokenizer::from_bytes(text.as_bytes()).map_err(|e| VocabError::Parse {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// The configured EOS token's content, from a `tokenizer_config.json` text.
@@ -113,12 +132,17 @@ impl Vocabulary {
 
     /// Builds from the text of a `tokenizer.json` and optionally of its config.
     /// `origin` names the source in error messages.
-    pub fn from_tokenizer_json(json: &str, config: Option<&str>, origin: &str) -> Result<Vocabulary, VocabError> {
+    pub fn from_tokenizer_json(
+        json: &str,
+        config: Option<&str>,
+        origin: &str,
+    ) -> Result<Vocabulary, VocabError> {
         let parse_error = |message: String| VocabError::Parse {
             path: origin.to_string(),
             message,
         };
-        let tokenizer = Tokenizer::from_bytes(json.as_bytes()).map_err(|e| parse_error(e.to_string()))?;
+        let tokenizer =
+            Tokenizer::from_bytes(json.as_bytes()).map_err(|e| parse_error(e.to_string()))?;
         let value: Value = serde_json::from_str(json).map_err(|e| parse_error(e.to_string()))?;
         let flavour = flavour(&value);
         let vocab = tokenizer.get_vocab(true);
@@ -127,7 +151,10 @@ impl Vocabulary {
         let table = byte_level_table();
 
         let mut tokens = vec![Vec::new(); size];
-        let mut special: Vec<(u32, String)> = added.iter().map(|(&id, t)| (id, t.content.clone())).collect();
+        let mut special: Vec<(u32, String)> = added
+            .iter()
+            .map(|(&id, t)| (id, t.content.clone()))
+            .collect();
         special.sort();
         for (text, &id) in &vocab {
             if added.contains_key(&id) {
@@ -165,7 +192,9 @@ impl Vocabulary {
 
         let mut eos = Vec::new();
         if let Some(config) = config.and_then(|c| serde_json::from_str::<Value>(c).ok()) {
-            if let Some(id) = configured_eos(&config).and_then(|content| vocab.get(&content).copied()) {
+            if let Some(id) =
+                configured_eos(&config).and_then(|content| vocab.get(&content).copied())
+            {
                 eos.push(id);
             }
         }

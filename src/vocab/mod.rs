@@ -17,7 +17,7 @@ mod load;
 
 use std::fmt;
 
-pub use load::VocabError;
+pub use load::{load_tokenizer, VocabError};
 
 /// Token id to bytes, plus the EOS set and the sorted-trie view.
 #[derive(Clone)]
@@ -45,7 +45,11 @@ impl fmt::Debug for Vocabulary {
 
 impl Vocabulary {
     /// Builds from explicit token bytes. `special` ids get no bytes.
-    pub fn from_token_bytes(tokens: Vec<Vec<u8>>, special: Vec<(u32, String)>, eos: Vec<u32>) -> Vocabulary {
+    pub fn from_token_bytes(
+        tokens: Vec<Vec<u8>>,
+        special: Vec<(u32, String)>,
+        eos: Vec<u32>,
+    ) -> Vocabulary {
         let mut tokens: Vec<Box<[u8]>> = tokens.into_iter().map(Vec::into_boxed_slice).collect();
         for (id, _) in &special {
             if let Some(t) = tokens.get_mut(*id as usize) {
@@ -117,7 +121,9 @@ impl Vocabulary {
 
     /// Concatenated bytes of `ids` (special tokens contribute nothing).
     pub fn decode(&self, ids: &[u32]) -> Vec<u8> {
-        ids.iter().flat_map(|&id| self.token_bytes(id).iter().copied()).collect()
+        ids.iter()
+            .flat_map(|&id| self.token_bytes(id).iter().copied())
+            .collect()
     }
 }
 
@@ -128,13 +134,18 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// GPT-2's byte-level map: the character that stands for each byte.
 pub fn byte_level_char(byte: u8) -> char {
     let b = byte as u32;
-    let printable = (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
+    let printable =
+        (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
     if printable {
         return char::from_u32(b).unwrap_or('\0');
     }
     // The other 68 bytes map, in order, to U+0100 onwards.
     let rank = (0..b)
-        .filter(|&x| !((0x21..=0x7e).contains(&x) || (0xa1..=0xac).contains(&x) || (0xae..=0xff).contains(&x)))
+        .filter(|&x| {
+            !((0x21..=0x7e).contains(&x)
+                || (0xa1..=0xac).contains(&x)
+                || (0xae..=0xff).contains(&x))
+        })
         .count() as u32;
     char::from_u32(0x100 + rank).unwrap_or('\0')
 }
@@ -161,7 +172,13 @@ mod tests {
     #[test]
     fn sorted_view_shares_prefixes() {
         let v = Vocabulary::from_token_bytes(
-            vec![b"ab".to_vec(), b"a".to_vec(), b"<s>".to_vec(), b"abc".to_vec(), b"b".to_vec()],
+            vec![
+                b"ab".to_vec(),
+                b"a".to_vec(),
+                b"<s>".to_vec(),
+                b"abc".to_vec(),
+                b"b".to_vec(),
+            ],
             vec![(2, "<s>".into())],
             vec![2],
         );

@@ -11,7 +11,9 @@ use stencil::tables::TokenTables;
 pub fn oracle_mask(tables: &TokenTables, prefix: &[u8], width: usize) -> Vec<u32> {
     let vocab = tables.vocab();
     let mut matcher = Matcher::new(Arc::clone(tables.grammar()));
-    matcher.consume_bytes(prefix).expect("prefix must be viable");
+    matcher
+        .consume_bytes(prefix)
+        .expect("prefix must be viable");
     let mut mask = vec![0u32; width];
     for id in 0..vocab.len() as u32 {
         let allowed = if vocab.is_eos(id) {
@@ -30,7 +32,9 @@ pub fn oracle_mask(tables: &TokenTables, prefix: &[u8], width: usize) -> Vec<u32
 /// The fast mask after `prefix` (fed as raw bytes).
 pub fn fast_mask(tables: &Arc<TokenTables>, prefix: &[u8], width: usize) -> Vec<u32> {
     let mut matcher = TokenMatcher::new(Arc::clone(tables));
-    matcher.consume_bytes(prefix).expect("prefix must be viable");
+    matcher
+        .consume_bytes(prefix)
+        .expect("prefix must be viable");
     let mut mask = vec![0u32; width];
     matcher.fill_next_token_bitmask(&mut mask);
     mask

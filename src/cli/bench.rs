@@ -1,0 +1,489 @@
+//! `stencil bench --tokenizer FILE (--gbnf FILE --input FILE | --maskbench FILE...) [--every N] [--json]`
+//!
+//! The MaskBench protocol (DESIGN.md): for each grammar, compile and compute the
+//! first mask (time to first mask); then for each token of the instance's
+//! tokenization, compute the mask, check the token is allowed, consume it (time
+//! between masks). Peers run on the same grammars and token sequences in the same
+//! process (build with `--features peers`), so the figures are ratios that hold on a
+//! noisy machine. Each step's mask is fingerprinted (text tokens only) and compared
+//! across engines: differing steps are counted as disagreements.
+
+use std::hash::{Hash, Hasher};
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use stencil::matcher::TokenMatcher;
+use stencil::tables::TokenTables;
+use stencil::vocab::Vocabulary;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// tokenizer.json (or .json.gz) of the vocabulary to mask over.
+    #[arg(long, value_name = "FILE")]
+    tokenizer: String,
+    /// GBNF grammar to measure (with --input).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "input",
+        conflicts_with = "maskbench"
+    )]
+    gbnf: Option<String>,
+    /// Text the grammar accepts; its tokenization is the token sequence.
+    #[arg(long, value_name = "FILE")]
+    input: Option<String>,
+    /// MaskBench `*.jsonl.gz` files (JSON schemas with instances).
+    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "gbnf")]
+    maskbench: Vec<String>,
+    /// Take every Nth MaskBench record.
+    #[arg(long, default_value_t = 1)]
+    every: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One grammar with the texts to run through it.
+pub(super) struct Workload {
+    name: String,
+    grammar: GrammarSpec,
+    /// (text, is it valid)
+    instances: Vec<(Vec<u8>, bool)>,
+}
+
+pub(super) enum GrammarSpec {
+    Gbnf(String),
+    #[allow(dead_code)] // measured once the JSON Schema front-end lands
+    JsonSchema(Value),
+}
+
+/// A constraint engine under measurement.
+pub(super) trait Engine {
+    fn name(&self) -> &'static str;
+    fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String>;
+}
+
+/// One request's state in an engine.
+pub(super) trait Session {
+    /// Computes the mask into `mask` (words over the vocabulary).
+    fn fill_mask(&mut self, mask: &mut [u32]);
+    /// Consumes `token`; false when the engine refuses it.
+    fn consume(&mut self, token: u32) -> bool;
+    fn is_accepting(&mut self) -> bool;
+    fn memory_bytes(&self) -> usize {
+        0
+    }
+}
+
+struct Stencil {
+    vocab: Arc<Vocabulary>,
+}
+
+struct StencilSession {
+    matcher: TokenMatcher,
+}
+
+impl Engine for Stencil {
+    fn name(&self) -> &'static str {
+        "stencil"
+    }
+
+    fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String> {
+        let compiled = match grammar {
+            GrammarSpec::Gbnf(text) => stencil::compile_gbnf(text).map_err(|e| e.to_string())?,
+            GrammarSpec::JsonSchema(_) => {
+                return Err("the JSON Schema front-end is not built yet".into())
+            }
+        };
+        let tables = Arc::new(TokenTables::new(compiled, Arc::clone(&self.vocab)));
+        Ok(Box::new(StencilSession {
+            matcher: TokenMatcher::new(tables),
+        }))
+    }
+}
+
+impl Session for StencilSession {
+    fn fill_mask(&mut self, mask: &mut [u32]) {
+        self.matcher.fill_next_token_bitmask(mask);
+    }
+
+    fn consume(&mut self, token: u32) -> bool {
+        self.matcher.consume_token(token).is_ok()
+    }
+
+    fn is_accepting(&mut self) -> bool {
+        self.matcher.is_accepting()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let tables = self.matcher.tables();
+        tables.grammar().memory_usage() + tables.memory_usage()
+    }
+}
+
+/// Timings and verdicts of one engine over the whole run.
+#[derive(Default)]
+struct Tally {
+    ttfm_us: Vec<f64>,
+    tbm_us: Vec<f64>,
+    compiled: usize,
+    failed: usize,
+    valid_rejected: usize,
+    invalid_accepted: usize,
+    memory: Vec<usize>,
+    /// Per workload, per instance, per step: a fingerprint of the mask.
+    fingerprints: Vec<Vec<Vec<u64>>>,
+    errors: Vec<String>,
+}
+
+fn fingerprint(mask: &[u32], text_tokens: &[u32]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    for (w, &bits) in mask.iter().enumerate().take(text_tokens.len()) {
+        (bits & text_tokens[w]).hash(&mut h);
+    }
+    h.finish()
+}
+
+fn run_engine(
+    engine: &dyn Engine,
+    workloads: &[Workload],
+    tokenized: &[Vec<Vec<u32>>],
+    text_tokens: &[u32],
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut mask = vec![0u32; text_tokens.len() + 1];
+    for (workload, token_lists) in workloads.iter().zip(tokenized) {
+        let mut per_instance = Vec::new();
+        let started = Instant::now();
+        let first = engine.compile(&workload.grammar).map(|mut session| {
+            session.fill_mask(&mut mask);
+            session
+        });
+        let ttfm = started.elapsed().as_secs_f64() * 1e6;
+        let mut first = match first {
+            Ok(session) => {
+                tally.compiled += 1;
+                tally.ttfm_us.push(ttfm);
+                Some(session)
+            }
+            Err(e) => {
+                tally.failed += 1;
+                tally.errors.push(format!("{}: {e}", workload.name));
+                tally.fingerprints.push(Vec::new());
+                continue;
+            }
+        };
+        for ((_, valid), tokens) in workload.instances.iter().zip(token_lists) {
+            // The first instance reuses the session whose first mask was timed.
+            let mut session = match first.take() {
+                Some(s) => s,
+                None => match engine.compile(&workload.grammar) {
+                    Ok(s) => s,
+                    Err(_) => break,
+                },
+            };
+            let mut steps = Vec::with_capacity(tokens.len());
+            let mut accepted_all = true;
+            for &token in tokens {
+                let started = Instant::now();
+                session.fill_mask(&mut mask);
+                tally.tbm_us.push(started.elapsed().as_secs_f64() * 1e6);
+                steps.push(fingerprint(&mask, text_tokens));
+                let allowed = mask
+                    .get(token as usize / 32)
+                    .is_some_and(|w| w & (1 << (token % 32)) != 0);
+                if !allowed || !session.consume(token) {
+                    accepted_all = false;
+                    break;
+                }
+            }
+            let accepted = accepted_all && session.is_accepting();
+            if *valid && !accepted {
+                tally.valid_rejected += 1;
+            }
+            if !*valid && accepted {
+                tally.invalid_accepted += 1;
+            }
+            tally.memory.push(session.memory_bytes());
+            per_instance.push(steps);
+        }
+        tally.fingerprints.push(per_instance);
+    }
+    tally
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+fn summary(engine: &str, tokenizer: &str, tally: &mut Tally) -> Value {
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    let ttfm = &mut tally.ttfm_us;
+    let ttfm_json = json!({
+        "p50": round(percentile(ttfm, 0.5)), "p90": round(percentile(ttfm, 0.9)),
+        "p99": round(percentile(ttfm, 0.99)), "max": round(percentile(ttfm, 1.0)),
+    });
+    let tbm = &mut tally.tbm_us;
+    let tbm_json = json!({
+        "p50": round(percentile(tbm, 0.5)), "p90": round(percentile(tbm, 0.9)),
+        "p99": round(percentile(tbm, 0.99)), "p999": round(percentile(tbm, 0.999)),
+        "max": round(percentile(tbm, 1.0)),
+    });
+    let memory_max = tally.memory.iter().copied().max().unwrap_or(0);
+    json!({
+        "engine": engine,
+        "tokenizer": tokenizer,
+        "ttfm_us": ttfm_json,
+        "tbm_us": tbm_json,
+        "masks": tally.tbm_us.len(),
+        "schemas": {"compiled": tally.compiled, "failed": tally.failed},
+        "instances": {"valid_rejected": tally.valid_rejected, "invalid_accepted": tally.invalid_accepted},
+        "memory_bytes_max": memory_max,
+    })
+}
+
+#[cfg(feature = "peers")]
+fn run_peers(
+    vocab: &Vocabulary,
+    args: &BenchArgs,
+    workloads: &[Workload],
+    tokenized: &[Vec<Vec<u32>>],
+    text_tokens: &[u32],
+    ours: &Tally,
+) -> Result<(serde_json::Map<String, Value>, Vec<String>), String> {
+    let peer = super::peers::Llguidance::new(vocab).map_err(|e| format!("llguidance: {e}"))?;
+    let mut tally = run_engine(&peer, workloads, tokenized, text_tokens);
+    let mut value = summary(peer.name(), &args.tokenizer, &mut tally);
+    value["disagreements_with_stencil"] = json!(disagreements(ours, &tally));
+    let errors = tally
+        .errors
+        .iter()
+        .map(|e| format!("{} failed to compile {e}", peer.name()))
+        .collect();
+    let mut peers = serde_json::Map::new();
+    peers.insert(peer.name().to_string(), value);
+    Ok((peers, errors))
+}
+
+/// Without `--features peers` there is nothing to compare against.
+#[cfg(not(feature = "peers"))]
+fn run_peers(
+    _: &Vocabulary,
+    _: &BenchArgs,
+    _: &[Workload],
+    _: &[Vec<Vec<u32>>],
+    _: &[u32],
+    _: &Tally,
+) -> Result<(serde_json::Map<String, Value>, Vec<String>), String> {
+    Ok((serde_json::Map::new(), Vec::new()))
+}
+
+/// Steps where two engines' masks differ (text tokens only), over runs both finished.
+#[cfg(feature = "peers")]
+fn disagreements(a: &Tally, b: &Tally) -> usize {
+    let mut count = 0;
+    for (wa, wb) in a.fingerprints.iter().zip(&b.fingerprints) {
+        for (ia, ib) in wa.iter().zip(wb) {
+            count += ia.iter().zip(ib).filter(|(x, y)| x != y).count();
+        }
+    }
+    count
+}
+
+fn load_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
+    if let Some(path) = &args.gbnf {
+        let grammar =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let input_path = args.input.as_deref().unwrap_or_default();
+        let input =
+            std::fs::read(input_path).map_err(|e| format!("cannot read {input_path}: {e}"))?;
+        return Ok(vec![Workload {
+            name: path.clone(),
+            grammar: GrammarSpec::Gbnf(grammar),
+            instances: vec![(input, true)],
+        }]);
+    }
+    let mut workloads = Vec::new();
+    let mut index = 0usize;
+    for path in &args.maskbench {
+        let raw = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{path}: not a gzip file: {e}"))?;
+        for (line_no, line) in text.lines().enumerate() {
+            index += 1;
+            if (index - 1) % args.every.max(1) != 0 {
+                continue;
+            }
+            let outer: Value =
+                serde_json::from_str(line).map_err(|e| format!("{path}:{}: {e}", line_no + 1))?;
+            let record: Value = serde_json::from_str(outer["record"].as_str().unwrap_or("null"))
+                .map_err(|e| format!("{path}:{}: record: {e}", line_no + 1))?;
+            let instances = record["tests"]
+                .as_array()
+                .map(|tests| {
+                    tests
+                        .iter()
+                        .filter_map(|t| {
+                            let data = serde_json::to_string(t.get("data")?).ok()?;
+                            Some((data.into_bytes(), t["valid"].as_bool().unwrap_or(false)))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            workloads.push(Workload {
+                name: outer["file"].as_str().unwrap_or("?").to_string(),
+                grammar: GrammarSpec::JsonSchema(record["schema"].clone()),
+                instances,
+            });
+        }
+    }
+    Ok(workloads)
+}
+
+pub fn run(args: &BenchArgs) -> i32 {
+    match run_inner(args) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("error: {message}");
+            2
+        }
+    }
+}
+
+fn run_inner(args: &BenchArgs) -> Result<(), String> {
+    let vocab =
+        Arc::new(Vocabulary::from_tokenizer_file(&args.tokenizer).map_err(|e| e.to_string())?);
+    let tokenizer = stencil::vocab::load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
+    let workloads = load_workloads(args)?;
+    let tokenized: Vec<Vec<Vec<u32>>> = workloads
+        .iter()
+        .map(|w| {
+            w.instances
+                .iter()
+                .map(|(text, _)| {
+                    let text = String::from_utf8_lossy(text);
+                    tokenizer
+                        .encode(text.as_ref(), false)
+                        .map(|e| e.get_ids().to_vec())
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .collect();
+    // Bits of tokens with bytes: the ones masks are compared on.
+    let mut text_tokens = vec![0u32; vocab.len().div_ceil(32)];
+    for &id in vocab.sorted_tokens().0 {
+        text_tokens[id as usize / 32] |= 1 << (id % 32);
+    }
+
+    let ours = Stencil {
+        vocab: Arc::clone(&vocab),
+    };
+    let mut our_tally = run_engine(&ours, &workloads, &tokenized, &text_tokens);
+    let mut result = summary(ours.name(), &args.tokenizer, &mut our_tally);
+    let (peers, peer_errors) = run_peers(
+        &vocab,
+        args,
+        &workloads,
+        &tokenized,
+        &text_tokens,
+        &our_tally,
+    )?;
+    result["peers"] = Value::Object(peers);
+    result["workloads"] = json!(workloads.len());
+    result["instances_run"] = json!(workloads.iter().map(|w| w.instances.len()).sum::<usize>());
+
+    if args.json {
+        println!("{result}");
+    } else {
+        print_table(&result);
+        for e in our_tally.errors.iter().take(10) {
+            println!("stencil failed to compile {e}");
+        }
+        for e in peer_errors.iter().take(10) {
+            println!("{e}");
+        }
+    }
+    Ok(())
+}
+
+fn print_table(result: &Value) {
+    let mut rows = vec![result.clone()];
+    if let Some(peers) = result["peers"].as_object() {
+        rows.extend(peers.values().cloned());
+    }
+    println!(
+        "{} workloads, {} instances, tokenizer {}",
+        result["workloads"], result["instances_run"], result["tokenizer"]
+    );
+    println!(
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8}",
+        "engine",
+        "tbm p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "ttfm p50",
+        "ttfm max",
+        "masks",
+        "compiled",
+        "failed",
+        "rejected"
+    );
+    for r in &rows {
+        println!(
+            "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8}",
+            r["engine"].as_str().unwrap_or("?"),
+            r["tbm_us"]["p50"],
+            r["tbm_us"]["p90"],
+            r["tbm_us"]["p99"],
+            r["tbm_us"]["p999"],
+            r["tbm_us"]["max"],
+            r["ttfm_us"]["p50"],
+            r["ttfm_us"]["max"],
+            r["masks"],
+            r["schemas"]["compiled"],
+            r["schemas"]["failed"],
+            r["instances"]["valid_rejected"],
+        );
+    }
+    if let Some(peers) = result["peers"].as_object() {
+        for (name, peer) in peers {
+            let ratio = |key: &str, p: &str| {
+                let ours = result[key][p].as_f64().unwrap_or(0.0);
+                let theirs = peer[key][p].as_f64().unwrap_or(0.0);
+                if theirs > 0.0 {
+                    format!("{:.2}", ours / theirs)
+                } else {
+                    "-".into()
+                }
+            };
+            println!(
+                "stencil/{name}: tbm p50 {} p90 {} p99 {} p99.9 {} max {}; ttfm p50 {}; disagreeing steps {}",
+                ratio("tbm_us", "p50"),
+                ratio("tbm_us", "p90"),
+                ratio("tbm_us", "p99"),
+                ratio("tbm_us", "p999"),
+                ratio("tbm_us", "max"),
+                ratio("ttfm_us", "p50"),
+                peer["disagreements_with_stencil"]
+            );
+        }
+    }
+    println!(
+        "all times in microseconds; memory per compiled grammar (max) {} bytes",
+        result["memory_bytes_max"]
+    );
+}

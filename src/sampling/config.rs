@@ -1,0 +1,181 @@
+//! The request's sampling configuration, in the common API key names, and its validation
+//! into a [`Sampler`](super::Sampler). Unknown keys are errors (a typo must never silently
+//! disable a processor); a processor is enabled by giving its key, disabled by omitting it.
+
+use super::error::{invalid, Result, SamplingError};
+use super::order::OrderSpec;
+use super::state::CountScope;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    Greedy,
+    Categorical,
+    ExponentialRace,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Greedy => "greedy",
+            Strategy::Categorical => "categorical",
+            Strategy::ExponentialRace => "exponential_race",
+        }
+    }
+}
+
+/// Who wins when a stop token is also masked by the minimum-length rule (§3.12 row 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MinLengthPriority {
+    /// The stop token stays masked until `min_tokens`.
+    MinLength,
+    /// Stop tokens are exempt from the minimum-length mask.
+    Stop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MirostatConfig {
+    pub tau: f64,
+    pub eta: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XtcConfig {
+    pub threshold: f64,
+    pub probability: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatermarkConfig {
+    pub gamma: f64,
+    pub delta: f32,
+    #[serde(default)]
+    pub key: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingConfig {
+    pub order: Option<OrderSpec>,
+    pub strategy: Option<Strategy>,
+    pub seed: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_k: Option<i64>,
+    pub top_p: Option<f64>,
+    pub min_p: Option<f64>,
+    pub typical_p: Option<f64>,
+    pub epsilon_cutoff: Option<f64>,
+    pub eta_cutoff: Option<f64>,
+    pub top_n_sigma: Option<f64>,
+    pub repetition_penalty: Option<f32>,
+    pub presence_penalty: Option<f32>,
+    pub frequency_penalty: Option<f32>,
+    /// Default: prompt included (HF, vLLM).
+    pub repetition_scope: Option<CountScope>,
+    /// Default: output only (OpenAI, vLLM).
+    pub presence_scope: Option<CountScope>,
+    /// Default: output only (OpenAI, vLLM).
+    pub frequency_scope: Option<CountScope>,
+    /// Token id (as a decimal string, as in the OpenAI API) -> additive bias.
+    pub logit_bias: Option<BTreeMap<String, f32>>,
+    /// Prompt token ids (counted by scopes that include the prompt).
+    pub prompt: Option<Vec<u32>>,
+    /// Earlier selected token ids; counts follow from them.
+    pub history: Option<Vec<u32>>,
+    pub special_token_ids: Option<Vec<u32>>,
+    /// Ids the control mask removes.
+    pub control_token_ids: Option<Vec<u32>>,
+    pub eos_token_ids: Option<Vec<u32>>,
+    pub min_tokens: Option<usize>,
+    pub min_length_priority: Option<MinLengthPriority>,
+    pub stop_token_ids: Option<Vec<u32>>,
+    pub stop_sequences: Option<Vec<Vec<u32>>>,
+    pub max_tokens: Option<usize>,
+    pub banned_sequences: Option<Vec<Vec<u32>>>,
+    pub no_repeat_ngram_size: Option<usize>,
+    pub mirostat: Option<MirostatConfig>,
+    pub xtc: Option<XtcConfig>,
+    pub watermark: Option<WatermarkConfig>,
+}
+
+pub(crate) fn check_unit_open_closed(name: &'static str, v: f64) -> Result<f64> {
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(invalid(name, v, "a value in (0, 1]"))
+    }
+}
+
+pub(crate) fn check_unit_open(name: &'static str, v: f64) -> Result<f64> {
+    if v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(invalid(name, v, "a value in (0, 1)"))
+    }
+}
+
+pub(crate) fn check_finite(name: &'static str, v: f64) -> Result<f64> {
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(invalid(name, v, "a finite number"))
+    }
+}
+
+impl SamplingConfig {
+    pub fn from_json(s: &str) -> std::result::Result<Self, serde_json::Error> {
+        serde_json::from_str(s)
+    }
+
+    /// `logit_bias` keys parsed as token ids.
+    pub(crate) fn parsed_logit_bias(&self) -> Result<BTreeMap<u32, f32>> {
+        let mut out = BTreeMap::new();
+        for (k, &v) in self.logit_bias.iter().flatten() {
+            let id: u32 = k.trim().parse().map_err(|_| {
+                invalid(
+                    "logit_bias",
+                    format!("key {k:?}"),
+                    "token ids as decimal strings",
+                )
+            })?;
+            check_finite("logit_bias", f64::from(v))?;
+            out.insert(id, v);
+        }
+        Ok(out)
+    }
+
+    /// The temperature branch: `None` means "no scaling", `Some(0)` is rejected here
+    /// because the caller must have turned it into greedy already.
+    pub(crate) fn temperature_value(&self) -> Result<Option<f32>> {
+        match self.temperature {
+            None => Ok(None),
+            Some(t) if t.is_nan() || t < 0.0 || t.is_infinite() => Err(invalid(
+                "temperature",
+                t,
+                "a finite value >= 0 (0 means greedy)",
+            )),
+            Some(t) => Ok(Some(t)),
+        }
+    }
+
+    /// Resolve the strategy: `temperature = 0` means greedy, and contradicting it with an
+    /// explicit random strategy is a configuration error rather than a guess.
+    pub(crate) fn resolve_strategy(&self) -> Result<Strategy> {
+        let t0 = self.temperature_value()? == Some(0.0);
+        match (self.strategy, t0) {
+            (None, true) | (Some(Strategy::Greedy), _) => Ok(Strategy::Greedy),
+            (Some(s), true) => Err(SamplingError::Conflict(format!(
+                "temperature 0 means greedy, but strategy `{}` was requested",
+                s.name()
+            ))),
+            (None, false) => Ok(Strategy::Categorical),
+            (Some(s), false) => Ok(s),
+        }
+    }
+}

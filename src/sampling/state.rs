@@ -1,0 +1,341 @@
+//! Per-request decoder state (§3.2) and its post-selection update (§3.10).
+//!
+//! The state holds history, counts, sequence automata, the grammar matcher, the stop
+//! matcher, the RNG key and counter, processor state and the finish status; never model
+//! (KV) data. Processors see it only through [`StateView`], restricted to the fields each
+//! one declares (invariant 3.1), so none can read what it did not declare or rewrite history.
+
+use super::constraint::{SeqMatcher, SequenceConstraintState, TokenConstraint, Unconstrained};
+use super::error::{Result, SamplingError};
+use super::rng::RngStream;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Which history a penalty counts (§3.5: the scope must be declared).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CountScope {
+    /// Count prompt tokens too (HF and vLLM repetition penalty do; OpenAI-style
+    /// presence/frequency do not).
+    #[serde(default)]
+    pub include_prompt: bool,
+    /// Ignore the configured special token ids.
+    #[serde(default)]
+    pub exclude_special: bool,
+}
+
+/// Why a request stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishStatus {
+    Running,
+    Eos(u32),
+    StopToken(u32),
+    StopSequence(usize),
+    Length,
+}
+
+/// §3.2 `stop_matcher_state`: stop token ids, stop token sequences, EOS, max length.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopMatcher {
+    pub eos: BTreeSet<u32>,
+    pub stop_tokens: BTreeSet<u32>,
+    pub stop_sequences: Vec<SeqMatcher>,
+    pub max_tokens: Option<usize>,
+}
+
+impl StopMatcher {
+    fn observe(&mut self, t: u32) -> Option<FinishStatus> {
+        let mut hit = None;
+        for (i, s) in self.stop_sequences.iter_mut().enumerate() {
+            if s.consume(t) && hit.is_none() {
+                hit = Some(FinishStatus::StopSequence(i));
+            }
+        }
+        if self.eos.contains(&t) {
+            Some(FinishStatus::Eos(t))
+        } else if self.stop_tokens.contains(&t) {
+            Some(FinishStatus::StopToken(t))
+        } else {
+            hit
+        }
+    }
+}
+
+/// Processor-owned state carried between steps (Mirostat's μ).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ProcessorState {
+    pub mirostat_mu: Option<f64>,
+}
+
+/// What a step hands back to the state after selection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Commit {
+    pub token: u32,
+    pub processor_state: ProcessorState,
+}
+
+#[derive(Debug, Clone)]
+pub struct DecoderState<C: TokenConstraint = Unconstrained> {
+    pub(crate) prompt_token_ids: Vec<u32>,
+    pub(crate) selected_token_ids: Vec<u32>,
+    pub(crate) token_counts: BTreeMap<u32, u32>,
+    pub(crate) prompt_counts: BTreeMap<u32, u32>,
+    pub(crate) sequence_constraint_state: SequenceConstraintState,
+    pub(crate) grammar_state: Option<C>,
+    pub(crate) stop_matcher_state: StopMatcher,
+    pub(crate) rng: RngStream,
+    /// 1-based step `t` of §3.2; the RNG counter's step word.
+    pub(crate) step_index: u64,
+    pub(crate) processor_state: ProcessorState,
+    pub(crate) finish_status: FinishStatus,
+}
+
+fn count(ids: &[u32]) -> BTreeMap<u32, u32> {
+    let mut m = BTreeMap::new();
+    for &t in ids {
+        *m.entry(t).or_insert(0) += 1;
+    }
+    m
+}
+
+impl<C: TokenConstraint> DecoderState<C> {
+    /// A fresh state at step 1. Sequence automata see the prompt first, so a banned
+    /// sequence straddling prompt and output is still caught.
+    pub fn new(
+        prompt: Vec<u32>,
+        seed: u64,
+        grammar: Option<C>,
+        mut sequence: SequenceConstraintState,
+        stop: StopMatcher,
+        processor_state: ProcessorState,
+    ) -> Self {
+        for &t in &prompt {
+            sequence.consume(t);
+        }
+        Self {
+            prompt_counts: count(&prompt),
+            prompt_token_ids: prompt,
+            selected_token_ids: Vec::new(),
+            token_counts: BTreeMap::new(),
+            sequence_constraint_state: sequence,
+            grammar_state: grammar,
+            stop_matcher_state: stop,
+            rng: RngStream::new(seed),
+            step_index: 1,
+            processor_state,
+            finish_status: FinishStatus::Running,
+        }
+    }
+
+    /// Replay earlier selected tokens (e.g. the CLI's `history`) through the §3.10 update.
+    pub fn replay(&mut self, tokens: &[u32]) -> Result<()> {
+        for &t in tokens {
+            let ps = self.processor_state;
+            self.commit(Commit {
+                token: t,
+                processor_state: ps,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// §3.10, in this order: history, counts, sequence automata, grammar, stop matcher,
+    /// processor state, RNG counter, step index; then the finish checks.
+    pub fn commit(&mut self, c: Commit) -> Result<FinishStatus> {
+        if self.finish_status != FinishStatus::Running {
+            return Err(SamplingError::Finished(format!("{:?}", self.finish_status)));
+        }
+        let y = c.token;
+        self.selected_token_ids.push(y);
+        *self.token_counts.entry(y).or_insert(0) += 1;
+        self.sequence_constraint_state.consume(y);
+        if let Some(g) = &mut self.grammar_state {
+            if !g.accept(y) {
+                return Err(SamplingError::ConstraintRejected(y));
+            }
+        }
+        let stop = self.stop_matcher_state.observe(y);
+        self.processor_state = c.processor_state;
+        // Counter-based RNG: advancing the step word is the whole state update.
+        self.step_index += 1;
+        if let Some(s) = stop {
+            self.finish_status = s;
+        } else if let Some(m) = self.stop_matcher_state.max_tokens {
+            if self.selected_token_ids.len() >= m {
+                self.finish_status = FinishStatus::Length;
+            }
+        }
+        Ok(self.finish_status.clone())
+    }
+
+    pub fn prompt_token_ids(&self) -> &[u32] {
+        &self.prompt_token_ids
+    }
+    pub fn selected_token_ids(&self) -> &[u32] {
+        &self.selected_token_ids
+    }
+    pub fn step_index(&self) -> u64 {
+        self.step_index
+    }
+    pub fn rng(&self) -> RngStream {
+        self.rng
+    }
+    pub fn finish_status(&self) -> &FinishStatus {
+        &self.finish_status
+    }
+    pub fn grammar_state(&self) -> Option<&C> {
+        self.grammar_state.as_ref()
+    }
+    pub fn processor_state(&self) -> ProcessorState {
+        self.processor_state
+    }
+    /// The grammar matcher's state for traces, if the request has one.
+    pub fn constraint_record(&self) -> Option<super::trace::ConstraintRecord> {
+        self.grammar_state
+            .as_ref()
+            .map(|g| super::trace::ConstraintRecord {
+                accepting: g.is_accepting(),
+                summary: g.summary(),
+            })
+    }
+
+    pub fn output_counts(&self) -> &BTreeMap<u32, u32> {
+        &self.token_counts
+    }
+
+    /// The full view; [`StateView::restrict`] narrows it per processor.
+    pub fn view<'a>(&'a self, grammar_mask: Option<&'a [u32]>) -> StateView<'a> {
+        StateView {
+            step: self.step_index,
+            prompt: Some(&self.prompt_token_ids),
+            output: Some(&self.selected_token_ids),
+            counts: Some(Counts {
+                output: &self.token_counts,
+                prompt: &self.prompt_counts,
+            }),
+            sequence: Some(&self.sequence_constraint_state),
+            grammar_mask,
+            rng: Some(self.rng),
+            processor_state: Some(self.processor_state),
+        }
+    }
+}
+
+/// Token counts of output and prompt; a [`CountScope`] picks what a penalty sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Counts<'a> {
+    pub output: &'a BTreeMap<u32, u32>,
+    pub prompt: &'a BTreeMap<u32, u32>,
+}
+
+impl Counts<'_> {
+    /// `(id, c_id)` for every id with `c_id > 0` under `scope`, ascending id.
+    pub fn scoped(&self, scope: CountScope, special: &BTreeSet<u32>) -> Vec<(u32, u32)> {
+        let mut m: BTreeMap<u32, u32> = self.output.clone();
+        if scope.include_prompt {
+            for (&t, &c) in self.prompt {
+                *m.entry(t).or_insert(0) += c;
+            }
+        }
+        m.into_iter()
+            .filter(|(t, _)| !(scope.exclude_special && special.contains(t)))
+            .collect()
+    }
+}
+
+/// State fields a processor may declare it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateField {
+    Prompt,
+    Output,
+    Counts,
+    Sequence,
+    GrammarMask,
+    Rng,
+    ProcessorState,
+}
+
+/// Read-only view of a [`DecoderState`]; undeclared fields are `None`.
+#[derive(Debug, Clone, Copy)]
+pub struct StateView<'a> {
+    pub step: u64,
+    pub prompt: Option<&'a [u32]>,
+    pub output: Option<&'a [u32]>,
+    pub counts: Option<Counts<'a>>,
+    pub sequence: Option<&'a SequenceConstraintState>,
+    pub grammar_mask: Option<&'a [u32]>,
+    pub rng: Option<RngStream>,
+    pub processor_state: Option<ProcessorState>,
+}
+
+impl<'a> StateView<'a> {
+    pub fn restrict(&self, reads: &[StateField]) -> StateView<'a> {
+        let has = |f| reads.contains(&f);
+        StateView {
+            step: self.step,
+            prompt: self.prompt.filter(|_| has(StateField::Prompt)),
+            output: self.output.filter(|_| has(StateField::Output)),
+            counts: self.counts.filter(|_| has(StateField::Counts)),
+            sequence: self.sequence.filter(|_| has(StateField::Sequence)),
+            grammar_mask: self.grammar_mask.filter(|_| has(StateField::GrammarMask)),
+            rng: self.rng.filter(|_| has(StateField::Rng)),
+            processor_state: self
+                .processor_state
+                .filter(|_| has(StateField::ProcessorState)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restricted_views_hide_undeclared_state() {
+        let st: DecoderState = DecoderState::new(
+            vec![1, 2],
+            5,
+            None,
+            SequenceConstraintState::default(),
+            StopMatcher::default(),
+            ProcessorState::default(),
+        );
+        let mask = [u32::MAX];
+        let full = st.view(Some(&mask));
+        let v = full.restrict(&[StateField::Counts]);
+        assert!(v.counts.is_some());
+        assert!(v.output.is_none() && v.prompt.is_none() && v.grammar_mask.is_none());
+        assert!(v.rng.is_none() && v.sequence.is_none() && v.processor_state.is_none());
+        let g = full.restrict(&[StateField::GrammarMask, StateField::Rng]);
+        assert!(g.grammar_mask.is_some() && g.rng.is_some() && g.counts.is_none());
+    }
+
+    #[test]
+    fn commit_follows_the_update_order_and_stops() {
+        let stop = StopMatcher {
+            eos: [9].into(),
+            stop_sequences: vec![SeqMatcher::new(vec![4, 5])],
+            max_tokens: Some(10),
+            ..Default::default()
+        };
+        let mut st: DecoderState = DecoderState::new(
+            vec![],
+            0,
+            None,
+            SequenceConstraintState::default(),
+            stop,
+            ProcessorState::default(),
+        );
+        let c = |t| Commit {
+            token: t,
+            processor_state: ProcessorState::default(),
+        };
+        assert_eq!(st.commit(c(4)).unwrap(), FinishStatus::Running);
+        assert_eq!(st.output_counts().get(&4), Some(&1));
+        assert_eq!(st.step_index(), 2);
+        assert_eq!(st.commit(c(5)).unwrap(), FinishStatus::StopSequence(0));
+        assert_eq!(st.selected_token_ids(), [4, 5]);
+    }
+}
