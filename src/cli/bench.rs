@@ -383,7 +383,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         .collect();
     // Bits of tokens with bytes: the ones masks are compared on.
     let mut text_tokens = vec![0u32; vocab.len().div_ceil(32)];
-    for &id in vocab.sorted_tokens().0 {
+    for &id in vocab.text_tokens() {
         text_tokens[id as usize / 32] |= 1 << (id % 32);
     }
 

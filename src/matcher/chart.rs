@@ -57,19 +57,22 @@ pub(super) struct Chart {
 }
 
 impl Chart {
-    /// Items of set `set` waiting on terminal `t`.
-    pub fn waiting_on_terminal(&self, set: u32, t: TerminalId) -> impl Iterator<Item = Item> + '_ {
-        self.waiting_on(set, terminal_key(t))
-    }
-
-    fn waiting_on(&self, set: u32, key: u32) -> impl Iterator<Item = Item> + '_ {
-        let s = self.sets[set as usize];
-        let slice = &self.waiting[s.waiting_start as usize..s.waiting_end as usize];
-        let lo = slice.partition_point(|&(k, _)| k < key);
-        slice[lo..]
-            .iter()
-            .take_while(move |&&(k, _)| k == key)
-            .map(|&(_, i)| self.items[i as usize])
+    /// Adds to the set being built every item of set `origin` waiting on terminal
+    /// `t`, with the dot moved past it (the scan step).
+    pub fn advance_over_terminal(&mut self, origin: u32, t: TerminalId) {
+        let key = terminal_key(t);
+        let s = self.sets[origin as usize];
+        let (start, end) = (s.waiting_start as usize, s.waiting_end as usize);
+        let mut i = start + self.waiting[start..end].partition_point(|&(k, _)| k < key);
+        while i < end && self.waiting[i].0 == key {
+            let item = self.items[self.waiting[i].1 as usize];
+            i += 1;
+            self.add(Item {
+                dot: item.dot + 1,
+                count: 0,
+                ..item
+            });
+        }
     }
 
     /// Terminals awaited by items of `set` (each once, ascending).

@@ -236,18 +236,20 @@ impl Matcher {
     /// Consumes one byte; on rejection nothing changes.
     pub fn consume_byte(&mut self, byte: u8) -> Result<(), MatchError> {
         let offset = self.position();
-        let grammar = Arc::clone(&self.grammar);
         let active = self.frames[offset].lexemes_start as usize..self.lexemes.len();
         let new_start = self.lexemes.len();
         self.completed.clear();
+        // Disjoint field borrows: no Arc clone on this per-byte path.
+        let grammar = &*self.grammar;
+        let lexemes = &mut self.lexemes;
         for i in active {
-            let lexeme = self.lexemes[i];
+            let lexeme = lexemes[i];
             let terminal = grammar.terminal(lexeme.terminal);
             let state = terminal.next(lexeme.state, byte);
             if terminal.is_dead(state) {
                 continue;
             }
-            self.lexemes.push(Lexeme { state, ..lexeme });
+            lexemes.push(Lexeme { state, ..lexeme });
             if terminal.is_match(state) {
                 self.completed.push((lexeme.terminal, lexeme.set));
             }
@@ -262,28 +264,17 @@ impl Matcher {
         if self.completed.is_empty() {
             return Ok(());
         }
-        let completed = std::mem::take(&mut self.completed);
+        let completed = &self.completed;
         let built = self.chart.build_set(
-            &grammar,
+            &self.grammar,
             offset + 1,
             self.options.max_items_per_position,
             |chart, _| {
-                for &(terminal, origin) in &completed {
-                    let advanced: Vec<Item> = chart
-                        .waiting_on_terminal(origin, terminal)
-                        .map(|item| Item {
-                            dot: item.dot + 1,
-                            count: 0,
-                            ..item
-                        })
-                        .collect();
-                    for item in advanced {
-                        chart.add(item);
-                    }
+                for &(terminal, origin) in completed {
+                    chart.advance_over_terminal(origin, terminal);
                 }
             },
         );
-        self.completed = completed;
         match built {
             Ok(set) => {
                 self.start_lexemes(set);

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::Matcher;
 use crate::automaton::{State, TerminalId};
 use crate::tables::TokenTables;
+use crate::vocab::TokenTrie;
 
 /// What happens once the grammar accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -139,7 +140,7 @@ impl TokenMatcher {
         let masks = self.tables.masks(&self.configuration);
         let n = mask.len().min(masks.allowed.len());
         mask[..n].copy_from_slice(&masks.allowed[..n]);
-        self.check_candidates(&masks.candidates, &masks.candidate_shared, mask);
+        self.check_candidates(&masks.candidates, mask);
         if self.is_accepting() {
             vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
             match self.policy {
@@ -158,44 +159,33 @@ impl TokenMatcher {
 
     fn fill_all_text_tokens(&self, mask: &mut [u32]) {
         let vocab = self.tables.vocab();
-        for &id in vocab.sorted_tokens().0 {
+        for &id in vocab.text_tokens() {
             Self::set(mask, id);
         }
     }
 
-    /// Walks the candidates in byte order through the byte matcher, backing up only
-    /// to the prefix shared with the next one.
-    fn check_candidates(&mut self, candidates: &[u32], shared: &[u16], mask: &mut [u32]) {
-        let vocab = Arc::clone(self.tables.vocab());
+    /// Walks the candidate trie through the byte matcher, skipping every subtree
+    /// whose prefix is rejected.
+    fn check_candidates(&mut self, candidates: &TokenTrie, mask: &mut [u32]) {
+        let nodes = candidates.nodes();
         let mut depth = 0usize;
-        // Index of a byte that was rejected in the previous candidate: later
-        // candidates sharing that byte fail too.
-        let mut failed_at: Option<usize> = None;
-        for (&id, &common) in candidates.iter().zip(shared) {
-            let common = common as usize;
-            if let Some(f) = failed_at {
-                if common > f {
-                    continue;
-                }
-                failed_at = None;
+        let mut i = 0;
+        while i < nodes.len() {
+            let node = nodes[i];
+            let parent_depth = node.depth as usize - 1;
+            if depth > parent_depth {
+                self.bytes.rollback(depth - parent_depth);
+                depth = parent_depth;
             }
-            if depth > common {
-                self.bytes.rollback(depth - common);
-                depth = common;
+            if self.bytes.consume_byte(node.byte).is_err() {
+                i = node.subtree_end as usize;
+                continue;
             }
-            let bytes = vocab.token_bytes(id);
-            let mut ok = true;
-            while depth < bytes.len() {
-                if self.bytes.consume_byte(bytes[depth]).is_err() {
-                    failed_at = Some(depth);
-                    ok = false;
-                    break;
-                }
-                depth += 1;
-            }
-            if ok {
+            depth += 1;
+            for &id in candidates.tokens_at(i) {
                 Self::set(mask, id);
             }
+            i += 1;
         }
         self.bytes.rollback(depth);
     }

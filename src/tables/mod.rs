@@ -12,19 +12,20 @@
 //! * every lexeme died, but one could have ended inside the token: a **candidate**,
 //!   decided at mask time by the real matcher (it depends on what the parser allows
 //!   after that terminal). Candidates are typically tokens like `",` after a string
-//!   body: few, and they share prefixes.
+//!   body; they are kept as a small trie so the matcher's walk skips every subtree
+//!   whose prefix it rejects.
 //!
-//! The answer depends only on the configuration, so it is computed once, lazily, and
-//! cached on the tables shared by every request for the same grammar and vocabulary.
-//! The walk uses the vocabulary's sorted-trie view, so shared token prefixes are
-//! stepped once.
+//! Both answers are unions over the configuration's lexemes, so they are computed
+//! per lexeme (one DFA walk over the vocabulary trie, skipping dead subtrees) and
+//! combined per configuration; both levels are cached, lazily, on the tables shared
+//! by every request for the same grammar and vocabulary.
 
 use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::automaton::{CompiledGrammar, State, TerminalId};
-use crate::vocab::Vocabulary;
+use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
+use crate::vocab::{TokenTrie, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -34,17 +35,47 @@ pub type LexerConfiguration = Box<[(TerminalId, State)]>;
 pub struct ConfigurationMasks {
     /// Bit `i % 32` of word `i / 32`: token `i` is allowed whatever the parser says.
     pub allowed: Vec<u32>,
-    /// Tokens the matcher must check, sorted by bytes.
-    pub candidates: Vec<u32>,
-    /// Bytes each candidate shares with the previous candidate.
-    pub candidate_shared: Vec<u16>,
+    /// Tokens the matcher must check, as a trie.
+    pub candidates: TokenTrie,
 }
 
-/// Per (grammar, vocabulary) pair: the lazily built cache of configuration masks.
+/// One lexeme's answers over the vocabulary.
+#[derive(Debug)]
+struct LexemeMasks {
+    /// The lexeme survives all of the token's bytes.
+    allowed: Vec<u32>,
+    /// The lexeme was at a match after an inner byte of the token.
+    boundary: Vec<u32>,
+}
+
+type Cache<K, V> = RwLock<FxHashMap<K, Arc<V>>>;
+
+/// Per (grammar, vocabulary) pair: the lazily built caches of token masks.
 pub struct TokenTables {
     grammar: Arc<CompiledGrammar>,
     vocab: Arc<Vocabulary>,
-    cache: RwLock<FxHashMap<LexerConfiguration, Arc<ConfigurationMasks>>>,
+    configurations: Cache<LexerConfiguration, ConfigurationMasks>,
+    lexemes: Cache<(TerminalId, State), LexemeMasks>,
+}
+
+fn cached<K: std::hash::Hash + Eq, V>(
+    cache: &Cache<K, V>,
+    key: K,
+    build: impl FnOnce() -> V,
+) -> Arc<V> {
+    if let Some(found) = cache.read().ok().and_then(|c| c.get(&key).cloned()) {
+        return found;
+    }
+    let built = Arc::new(build());
+    match cache.write() {
+        Ok(mut c) => Arc::clone(c.entry(key).or_insert(built)),
+        Err(_) => built,
+    }
+}
+
+#[inline]
+fn set(mask: &mut [u32], id: u32) {
+    mask[id as usize / 32] |= 1 << (id % 32);
 }
 
 impl TokenTables {
@@ -52,7 +83,8 @@ impl TokenTables {
         TokenTables {
             grammar,
             vocab,
-            cache: RwLock::new(FxHashMap::default()),
+            configurations: RwLock::new(FxHashMap::default()),
+            lexemes: RwLock::new(FxHashMap::default()),
         }
     }
 
@@ -71,100 +103,106 @@ impl TokenTables {
 
     /// Cached configurations so far.
     pub fn cached_configurations(&self) -> usize {
-        self.cache.read().map_or(0, |c| c.len())
+        self.configurations.read().map_or(0, |c| c.len())
     }
 
-    /// Heap bytes held by the cache.
+    /// Heap bytes held by the caches.
     pub fn memory_usage(&self) -> usize {
-        self.cache.read().map_or(0, |cache| {
+        let configurations = self.configurations.read().map_or(0, |cache| {
             cache
                 .iter()
-                .map(|(key, m)| {
-                    key.len() * std::mem::size_of::<(TerminalId, State)>()
-                        + m.allowed.len() * 4
-                        + m.candidates.len() * 6
-                })
+                .map(|(key, m)| key.len() * 8 + m.allowed.len() * 4 + m.candidates.memory_usage())
                 .sum()
-        })
+        });
+        let lexemes = self.lexemes.read().map_or(0, |cache| {
+            cache
+                .values()
+                .map(|m| (m.allowed.len() + m.boundary.len()) * 4)
+                .sum()
+        });
+        configurations + lexemes
     }
 
     /// The masks of `configuration`, computed on first use.
     pub fn masks(&self, configuration: &[(TerminalId, State)]) -> Arc<ConfigurationMasks> {
         if let Some(found) = self
-            .cache
+            .configurations
             .read()
             .ok()
             .and_then(|c| c.get(configuration).cloned())
         {
             return found;
         }
-        let built = Arc::new(self.build(configuration));
-        match self.cache.write() {
-            Ok(mut cache) => Arc::clone(cache.entry(configuration.into()).or_insert(built)),
-            Err(_) => built,
+        cached(&self.configurations, configuration.into(), || {
+            self.build_configuration(configuration)
+        })
+    }
+
+    fn build_configuration(&self, configuration: &[(TerminalId, State)]) -> ConfigurationMasks {
+        let words = self.mask_words();
+        let mut allowed = vec![0u32; words];
+        let mut boundary = vec![0u32; words];
+        for &lexeme in configuration {
+            let masks = cached(&self.lexemes, lexeme, || self.build_lexeme(lexeme));
+            for (a, b) in allowed.iter_mut().zip(&masks.allowed) {
+                *a |= b;
+            }
+            for (a, b) in boundary.iter_mut().zip(&masks.boundary) {
+                *a |= b;
+            }
+        }
+        let mut candidates: Vec<u32> = Vec::new();
+        for (w, (&b, &a)) in boundary.iter().zip(&allowed).enumerate() {
+            let mut bits = b & !a;
+            while bits != 0 {
+                candidates.push(w as u32 * 32 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        candidates.sort_unstable_by_key(|&id| self.vocab.rank(id));
+        let vocab = &self.vocab;
+        ConfigurationMasks {
+            allowed,
+            candidates: TokenTrie::from_sorted(candidates, |id| vocab.token_bytes(id)),
         }
     }
 
-    fn build(&self, configuration: &[(TerminalId, State)]) -> ConfigurationMasks {
-        let grammar = &*self.grammar;
-        let (sorted, shared) = self.vocab.sorted_tokens();
-        let mut allowed = vec![0u32; self.mask_words()];
-        let mut candidates = Vec::new();
-
-        // The walk's stack: lexemes alive after `d` bytes live in
-        // `live[starts[d]..starts[d + 1]]`; `boundary[d]`: a lexeme was at a match
-        // after some byte count in 1..=d.
-        let mut live: Vec<(TerminalId, State)> = configuration.to_vec();
-        let mut starts: Vec<usize> = vec![0, live.len()];
-        let mut boundary: Vec<bool> = vec![false];
-
-        for (&id, &common) in sorted.iter().zip(shared) {
-            let bytes = self.vocab.token_bytes(id);
-            let computed = boundary.len() - 1;
-            let mut depth = (common as usize).min(computed);
-            starts.truncate(depth + 2);
-            boundary.truncate(depth + 1);
-            live.truncate(starts[depth + 1]);
-            while depth < bytes.len() && starts[depth + 1] > starts[depth] {
-                let byte = bytes[depth];
-                let mut matched = false;
-                for i in starts[depth]..starts[depth + 1] {
-                    let (t, state) = live[i];
-                    let terminal = grammar.terminal(t);
-                    let next = terminal.next(state, byte);
-                    if !terminal.is_dead(next) {
-                        matched |= terminal.is_match(next);
-                        live.push((t, next));
-                    }
+    /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees.
+    fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
+        let terminal = self.grammar.terminal(terminal);
+        let trie = self.vocab.trie();
+        let nodes = trie.nodes();
+        let words = self.mask_words();
+        let mut allowed = vec![0u32; words];
+        let mut boundary = vec![0u32; words];
+        // By depth: the DFA state, and whether a match happened after 1..=depth bytes.
+        let mut states: Vec<State> = vec![state];
+        let mut matched: Vec<bool> = vec![false];
+        let mut i = 0;
+        while i < nodes.len() {
+            let node = nodes[i];
+            let depth = node.depth as usize;
+            states.truncate(depth);
+            matched.truncate(depth);
+            let next = terminal.next(states[depth - 1], node.byte);
+            if next == DEAD {
+                // Every token below dies here; those past an earlier match may
+                // still be completed by the parser.
+                if matched[depth - 1] {
+                    trie.tokens_under(i)
+                        .iter()
+                        .for_each(|&id| set(&mut boundary, id));
                 }
-                boundary.push(boundary[depth] || matched);
-                starts.push(live.len());
-                depth += 1;
+                i = node.subtree_end as usize;
+                continue;
             }
-            let alive_at_end = depth == bytes.len() && starts[depth + 1] > starts[depth];
-            if alive_at_end {
-                allowed[id as usize / 32] |= 1 << (id % 32);
-            } else if boundary[depth.min(bytes.len() - 1)] {
-                candidates.push(id);
+            for &id in trie.tokens_at(i) {
+                set(&mut allowed, id);
             }
+            states.push(next);
+            matched.push(matched[depth - 1] || terminal.is_match(next));
+            i += 1;
         }
-
-        let mut candidate_shared = Vec::with_capacity(candidates.len());
-        let mut previous: &[u8] = &[];
-        for &id in &candidates {
-            let bytes = self.vocab.token_bytes(id);
-            let common = previous
-                .iter()
-                .zip(bytes)
-                .take_while(|(a, b)| a == b)
-                .count();
-            candidate_shared.push(common.min(u16::MAX as usize) as u16);
-            previous = bytes;
-        }
-        ConfigurationMasks {
-            allowed,
-            candidates,
-            candidate_shared,
-        }
+        LexemeMasks { allowed, boundary }
     }
 }

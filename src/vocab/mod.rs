@@ -8,16 +8,15 @@
 //! unless a grammar names them. The EOS set comes from the tokenizer's config plus
 //! ids the caller adds; several EOS ids are normal.
 //!
-//! For the mask walk the non-special tokens are also kept sorted by their bytes
-//! with the length of the prefix each shares with its predecessor, which is a token
-//! trie in flat form: walking the sorted list and backing up to the shared prefix
-//! visits every trie node once.
+//! For the mask walks the tokens with bytes also form a [`TokenTrie`].
 
 mod load;
+mod trie;
 
 use std::fmt;
 
 pub use load::{load_tokenizer, VocabError};
+pub use trie::{TokenTrie, TrieNode};
 
 /// Token id to bytes, plus the EOS set and the sorted-trie view.
 #[derive(Clone)]
@@ -27,10 +26,10 @@ pub struct Vocabulary {
     /// Content of special/added tokens, for messages.
     special: Vec<(u32, String)>,
     eos: Vec<u32>,
-    /// Ids of tokens with bytes, sorted by bytes (ties by id).
-    sorted: Vec<u32>,
-    /// `shared_prefix[i]`: bytes `sorted[i]` shares with `sorted[i - 1]` (0 for i = 0).
-    shared_prefix: Vec<u16>,
+    /// The tokens with bytes.
+    trie: TokenTrie,
+    /// Position of each token in byte order (`u32::MAX` for tokens without bytes).
+    rank: Vec<u32>,
 }
 
 impl fmt::Debug for Vocabulary {
@@ -60,14 +59,11 @@ impl Vocabulary {
             .filter(|&id| !tokens[id as usize].is_empty())
             .collect();
         sorted.sort_by(|&a, &b| tokens[a as usize].cmp(&tokens[b as usize]).then(a.cmp(&b)));
-        let mut shared_prefix = Vec::with_capacity(sorted.len());
-        for (i, &id) in sorted.iter().enumerate() {
-            let shared = match i {
-                0 => 0,
-                _ => common_prefix(&tokens[sorted[i - 1] as usize], &tokens[id as usize]),
-            };
-            shared_prefix.push(shared.min(u16::MAX as usize) as u16);
+        let mut rank = vec![u32::MAX; tokens.len()];
+        for (r, &id) in sorted.iter().enumerate() {
+            rank[id as usize] = r as u32;
         }
+        let trie = TokenTrie::from_sorted(sorted, |id| &tokens[id as usize]);
         let mut eos = eos;
         eos.sort_unstable();
         eos.dedup();
@@ -75,8 +71,8 @@ impl Vocabulary {
             tokens,
             special,
             eos,
-            sorted,
-            shared_prefix,
+            trie,
+            rank,
         }
     }
 
@@ -114,9 +110,19 @@ impl Vocabulary {
         self.eos.dedup();
     }
 
-    /// Token ids with bytes, sorted by bytes, with each one's shared prefix length.
-    pub fn sorted_tokens(&self) -> (&[u32], &[u16]) {
-        (&self.sorted, &self.shared_prefix)
+    /// The trie of all tokens with bytes.
+    pub fn trie(&self) -> &TokenTrie {
+        &self.trie
+    }
+
+    /// Token ids with bytes, in byte order.
+    pub fn text_tokens(&self) -> &[u32] {
+        self.trie.token_ids()
+    }
+
+    /// Position of `id` in byte order; `u32::MAX` for tokens without bytes.
+    pub fn rank(&self, id: u32) -> u32 {
+        self.rank.get(id as usize).copied().unwrap_or(u32::MAX)
     }
 
     /// Concatenated bytes of `ids` (special tokens contribute nothing).
@@ -125,10 +131,6 @@ impl Vocabulary {
             .flat_map(|&id| self.token_bytes(id).iter().copied())
             .collect()
     }
-}
-
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// GPT-2's byte-level map: the character that stands for each byte.
@@ -170,7 +172,7 @@ mod tests {
     }
 
     #[test]
-    fn sorted_view_shares_prefixes() {
+    fn text_tokens_in_byte_order() {
         let v = Vocabulary::from_token_bytes(
             vec![
                 b"ab".to_vec(),
@@ -182,9 +184,8 @@ mod tests {
             vec![(2, "<s>".into())],
             vec![2],
         );
-        let (sorted, shared) = v.sorted_tokens();
-        assert_eq!(sorted, &[1, 0, 3, 4]);
-        assert_eq!(shared, &[0, 1, 2, 0]);
+        assert_eq!(v.text_tokens(), &[1, 0, 3, 4]);
+        assert_eq!((v.rank(3), v.rank(2)), (2, u32::MAX));
         assert!(v.token_bytes(2).is_empty());
         assert!(v.is_eos(2));
         assert_eq!(v.decode(&[1, 2, 4]), b"ab");

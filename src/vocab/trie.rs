@@ -1,0 +1,134 @@
+//! A token trie laid out flat in preorder, so a walk is a loop over an array and
+//! skipping a whole subtree (every token with a rejected prefix) is one jump.
+//!
+//! Node `i` is one byte at depth `depth` (the root is implicit); its subtree is the
+//! nodes `i..subtree_end`. The tokens ending at a node are a range of `token_ids`,
+//! which holds the trie's tokens in byte order, so the tokens of a subtree are a
+//! contiguous range too.
+
+/// One trie node: a byte at a depth, with its subtree extent and tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrieNode {
+    pub byte: u8,
+    /// 1 for a token's first byte.
+    pub depth: u32,
+    /// One past the last node of this node's subtree.
+    pub subtree_end: u32,
+    /// Tokens ending here: `token_ids[tokens_start..tokens_end]`.
+    pub tokens_start: u32,
+    pub tokens_end: u32,
+}
+
+/// A set of tokens as a flat preorder trie.
+#[derive(Debug, Clone, Default)]
+pub struct TokenTrie {
+    nodes: Vec<TrieNode>,
+    token_ids: Vec<u32>,
+}
+
+impl TokenTrie {
+    /// Builds from token ids already sorted by their bytes (ties in any order).
+    pub fn from_sorted<'a>(sorted: Vec<u32>, bytes_of: impl Fn(u32) -> &'a [u8]) -> TokenTrie {
+        let mut nodes: Vec<TrieNode> = Vec::new();
+        // Node index at each depth of the current path (path[d - 1] has depth d).
+        let mut path: Vec<usize> = Vec::new();
+        let mut previous: &[u8] = &[];
+        for (rank, &id) in sorted.iter().enumerate() {
+            let bytes = bytes_of(id);
+            let shared = previous
+                .iter()
+                .zip(bytes)
+                .take_while(|(a, b)| a == b)
+                .count();
+            while path.len() > shared {
+                if let Some(done) = path.pop() {
+                    nodes[done].subtree_end = nodes.len() as u32;
+                }
+            }
+            for (d, &byte) in bytes.iter().enumerate().skip(path.len()) {
+                path.push(nodes.len());
+                nodes.push(TrieNode {
+                    byte,
+                    depth: d as u32 + 1,
+                    subtree_end: 0,
+                    tokens_start: rank as u32,
+                    tokens_end: rank as u32,
+                });
+            }
+            if let Some(&last) = path.last() {
+                // Duplicates (same bytes, another id) extend the node's range.
+                nodes[last].tokens_end = rank as u32 + 1;
+            }
+            previous = bytes;
+        }
+        while let Some(done) = path.pop() {
+            nodes[done].subtree_end = nodes.len() as u32;
+        }
+        TokenTrie {
+            nodes,
+            token_ids: sorted,
+        }
+    }
+
+    pub fn nodes(&self) -> &[TrieNode] {
+        &self.nodes
+    }
+
+    /// All tokens of the trie, in byte order.
+    pub fn token_ids(&self) -> &[u32] {
+        &self.token_ids
+    }
+
+    /// Tokens ending exactly at `node`.
+    #[inline]
+    pub fn tokens_at(&self, node: usize) -> &[u32] {
+        let n = &self.nodes[node];
+        &self.token_ids[n.tokens_start as usize..n.tokens_end as usize]
+    }
+
+    /// Tokens anywhere in the subtree of `node` (itself included).
+    #[inline]
+    pub fn tokens_under(&self, node: usize) -> &[u32] {
+        let start = self.nodes[node].tokens_start as usize;
+        let end = self
+            .nodes
+            .get(self.nodes[node].subtree_end as usize)
+            .map_or(self.token_ids.len(), |n| n.tokens_start as usize);
+        &self.token_ids[start..end]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Heap bytes held.
+    pub fn memory_usage(&self) -> usize {
+        self.nodes.len() * std::mem::size_of::<TrieNode>() + self.token_ids.len() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preorder_layout_with_subtrees_and_duplicates() {
+        let words: Vec<&[u8]> = vec![b"ab", b"a", b"abc", b"b", b"ab"];
+        let mut sorted: Vec<u32> = (0..words.len() as u32).collect();
+        sorted.sort_by(|&x, &y| words[x as usize].cmp(words[y as usize]).then(x.cmp(&y)));
+        let trie = TokenTrie::from_sorted(sorted, |id| words[id as usize]);
+        let shape: Vec<(u8, u32, u32)> = trie
+            .nodes()
+            .iter()
+            .map(|n| (n.byte, n.depth, n.subtree_end))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![(b'a', 1, 3), (b'b', 2, 3), (b'c', 3, 3), (b'b', 1, 4)]
+        );
+        assert_eq!(trie.tokens_at(0), &[1]);
+        assert_eq!(trie.tokens_at(1), &[0, 4], "duplicates share a node");
+        assert_eq!(trie.tokens_under(0), &[1, 0, 4, 2]);
+        assert_eq!(trie.tokens_under(3), &[3]);
+    }
+}
