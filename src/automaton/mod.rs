@@ -10,6 +10,10 @@
 //! 3. here: nullable and productive symbols are computed, and productions that can
 //!    never complete are pruned, so every parse item the matcher creates can still
 //!    finish. That is what lets the matcher decide viability from its live lexemes.
+//! 4. Prediction is precomputed: for each nonterminal, every nonterminal an Earley
+//!    prediction of it reaches, and each one's items with the dot already past
+//!    nullable prefixes. A chart set then predicts by appending slices, with no
+//!    per-item work (the LR(0)-closure idea applied to Earley).
 
 pub mod lexer;
 mod lower;
@@ -88,6 +92,11 @@ pub struct CompiledGrammar {
     nonterminal_names: Vec<String>,
     nullable: Vec<bool>,
     start: NonTerminalId,
+    /// Per nonterminal: the nonterminals its prediction reaches (itself included).
+    prediction_closure: Vec<Vec<NonTerminalId>>,
+    /// Per nonterminal: `(production, dot)` of its predicted items, the dot moved
+    /// over every nullable prefix, complete items left out.
+    predicted_items: Vec<Vec<(ProductionId, u32)>>,
 }
 
 impl fmt::Debug for CompiledGrammar {
@@ -165,6 +174,46 @@ impl CompiledGrammar {
             }
             .into());
         }
+        let symbol_nullable = |sym: &Symbol| match sym {
+            Symbol::Terminal(t) => terminal_nullable[t.0 as usize],
+            Symbol::Rule(n) => nullable[n.0 as usize],
+            Symbol::Repeat { rule, min, .. } => *min == 0 || nullable[rule.0 as usize],
+        };
+        let mut predicted_items = vec![Vec::new(); n_nonterminals];
+        // Nonterminals each one predicts directly (at a dot reachable over nullables).
+        let mut direct: Vec<Vec<NonTerminalId>> = vec![Vec::new(); n_nonterminals];
+        for (i, p) in productions.iter().enumerate() {
+            for (dot, sym) in p.rhs.iter().enumerate() {
+                predicted_items[p.lhs.0 as usize].push((ProductionId(i as u32), dot as u32));
+                match sym {
+                    Symbol::Rule(n) => direct[p.lhs.0 as usize].push(*n),
+                    Symbol::Repeat { rule, max, .. } if *max != Some(0) => {
+                        direct[p.lhs.0 as usize].push(*rule)
+                    }
+                    _ => {}
+                }
+                if !symbol_nullable(sym) {
+                    break;
+                }
+            }
+        }
+        let prediction_closure = (0..n_nonterminals)
+            .map(|n| {
+                let mut seen = vec![false; n_nonterminals];
+                let mut stack = vec![NonTerminalId(n as u32)];
+                let mut out = Vec::new();
+                seen[n] = true;
+                while let Some(x) = stack.pop() {
+                    out.push(x);
+                    for &y in &direct[x.0 as usize] {
+                        if !std::mem::replace(&mut seen[y.0 as usize], true) {
+                            stack.push(y);
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
         Ok(CompiledGrammar {
             terminals,
             productions,
@@ -172,6 +221,8 @@ impl CompiledGrammar {
             nonterminal_names: lowered.nonterminal_names,
             nullable,
             start: lowered.start,
+            prediction_closure,
+            predicted_items,
         })
     }
 
@@ -201,6 +252,23 @@ impl CompiledGrammar {
     #[inline]
     pub fn is_nullable(&self, nt: NonTerminalId) -> bool {
         self.nullable[nt.0 as usize]
+    }
+
+    pub fn nonterminal_count(&self) -> usize {
+        self.nonterminal_names.len()
+    }
+
+    /// The nonterminals a prediction of `nt` reaches, `nt` included.
+    #[inline]
+    pub fn prediction_closure(&self, nt: NonTerminalId) -> &[NonTerminalId] {
+        &self.prediction_closure[nt.0 as usize]
+    }
+
+    /// `(production, dot)` of the items predicting `nt` adds, dots already moved
+    /// over nullable prefixes; complete items are left out.
+    #[inline]
+    pub fn predicted_items(&self, nt: NonTerminalId) -> &[(ProductionId, u32)] {
+        &self.predicted_items[nt.0 as usize]
     }
 
     pub fn nonterminal_name(&self, nt: NonTerminalId) -> &str {

@@ -6,8 +6,13 @@
 //! predicted (Aycock and Horspool), so a completion whose origin is the current set
 //! never needs to be processed. Sets are final once closed, and each keeps a sorted
 //! index from "symbol after the dot" to its items, used by later completions.
+//!
+//! Predicted items (origin = the set being built) need no processing at all: the
+//! compiled grammar lists, per nonterminal, everything its prediction adds. They are
+//! appended as slices, deduplicated per nonterminal with a generation stamp; only
+//! scanned and completed items go through the worklist and the hash set.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::automaton::{CompiledGrammar, NonTerminalId, ProductionId, Symbol, TerminalId};
 
@@ -51,9 +56,15 @@ pub(super) struct TooManyItems;
 pub(super) struct Chart {
     pub items: Vec<Item>,
     pub sets: Vec<Set>,
+    /// Items of the set being built that still need processing.
+    worklist: Vec<Item>,
     /// `(key, item index)`, sorted by key within each set's range.
     waiting: Vec<(u32, u32)>,
     dedup: FxHashSet<Item>,
+    /// Per nonterminal: the `generation` in which it was last predicted.
+    predicted: Vec<u32>,
+    /// Bumped for every set built, so stale stamps never match after a rollback.
+    generation: u32,
 }
 
 impl Chart {
@@ -73,6 +84,54 @@ impl Chart {
                 ..item
             });
         }
+    }
+
+    /// Appends to `out` a serialization of everything the parse can still do with
+    /// the items of `set` waiting on terminal `t`: those items, and recursively the
+    /// items their completion would advance. Two charts that serialize the same way
+    /// accept the same continuations, whatever their positions; `memo` numbers the
+    /// (set, key) nodes already written, so shared and cyclic parts are references.
+    pub fn write_future(
+        &self,
+        grammar: &CompiledGrammar,
+        set: u32,
+        t: TerminalId,
+        memo: &mut FxHashMap<(u32, u32), u32>,
+        out: &mut Vec<u32>,
+    ) {
+        self.write_node(grammar, set, terminal_key(t), memo, out);
+    }
+
+    fn write_node(
+        &self,
+        grammar: &CompiledGrammar,
+        set: u32,
+        key: u32,
+        memo: &mut FxHashMap<(u32, u32), u32>,
+        out: &mut Vec<u32>,
+    ) {
+        const REFERENCE: u32 = 1 << 31;
+        const OPEN: u32 = u32::MAX;
+        const CLOSE: u32 = u32::MAX - 1;
+        if let Some(&n) = memo.get(&(set, key)) {
+            out.push(REFERENCE | n);
+            return;
+        }
+        memo.insert((set, key), memo.len() as u32);
+        out.push(OPEN);
+        let s = self.sets[set as usize];
+        let (start, end) = (s.waiting_start as usize, s.waiting_end as usize);
+        let mut i = start + self.waiting[start..end].partition_point(|&(k, _)| k < key);
+        while i < end && self.waiting[i].0 == key {
+            let item = self.items[self.waiting[i].1 as usize];
+            i += 1;
+            out.extend([item.prod.0, item.dot, item.count]);
+            let lhs = grammar.production(item.prod).lhs;
+            if lhs != grammar.start() {
+                self.write_node(grammar, item.origin, nonterminal_key(lhs), memo, out);
+            }
+        }
+        out.push(CLOSE);
     }
 
     /// Terminals awaited by items of `set` (each once, ascending).
@@ -117,14 +176,19 @@ impl Chart {
         let set_index = self.sets.len() as u32;
         let items_start = self.items.len();
         self.dedup.clear();
+        self.generation = self.generation.wrapping_add(1);
+        if self.predicted.len() < grammar.nonterminal_count() {
+            self.predicted.resize(grammar.nonterminal_count(), u32::MAX);
+        }
+        self.worklist.clear();
         seeds(self, set_index);
-        let mut next = items_start;
-        while next < self.items.len() {
+        let mut next = 0;
+        while next < self.worklist.len() {
             if self.items.len() - items_start > max_items {
                 self.items.truncate(items_start);
                 return Err(TooManyItems);
             }
-            let item = self.items[next];
+            let item = self.worklist[next];
             next += 1;
             let rhs = &grammar.production(item.prod).rhs;
             let Some(&symbol) = rhs.get(item.dot as usize) else {
@@ -171,21 +235,33 @@ impl Chart {
         Ok(set_index)
     }
 
-    /// Adds `item` to the set being built unless it is already there.
+    /// Adds `item` to the set being built unless it is already there, and queues it
+    /// for processing.
     pub fn add(&mut self, item: Item) {
         if self.dedup.insert(item) {
             self.items.push(item);
+            self.worklist.push(item);
         }
     }
 
+    /// Appends everything predicting `nt` adds (see the module docs).
     fn predict(&mut self, grammar: &CompiledGrammar, nt: NonTerminalId, set_index: u32) {
-        for &prod in grammar.productions_of(nt) {
-            self.add(Item {
-                prod,
-                dot: 0,
-                origin: set_index,
-                count: 0,
-            });
+        if self.predicted[nt.0 as usize] == self.generation {
+            return;
+        }
+        for &x in grammar.prediction_closure(nt) {
+            let stamp = &mut self.predicted[x.0 as usize];
+            if *stamp == self.generation {
+                continue;
+            }
+            *stamp = self.generation;
+            self.items
+                .extend(grammar.predicted_items(x).iter().map(|&(prod, dot)| Item {
+                    prod,
+                    dot,
+                    origin: set_index,
+                    count: 0,
+                }));
         }
     }
 

@@ -233,6 +233,24 @@ impl Matcher {
         out.dedup();
     }
 
+    /// Appends to `out` a position-free serialization of the parse state: the live
+    /// lexemes and everything their completions can reach in the chart. Equal
+    /// serializations accept exactly the same continuations, which is what lets
+    /// results computed for one state be reused for another.
+    pub fn future_signature(
+        &self,
+        memo: &mut rustc_hash::FxHashMap<(u32, u32), u32>,
+        out: &mut Vec<u32>,
+    ) {
+        out.clear();
+        memo.clear();
+        for lexeme in self.active_lexemes() {
+            out.extend([lexeme.terminal.0, lexeme.state]);
+            self.chart
+                .write_future(&self.grammar, lexeme.set, lexeme.terminal, memo, out);
+        }
+    }
+
     /// Consumes one byte; on rejection nothing changes.
     pub fn consume_byte(&mut self, byte: u8) -> Result<(), MatchError> {
         let offset = self.position();

@@ -13,6 +13,8 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use super::Matcher;
 use crate::automaton::{State, TerminalId};
 use crate::tables::TokenTables;
@@ -63,6 +65,8 @@ pub struct TokenMatcher {
     policy: StopPolicy,
     steps: Vec<Step>,
     configuration: Vec<(TerminalId, State)>,
+    signature: Vec<u32>,
+    signature_memo: FxHashMap<(u32, u32), u32>,
 }
 
 impl TokenMatcher {
@@ -77,6 +81,8 @@ impl TokenMatcher {
             policy,
             steps: Vec::new(),
             configuration: Vec::new(),
+            signature: Vec::new(),
+            signature_memo: FxHashMap::default(),
         }
     }
 
@@ -140,7 +146,21 @@ impl TokenMatcher {
         let masks = self.tables.masks(&self.configuration);
         let n = mask.len().min(masks.allowed.len());
         mask[..n].copy_from_slice(&masks.allowed[..n]);
-        self.check_candidates(&masks.candidates, mask);
+        if !masks.candidates.is_empty() {
+            // The walk's result depends only on the parse state's future, so it is
+            // cached under the matcher's position-free signature.
+            self.bytes
+                .future_signature(&mut self.signature_memo, &mut self.signature);
+            match self.tables.accepted_candidates(&self.signature) {
+                Some(accepted) => accepted.iter().for_each(|&id| Self::set(mask, id)),
+                None => {
+                    let accepted = self.check_candidates(&masks.candidates);
+                    accepted.iter().for_each(|&id| Self::set(mask, id));
+                    self.tables
+                        .remember_accepted_candidates(&self.signature, accepted);
+                }
+            }
+        }
         if self.is_accepting() {
             vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
             match self.policy {
@@ -166,7 +186,8 @@ impl TokenMatcher {
 
     /// Walks the candidate trie through the byte matcher, skipping every subtree
     /// whose prefix is rejected.
-    fn check_candidates(&mut self, candidates: &TokenTrie, mask: &mut [u32]) {
+    fn check_candidates(&mut self, candidates: &TokenTrie) -> Vec<u32> {
+        let mut accepted = Vec::new();
         let nodes = candidates.nodes();
         let mut depth = 0usize;
         let mut i = 0;
@@ -182,12 +203,11 @@ impl TokenMatcher {
                 continue;
             }
             depth += 1;
-            for &id in candidates.tokens_at(i) {
-                Self::set(mask, id);
-            }
+            accepted.extend_from_slice(candidates.tokens_at(i));
             i += 1;
         }
         self.bytes.rollback(depth);
+        accepted
     }
 
     /// Whether `token` may come next (the same answer as the mask's bit).

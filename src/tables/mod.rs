@@ -56,7 +56,13 @@ pub struct TokenTables {
     vocab: Arc<Vocabulary>,
     configurations: Cache<LexerConfiguration, ConfigurationMasks>,
     lexemes: Cache<(TerminalId, State), LexemeMasks>,
+    /// Candidate tokens the parser accepted, keyed by the matcher's future signature.
+    accepted_candidates: Cache<Box<[u32]>, Vec<u32>>,
 }
+
+/// Most entries kept in the accepted-candidates cache; past it, results are simply
+/// not stored (bounded memory on adversarial inputs).
+const MAX_ACCEPTED_ENTRIES: usize = 1 << 16;
 
 fn cached<K: std::hash::Hash + Eq, V>(
     cache: &Cache<K, V>,
@@ -85,6 +91,7 @@ impl TokenTables {
             vocab,
             configurations: RwLock::new(FxHashMap::default()),
             lexemes: RwLock::new(FxHashMap::default()),
+            accepted_candidates: RwLock::new(FxHashMap::default()),
         }
     }
 
@@ -123,6 +130,24 @@ impl TokenTables {
         configurations + lexemes
     }
 
+    /// Candidates accepted in a parse state with this future signature, if known.
+    pub fn accepted_candidates(&self, signature: &[u32]) -> Option<Arc<Vec<u32>>> {
+        self.accepted_candidates
+            .read()
+            .ok()?
+            .get(signature)
+            .cloned()
+    }
+
+    /// Records the candidates accepted in a parse state with this future signature.
+    pub fn remember_accepted_candidates(&self, signature: &[u32], accepted: Vec<u32>) {
+        if let Ok(mut cache) = self.accepted_candidates.write() {
+            if cache.len() < MAX_ACCEPTED_ENTRIES {
+                cache.insert(signature.into(), Arc::new(accepted));
+            }
+        }
+    }
+
     /// The masks of `configuration`, computed on first use.
     pub fn masks(&self, configuration: &[(TerminalId, State)]) -> Arc<ConfigurationMasks> {
         if let Some(found) = self
@@ -151,15 +176,17 @@ impl TokenTables {
                 *a |= b;
             }
         }
-        let mut candidates: Vec<u32> = Vec::new();
-        for (w, (&b, &a)) in boundary.iter().zip(&allowed).enumerate() {
-            let mut bits = b & !a;
-            while bits != 0 {
-                candidates.push(w as u32 * 32 + bits.trailing_zeros());
-                bits &= bits - 1;
-            }
+        for (b, &a) in boundary.iter_mut().zip(&allowed) {
+            *b &= !a;
         }
-        candidates.sort_unstable_by_key(|&id| self.vocab.rank(id));
+        // In byte order for free: filter the vocabulary's own order.
+        let candidates: Vec<u32> = self
+            .vocab
+            .text_tokens()
+            .iter()
+            .copied()
+            .filter(|&id| boundary[id as usize / 32] & (1 << (id % 32)) != 0)
+            .collect();
         let vocab = &self.vocab;
         ConfigurationMasks {
             allowed,

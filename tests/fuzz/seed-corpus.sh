@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Seeds tests/fuzz/corpus/{gbnf_parse,regex_parse,matcher} from the repository's
+# grammars, so fuzzing starts deep. Run from anywhere; corpus/ is git-ignored.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+c="$here/corpus"
+mkdir -p "$c/gbnf_parse" "$c/regex_parse" "$c/matcher"
+
+# gbnf_parse: every GBNF file as is.
+for f in "$root"/grammars/*.gbnf "$root"/tests/fixtures/gbnf/*.gbnf "$root"/tests/fixtures/gbnf/*/*.gbnf; do
+  cp "$f" "$c/gbnf_parse/$(basename "$(dirname "$f")")-$(basename "$f")"
+done
+
+# regex_parse: a few patterns in the dialect the front-end accepts.
+i=0
+for p in '^[a-z]{1,8}@[a-z]+\.(com|org)$' '\d{3}-\d{4}' '(ab|cd)*e?' '[^\x00-\x1F"]{0,100}' \
+         '-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?' '(?i)true|false|null' '[α-ω]+\p{Han}*' \
+         'x{2,5}y{3}z{0,}' '(a(b(c)?)?)+' '.'; do
+  printf '%s' "$p" > "$c/regex_parse/seed-$i"; i=$((i + 1))
+done
+
+# matcher: grammar, 0x00, an input the grammar accepts.
+seed() { # name grammar-file input
+  { cat "$2"; printf '\0%s' "$3"; } > "$c/matcher/$1"
+}
+g="$root/grammars"; l="$root/tests/fixtures/gbnf/llama.cpp"
+seed json          "$g/json.gbnf"            '{"a": [1, -2.5e3, true, null, "x\u00e9\n"], "b": {}}'
+seed json-bounded  "$g/json-bounded.gbnf"    '{"k": [1, 2, {"z": "q"}]}'
+seed tool-call     "$g/tool-call.gbnf"       '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}'
+seed tool-call-2   "$g/tool-call.gbnf"       '{"name": "web_search", "arguments": {"query": "rust \"fuzz\"", "limit": 10}}'
+seed vllm-sql      "$root/tests/fixtures/gbnf/vllm-sql.gbnf" 'SELECTcol_1fromtable_2wherecol_2=1'
+seed arithmetic    "$l/arithmetic.gbnf"      $'x= (a+1)\n'
+seed list          "$l/list.gbnf"            $'- one\n- two\n'
+seed chess         "$l/chess.gbnf"           $'1. e4 e5\n2. Nf3 Nc6\n'
+seed japanese      "$l/japanese.gbnf"        'こんにちは 世界'
+seed english       "$l/english.gbnf"         'The cat sat.'
+seed json_arr      "$l/json_arr.gbnf"        $'[\n{"a": 1},\n2]'
+seed c             "$l/c.gbnf"               'int main(){return 0;}'
+# With rollback commands (0x00 k) in the input part.
+{ cat "$g/json.gbnf"; printf '\0{"ab\0\002c": [1\0\001, 2]}'; } > "$c/matcher/json-rollback"
+echo "seeded $(ls "$c"/*/ | wc -l) files under $c"
