@@ -39,7 +39,7 @@ impl Default for LexerLimits {
     fn default() -> Self {
         LexerLimits {
             nfa_bytes: 16 << 20,
-            dfa_bytes: 64 << 20,
+            dfa_bytes: 8 << 20,
         }
     }
 }

@@ -103,6 +103,22 @@ fn hir_weight(hir: &Hir) -> usize {
     }
 }
 
+/// Contains a repetition whose count varies by more than a few (`x{0,15}`). Under
+/// an unbounded repetition that is the classic DFA blow-up (`([0-9]{0,15})*` tracks
+/// every combination of counter positions), so such parts are not fused.
+fn has_variable_count(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            rep.max.is_some_and(|max| max - rep.min > 4) || has_variable_count(&rep.sub)
+        }
+        HirKind::Capture(cap) => has_variable_count(&cap.sub),
+        HirKind::Concat(items) | HirKind::Alternation(items) => {
+            items.iter().any(has_variable_count)
+        }
+        _ => false,
+    }
+}
+
 /// How many copies of the repeated part a Thompson NFA holds.
 fn repeat_factor(min: u32, max: Option<u32>) -> usize {
     (max.unwrap_or(min.saturating_add(1)).max(1)) as usize
@@ -192,6 +208,9 @@ impl Lowering<'_> {
             }
             Expr::Repeat { expr, min, max } => {
                 let (sub, w) = self.expr_hir(expr)?;
+                if max.is_none() && has_variable_count(&sub) {
+                    return None;
+                }
                 let weight = w.max(1).saturating_mul(repeat_factor(*min, *max));
                 if weight > self.max_weight {
                     return None;

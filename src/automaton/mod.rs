@@ -114,19 +114,30 @@ impl CompiledGrammar {
         options: &CompileOptions,
     ) -> Result<CompiledGrammar, CompileError> {
         grammar.validate()?;
-        let lowered = lower::lower(grammar, options.max_terminal_weight);
-        let terminals = lowered
-            .terminals
-            .iter()
-            .map(|(label, hir)| {
-                Terminal::build(label.clone(), hir, &options.lexer).map_err(|message| {
-                    CompileError::Terminal {
-                        terminal: label.chars().take(80).collect(),
-                        message,
-                    }
+        // A fused terminal whose DFA blows up (`([0-9] | [1-9][0-9]{0,15})*`) is
+        // retried with a smaller fusion budget: more of the grammar then lives in the
+        // parser, which never blows up; only a single leaf can still fail.
+        let mut weight = options.max_terminal_weight;
+        let (lowered, terminals) = loop {
+            let lowered = lower::lower(grammar, weight);
+            let built = lowered
+                .terminals
+                .iter()
+                .map(|(label, hir)| {
+                    Terminal::build(label.clone(), hir, &options.lexer).map_err(|message| {
+                        CompileError::Terminal {
+                            terminal: label.chars().take(80).collect(),
+                            message,
+                        }
+                    })
                 })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+                .collect::<Result<Vec<_>, _>>();
+            match built {
+                Ok(terminals) => break (lowered, terminals),
+                Err(_) if weight > 1 => weight = 1,
+                Err(e) => return Err(e),
+            }
+        };
         let n_nonterminals = lowered.nonterminal_names.len();
         let terminal_nullable: Vec<bool> = terminals.iter().map(Terminal::matches_empty).collect();
         let terminal_productive: Vec<bool> = lowered

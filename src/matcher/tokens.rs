@@ -17,8 +17,7 @@ use rustc_hash::FxHashMap;
 
 use super::Matcher;
 use crate::automaton::{State, TerminalId};
-use crate::tables::TokenTables;
-use crate::vocab::TokenTrie;
+use crate::tables::{RankSet, TokenTables};
 
 /// What happens once the grammar accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -184,15 +183,21 @@ impl TokenMatcher {
         }
     }
 
-    /// Walks the candidate trie through the byte matcher, skipping every subtree
-    /// whose prefix is rejected.
-    fn check_candidates(&mut self, candidates: &TokenTrie) -> Vec<u32> {
+    /// Walks the vocabulary trie through the byte matcher, entering only subtrees
+    /// that hold candidates and skipping every subtree whose prefix is rejected.
+    fn check_candidates(&mut self, candidates: &RankSet) -> Vec<u32> {
+        let vocab = Arc::clone(self.tables.vocab());
+        let trie = vocab.trie();
+        let nodes = trie.nodes();
         let mut accepted = Vec::new();
-        let nodes = candidates.nodes();
         let mut depth = 0usize;
         let mut i = 0;
         while i < nodes.len() {
             let node = nodes[i];
+            if !candidates.any_in(trie.ranks_under(i)) {
+                i = node.subtree_end as usize;
+                continue;
+            }
             let parent_depth = node.depth as usize - 1;
             if depth > parent_depth {
                 self.bytes.rollback(depth - parent_depth);
@@ -203,7 +208,11 @@ impl TokenMatcher {
                 continue;
             }
             depth += 1;
-            accepted.extend_from_slice(candidates.tokens_at(i));
+            for rank in node.tokens_start..node.tokens_end {
+                if candidates.contains(rank as usize) {
+                    accepted.push(trie.token_ids()[rank as usize]);
+                }
+            }
             i += 1;
         }
         self.bytes.rollback(depth);

@@ -12,8 +12,9 @@
 //! * every lexeme died, but one could have ended inside the token: a **candidate**,
 //!   decided at mask time by the real matcher (it depends on what the parser allows
 //!   after that terminal). Candidates are typically tokens like `",` after a string
-//!   body; they are kept as a small trie so the matcher's walk skips every subtree
-//!   whose prefix it rejects.
+//!   body. They are kept as a set over the vocabulary trie's byte order with
+//!   prefix counts, so the matcher's walk over the vocabulary trie skips, in O(1),
+//!   every subtree without a candidate and every subtree whose prefix it rejects.
 //!
 //! Both answers are unions over the configuration's lexemes, so they are computed
 //! per lexeme (one DFA walk over the vocabulary trie, skipping dead subtrees) and
@@ -25,7 +26,7 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
-use crate::vocab::{TokenTrie, Vocabulary};
+use crate::vocab::Vocabulary;
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -35,8 +36,66 @@ pub type LexerConfiguration = Box<[(TerminalId, State)]>;
 pub struct ConfigurationMasks {
     /// Bit `i % 32` of word `i / 32`: token `i` is allowed whatever the parser says.
     pub allowed: Vec<u32>,
-    /// Tokens the matcher must check, as a trie.
-    pub candidates: TokenTrie,
+    /// Tokens the matcher must check.
+    pub candidates: RankSet,
+}
+
+/// A set of tokens indexed by rank (position in the vocabulary trie's byte order),
+/// with per-word prefix counts so "any member in this rank range" is O(1).
+#[derive(Debug)]
+pub struct RankSet {
+    bits: Vec<u32>,
+    /// `prefix[w]`: members with rank below `32 * w`.
+    prefix: Vec<u32>,
+}
+
+impl RankSet {
+    fn from_bits(bits: Vec<u32>) -> RankSet {
+        let mut prefix = Vec::with_capacity(bits.len() + 1);
+        let mut count = 0u32;
+        for &w in &bits {
+            prefix.push(count);
+            count += w.count_ones();
+        }
+        prefix.push(count);
+        RankSet { bits, prefix }
+    }
+
+    /// Members with rank below `rank`.
+    #[inline]
+    fn below(&self, rank: usize) -> u32 {
+        let (w, b) = (rank / 32, rank % 32);
+        let partial = match self.bits.get(w) {
+            Some(&word) if b > 0 => (word & ((1u32 << b) - 1)).count_ones(),
+            _ => 0,
+        };
+        self.prefix[w.min(self.prefix.len() - 1)] + partial
+    }
+
+    /// Whether some member has a rank in `range`.
+    #[inline]
+    pub fn any_in(&self, range: std::ops::Range<usize>) -> bool {
+        self.below(range.end) > self.below(range.start)
+    }
+
+    #[inline]
+    pub fn contains(&self, rank: usize) -> bool {
+        self.bits
+            .get(rank / 32)
+            .is_some_and(|w| w & (1 << (rank % 32)) != 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.prefix.last().copied().unwrap_or(0) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn memory_usage(&self) -> usize {
+        (self.bits.len() + self.prefix.len()) * 4
+    }
 }
 
 /// One lexeme's answers over the vocabulary.
@@ -176,21 +235,18 @@ impl TokenTables {
                 *a |= b;
             }
         }
-        for (b, &a) in boundary.iter_mut().zip(&allowed) {
-            *b &= !a;
+        let mut by_rank = vec![0u32; self.vocab.text_tokens().len().div_ceil(32)];
+        for (w, (&b, &a)) in boundary.iter().zip(&allowed).enumerate() {
+            let mut bits = b & !a;
+            while bits != 0 {
+                let rank = self.vocab.rank(w as u32 * 32 + bits.trailing_zeros()) as usize;
+                by_rank[rank / 32] |= 1 << (rank % 32);
+                bits &= bits - 1;
+            }
         }
-        // In byte order for free: filter the vocabulary's own order.
-        let candidates: Vec<u32> = self
-            .vocab
-            .text_tokens()
-            .iter()
-            .copied()
-            .filter(|&id| boundary[id as usize / 32] & (1 << (id % 32)) != 0)
-            .collect();
-        let vocab = &self.vocab;
         ConfigurationMasks {
             allowed,
-            candidates: TokenTrie::from_sorted(candidates, |id| vocab.token_bytes(id)),
+            candidates: RankSet::from_bits(by_rank),
         }
     }
 
@@ -203,14 +259,14 @@ impl TokenTables {
         let mut allowed = vec![0u32; words];
         let mut boundary = vec![0u32; words];
         // By depth: the DFA state, and whether a match happened after 1..=depth bytes.
-        let mut states: Vec<State> = vec![state];
-        let mut matched: Vec<bool> = vec![false];
+        let max_depth = trie.max_depth();
+        let mut states: Vec<State> = vec![DEAD; max_depth + 1];
+        let mut matched: Vec<bool> = vec![false; max_depth + 1];
+        states[0] = state;
         let mut i = 0;
         while i < nodes.len() {
             let node = nodes[i];
             let depth = node.depth as usize;
-            states.truncate(depth);
-            matched.truncate(depth);
             let next = terminal.next(states[depth - 1], node.byte);
             if next == DEAD {
                 // Every token below dies here; those past an earlier match may
@@ -226,8 +282,8 @@ impl TokenTables {
             for &id in trie.tokens_at(i) {
                 set(&mut allowed, id);
             }
-            states.push(next);
-            matched.push(matched[depth - 1] || terminal.is_match(next));
+            states[depth] = next;
+            matched[depth] = matched[depth - 1] || terminal.is_match(next);
             i += 1;
         }
         LexemeMasks { allowed, boundary }

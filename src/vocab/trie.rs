@@ -24,6 +24,7 @@ pub struct TrieNode {
 pub struct TokenTrie {
     nodes: Vec<TrieNode>,
     token_ids: Vec<u32>,
+    max_depth: usize,
 }
 
 impl TokenTrie {
@@ -64,9 +65,11 @@ impl TokenTrie {
         while let Some(done) = path.pop() {
             nodes[done].subtree_end = nodes.len() as u32;
         }
+        let max_depth = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         TokenTrie {
             nodes,
             token_ids: sorted,
+            max_depth,
         }
     }
 
@@ -79,6 +82,23 @@ impl TokenTrie {
         &self.token_ids
     }
 
+    /// The longest token's length.
+    pub fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+
+    /// Ranks (positions in [`TokenTrie::token_ids`]) of the tokens in the subtree
+    /// of `node`, itself included: a contiguous range.
+    #[inline]
+    pub fn ranks_under(&self, node: usize) -> std::ops::Range<usize> {
+        let start = self.nodes[node].tokens_start as usize;
+        let end = self
+            .nodes
+            .get(self.nodes[node].subtree_end as usize)
+            .map_or(self.token_ids.len(), |n| n.tokens_start as usize);
+        start..end
+    }
+
     /// Tokens ending exactly at `node`.
     #[inline]
     pub fn tokens_at(&self, node: usize) -> &[u32] {
@@ -89,12 +109,7 @@ impl TokenTrie {
     /// Tokens anywhere in the subtree of `node` (itself included).
     #[inline]
     pub fn tokens_under(&self, node: usize) -> &[u32] {
-        let start = self.nodes[node].tokens_start as usize;
-        let end = self
-            .nodes
-            .get(self.nodes[node].subtree_end as usize)
-            .map_or(self.token_ids.len(), |n| n.tokens_start as usize);
-        &self.token_ids[start..end]
+        &self.token_ids[self.ranks_under(node)]
     }
 
     pub fn is_empty(&self) -> bool {
