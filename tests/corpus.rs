@@ -178,3 +178,119 @@ fn xgrammar_regex_and_ebnf_cases() {
         wrong.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------------
+// Vocabularies and token masks on every real tokenizer.
+
+#[path = "support/oracle.rs"]
+mod oracle;
+
+use stencil::tables::TokenTables;
+use stencil::vocab::Vocabulary;
+
+const TOKENIZERS: &[&str] = &[
+    "llama3/tokenizer.json",
+    "qwen3/tokenizer.json",
+    "gpt2/tokenizer.json",
+    "llama2/tokenizer.json",
+    "mistral-7b-v0.1/tokenizer.json",
+    "deepseek-v3/tokenizer.json",
+    "gemma3/tokenizer.json.gz",
+    "gemma-256k/tokenizer.json.gz",
+    "gpt-4o/tokenizer.json",
+];
+
+fn load_vocab(relative: &str) -> Arc<Vocabulary> {
+    let path = shared_data().join("tokenizers").join(relative);
+    Arc::new(Vocabulary::from_tokenizer_file(&path).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// llama.cpp's tokenizer vectors: the bytes of the expected token ids must spell the
+/// input (SentencePiece vocabularies add one leading space).
+#[test]
+#[ignore = "corpus: needs ../shared/data; run by .ci/run"]
+fn llama_cpp_vocab_vectors_decode_to_their_text() {
+    let cases = [
+        ("llama3/tokenizer.json", "ggml-vocab-llama-bpe", false),
+        ("qwen3/tokenizer.json", "ggml-vocab-qwen2", false),
+        ("gpt2/tokenizer.json", "ggml-vocab-gpt-2", false),
+        ("llama2/tokenizer.json", "ggml-vocab-llama-spm", true),
+        ("llama2/tokenizer.json", "ggml-vocab-phi-3", true),
+    ];
+    for (tokenizer, vectors, sentencepiece) in cases {
+        let vocab = load_vocab(tokenizer);
+        let dir = shared_data().join("tokenizers/llama.cpp-vocab-tests");
+        let inputs = std::fs::read_to_string(dir.join(format!("{vectors}.gguf.inp"))).unwrap();
+        let outputs = std::fs::read_to_string(dir.join(format!("{vectors}.gguf.out"))).unwrap();
+        let inputs: Vec<&str> = inputs.split("\n__ggml_vocab_test__\n").collect();
+        let outputs: Vec<&str> = outputs.lines().collect();
+        assert!(inputs.len() >= 40, "{vectors}: {} inputs", inputs.len());
+        for (text, ids) in inputs.iter().zip(&outputs) {
+            let ids: Vec<u32> = ids.split_whitespace().map(|t| t.parse().unwrap()).collect();
+            let bytes = vocab.decode(&ids);
+            let expected = if sentencepiece && !text.is_empty() {
+                format!(" {text}")
+            } else {
+                text.to_string()
+            };
+            assert_eq!(
+                String::from_utf8_lossy(&bytes),
+                expected,
+                "{tokenizer} on {vectors}: ids {ids:?}"
+            );
+        }
+    }
+}
+
+/// Every tokenizer loads, encodes and decodes back to the text, and its masks agree
+/// with the brute-force definition (twice: cold, then from the caches).
+#[test]
+#[ignore = "corpus: needs ../shared/data; run by .ci/run"]
+fn masks_match_the_oracle_on_every_tokenizer() {
+    let grammar = compile_gbnf(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/grammars/json.gbnf"))
+            .unwrap(),
+    )
+    .unwrap();
+    let samples = [
+        "{\"name\": \"caf\u{e9} \\\"x\\\"\", \"tags\": [\"a\", \"b\"], \"n\": -12.5e3, \"ok\": true}",
+        "[1, 2, {\"\u{1F600}\": \"\u{4e2d}\u{6587}\", \"\u{43f}\u{440}\u{438}\": null}]",
+    ];
+    for relative in TOKENIZERS {
+        let vocab = load_vocab(relative);
+        assert!(
+            !vocab.eos_ids().is_empty(),
+            "{relative}: no EOS from tokenizer_config.json"
+        );
+        let path = shared_data().join("tokenizers").join(relative);
+        let tokenizer = stencil::vocab::load_tokenizer(&path).unwrap();
+        for text in samples {
+            let ids = tokenizer.encode(text, false).unwrap().get_ids().to_vec();
+            let decoded = String::from_utf8(vocab.decode(&ids)).unwrap();
+            assert_eq!(
+                decoded.trim_start_matches(' '),
+                text.trim_start_matches(' '),
+                "{relative}: round trip"
+            );
+        }
+        let tables = Arc::new(TokenTables::new(Arc::clone(&grammar), Arc::clone(&vocab)));
+        let width = tables.mask_words() + 1;
+        for pass in ["cold", "cached"] {
+            for text in samples {
+                for p in oracle::prefix_positions(text.as_bytes(), 25) {
+                    let prefix = &text.as_bytes()[..p];
+                    let fast = oracle::fast_mask(&tables, prefix, width);
+                    let slow = oracle::oracle_mask(&tables, prefix, width);
+                    let diff = oracle::differences(&fast, &slow);
+                    assert!(
+                        diff.is_empty(),
+                        "{relative} ({pass}): after {:?}: {} differences, e.g. {:?}",
+                        String::from_utf8_lossy(prefix),
+                        diff.len(),
+                        &diff[..diff.len().min(5)]
+                    );
+                }
+            }
+        }
+    }
+}
