@@ -252,8 +252,7 @@ impl<'a> Parser<'a> {
 
     fn parse_sequence(&mut self, nested: bool) -> Result<Expr, FrontendError> {
         let mut items: Vec<Expr> = Vec::new();
-        loop {
-            let Some(b) = self.peek() else { break };
+        while let Some(b) = self.peek() {
             let item = match b {
                 b'|' | b')' | b'\n' | b'\r' => break,
                 b'"' => self.parse_literal()?,
