@@ -1,10 +1,14 @@
-//! Byte-matcher throughput and grammar compile time, on the shipped JSON grammar
-//! and the llama.cpp grammars. Token masks and the peer comparison come with the
-//! vocabulary stage; this measures the core they stand on.
+//! Byte-matcher throughput, grammar compile time and token-mask time, on the
+//! shipped JSON grammar and the llama.cpp grammars, with the vendored GPT-2
+//! vocabulary (so it runs on a fresh clone). The side-by-side comparison with
+//! llguidance on Llama-3 is `stencil bench` (README).
 
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use stencil::matcher::TokenMatcher;
+use stencil::tables::TokenTables;
+use stencil::vocab::Vocabulary;
 use stencil::{compile_gbnf, Matcher};
 
 fn json_document() -> String {
@@ -61,5 +65,39 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+fn bench_masks(c: &mut Criterion) {
+    let vocab = Arc::new(
+        Vocabulary::from_tokenizer_file(format!(
+            "{}/tests/fixtures/tokenizers/gpt2/tokenizer.json.gz",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    );
+    let grammar = compile_gbnf(&read("grammars/json.gbnf")).unwrap();
+    let mut group = c.benchmark_group("mask_gpt2_json");
+    let prefixes: [(&str, &[u8]); 3] = [
+        ("inside_string", br#"{"items": [{"id": 1, "name": "in a str"#),
+        ("after_comma", br#"{"items": [{"id": 1,"#),
+        ("inside_number", br#"{"items": [{"id": 12"#),
+    ];
+    for (name, prefix) in prefixes {
+        let tables = Arc::new(TokenTables::new(Arc::clone(&grammar), Arc::clone(&vocab)));
+        let mut m = TokenMatcher::new(Arc::clone(&tables));
+        m.consume_bytes(prefix).unwrap();
+        let mut mask = vec![0u32; tables.mask_words()];
+        group.bench_function(format!("{name}_warm"), |b| b.iter(|| m.fill_next_token_bitmask(&mut mask)));
+        group.bench_function(format!("{name}_cold"), |b| {
+            b.iter(|| {
+                // Fresh tables: every cache empty, as for a newly compiled grammar.
+                let tables = Arc::new(TokenTables::new(Arc::clone(&grammar), Arc::clone(&vocab)));
+                let mut m = TokenMatcher::new(tables);
+                m.consume_bytes(prefix).unwrap();
+                m.fill_next_token_bitmask(&mut mask);
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_masks);
 criterion_main!(benches);
