@@ -76,7 +76,10 @@ fn bench_masks(c: &mut Criterion) {
     let grammar = compile_gbnf(&read("grammars/json.gbnf")).unwrap();
     let mut group = c.benchmark_group("mask_gpt2_json");
     let prefixes: [(&str, &[u8]); 3] = [
-        ("inside_string", br#"{"items": [{"id": 1, "name": "in a str"#),
+        (
+            "inside_string",
+            br#"{"items": [{"id": 1, "name": "in a str"#,
+        ),
         ("after_comma", br#"{"items": [{"id": 1,"#),
         ("inside_number", br#"{"items": [{"id": 12"#),
     ];
@@ -85,7 +88,9 @@ fn bench_masks(c: &mut Criterion) {
         let mut m = TokenMatcher::new(Arc::clone(&tables));
         m.consume_bytes(prefix).unwrap();
         let mut mask = vec![0u32; tables.mask_words()];
-        group.bench_function(format!("{name}_warm"), |b| b.iter(|| m.fill_next_token_bitmask(&mut mask)));
+        group.bench_function(format!("{name}_warm"), |b| {
+            b.iter(|| m.fill_next_token_bitmask(&mut mask))
+        });
         group.bench_function(format!("{name}_cold"), |b| {
             b.iter(|| {
                 // Fresh tables: every cache empty, as for a newly compiled grammar.

@@ -21,6 +21,47 @@ pub trait TokenConstraint: Clone {
     }
 }
 
+/// A stencil [`TokenMatcher`](crate::matcher::TokenMatcher) as a sampling constraint.
+///
+/// The matcher computes masks with `&mut self` (its candidate walk steps and rolls
+/// back its own state, and it keeps scratch buffers), while sampling reads the
+/// constraint through `&self`; the cell bridges the two. A fork for beam search is a
+/// clone of the matcher, which shares the compiled grammar and token tables.
+#[derive(Clone)]
+pub struct GrammarConstraint(std::cell::RefCell<crate::matcher::TokenMatcher>);
+
+impl GrammarConstraint {
+    pub fn new(matcher: crate::matcher::TokenMatcher) -> Self {
+        GrammarConstraint(std::cell::RefCell::new(matcher))
+    }
+
+    pub fn into_inner(self) -> crate::matcher::TokenMatcher {
+        self.0.into_inner()
+    }
+}
+
+impl TokenConstraint for GrammarConstraint {
+    fn fill_mask(&self, mask: &mut [u32]) {
+        self.0.borrow_mut().fill_next_token_bitmask(mask);
+    }
+    fn accept(&mut self, token: u32) -> bool {
+        self.0.get_mut().consume_token(token).is_ok()
+    }
+    fn is_accepting(&self) -> bool {
+        let m = self.0.borrow();
+        m.is_accepting() || m.is_terminated()
+    }
+    fn summary(&self) -> Option<String> {
+        let m = self.0.borrow();
+        Some(format!(
+            "{} tokens, {} bytes, accepting {}",
+            m.tokens_consumed(),
+            m.byte_matcher().position(),
+            m.is_accepting()
+        ))
+    }
+}
+
 /// No grammar: every token allowed, always accepting.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Unconstrained;

@@ -27,7 +27,7 @@ pub mod state;
 pub mod trace;
 
 pub use config::{SamplingConfig, Strategy};
-pub use constraint::{TokenConstraint, Unconstrained};
+pub use constraint::{GrammarConstraint, TokenConstraint, Unconstrained};
 pub use error::{Result, SamplingError};
 pub use logits::{
     CandidateSupport, Layer, Logprob, ProcessedLogits, RawLogits, SelectionDistribution,
