@@ -30,12 +30,12 @@ fn gbnf(path: &str) -> Arc<CompiledGrammar> {
 
 /// Compares fast and brute-force masks after prefixes of each sample, twice: cold,
 /// then with every cache of the shared tables warm.
-fn assert_masks_agree(name: &str, tables: &Arc<TokenTables>, samples: &[&str], per_sample: usize) {
+fn assert_masks_agree(name: &str, tables: &Arc<TokenTables>, samples: &[&[u8]], per_sample: usize) {
     let width = tables.mask_words() + 1; // one padding word: must stay zero
     let mut expected = Vec::new();
     for sample in samples {
-        for p in prefix_positions(sample.as_bytes(), per_sample) {
-            let prefix = &sample.as_bytes()[..p];
+        for p in prefix_positions(sample, per_sample) {
+            let prefix = &sample[..p];
             expected.push((prefix, oracle_mask(tables, prefix, width)));
         }
     }
@@ -59,9 +59,9 @@ fn assert_masks_agree(name: &str, tables: &Arc<TokenTables>, samples: &[&str], p
     }
 }
 
-const JSON_SAMPLES: &[&str] = &[
-    r#"{"name": "caf\u00e9 \"x\"", "tags": ["a", "b"], "n": -12.5e3, "ok": true, "nested": {"k": null}}"#,
-    "[1, 2, {\"\u{1F600}\": \"\u{4e2d}\u{6587}\"}]",
+const JSON_SAMPLES: &[&[u8]] = &[
+    br#"{"name": "caf\u00e9 \"x\"", "tags": ["a", "b"], "n": -12.5e3, "ok": true, "nested": {"k": null}}"#,
+    "[1, 2, {\"\u{1F600}\": \"\u{4e2d}\u{6587}\"}]".as_bytes(),
 ];
 
 #[test]
@@ -76,7 +76,7 @@ fn gpt2_masks_match_the_oracle() {
     assert_masks_agree(
         "gpt2/tool-call",
         &tool,
-        &[r#"{"name": "web_search", "arguments": {"query": "rüst", "limit": 10}}"#],
+        &[r#"{"name": "web_search", "arguments": {"query": "rüst", "limit": 10}}"#.as_bytes()],
         10,
     );
 }
@@ -96,7 +96,7 @@ fn mistral_masks_match_the_oracle() {
     assert_masks_agree(
         "mistral/japanese",
         &list,
-        &["\u{65e5}\u{672c}\u{8a9e} \u{30ab}\u{30ca}"],
+        &["\u{65e5}\u{672c}\u{8a9e} \u{30ab}\u{30ca}".as_bytes()],
         10,
     );
 }
@@ -249,4 +249,40 @@ fn forced_bytes() {
         11,
         "forced_bytes leaves the state unchanged"
     );
+}
+
+#[path = "support/reference.rs"]
+#[allow(dead_code)]
+mod reference;
+
+/// Random sentences of every shipped and vendored grammar (drawn by the reference
+/// recognizer's sampler, seeded), masks compared with the oracle at a few prefixes
+/// of each, on both vendored vocabularies. The corpus suite runs more.
+#[test]
+fn masks_on_random_sentences_of_every_grammar() {
+    let files = [
+        "grammars/json.gbnf",
+        "grammars/json-bounded.gbnf",
+        "grammars/tool-call.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/arithmetic.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/c.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/chess.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/english.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/japanese.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/json.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/json_arr.gbnf",
+        "tests/fixtures/gbnf/llama.cpp/list.gbnf",
+        "tests/fixtures/gbnf/vllm-sql.gbnf",
+    ];
+    let vocabs = [vocab("gpt2"), vocab("mistral-7b-v0.1")];
+    let mut rng = reference::Rng::new(7);
+    for (i, file) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(root(file)).unwrap();
+        let ir = stencil::frontend::gbnf::parse(&text, &Default::default()).unwrap();
+        let sentence = reference::Reference::new(&ir).sample(&mut rng, 8, 24);
+        let sentence = &sentence[..sentence.len().min(48)];
+        let v = &vocabs[i % 2];
+        let tables = tables(compile_gbnf(&text).unwrap(), v);
+        assert_masks_agree(file, &tables, &[sentence], 4);
+    }
 }

@@ -54,18 +54,19 @@ pub fn differences(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
-/// Every prefix length of `text` at which the oracle should be asked, thinned to
-/// about `max` positions but always including 0, the end, and the positions inside
-/// multi-byte UTF-8 characters.
+/// Prefix lengths of `text` at which the oracle should be asked: about `max`
+/// evenly spread positions, always 0 and the end, plus up to `max / 2` positions
+/// that fall inside a multi-byte UTF-8 character.
 pub fn prefix_positions(text: &[u8], max: usize) -> Vec<usize> {
     let step = (text.len() / max.max(1)).max(1);
     let mut positions: Vec<usize> = (0..=text.len()).step_by(step).collect();
     positions.push(text.len());
-    for (i, &b) in text.iter().enumerate() {
-        if (0x80..0xc0).contains(&b) {
-            positions.push(i); // a continuation byte: the prefix ends mid-character
-        }
-    }
+    let inside: Vec<usize> = (0..text.len())
+        .filter(|&i| (0x80..0xc0).contains(&text[i]))
+        .collect();
+    let stride = (inside.len() / (max / 2).max(1)).max(1);
+    // A continuation byte at i: the prefix of length i ends mid-character.
+    positions.extend(inside.iter().step_by(stride));
     positions.sort_unstable();
     positions.dedup();
     positions
