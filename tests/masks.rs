@@ -286,3 +286,31 @@ fn masks_on_random_sentences_of_every_grammar() {
         assert_masks_agree(file, &tables, &[sentence], 4);
     }
 }
+
+#[test]
+fn bad_tokenizer_files_give_clear_errors() {
+    let dir = std::env::temp_dir().join(format!("stencil-bad-tok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = Vocabulary::from_tokenizer_file(dir.join("absent.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        missing.contains("cannot read") && missing.contains("absent.json"),
+        "{missing}"
+    );
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, br#"{"model": {"type": "BPE", "vocab": "#).unwrap();
+    let truncated = Vocabulary::from_tokenizer_file(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        truncated.contains("tokenizer.json") && truncated.contains("not a tokenizer"),
+        "{truncated}"
+    );
+    let gz = dir.join("tokenizer.json.gz");
+    std::fs::write(&gz, b"not gzip").unwrap();
+    let not_gzip = Vocabulary::from_tokenizer_file(&gz)
+        .unwrap_err()
+        .to_string();
+    assert!(not_gzip.contains("tokenizer.json.gz"), "{not_gzip}");
+}
