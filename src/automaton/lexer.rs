@@ -203,6 +203,47 @@ impl Terminal {
         self.matching[state as usize]
     }
 
+    /// Whether every string-body character ([`crate::vocab::is_string_body_char`])
+    /// leads from `state` back to `state`, so any text of them keeps the lexeme
+    /// here (and alive). Checked on the automaton: ASCII bytes one by one, and the
+    /// multi-byte characters as UTF-8 byte-range sequences.
+    pub fn loops_on_string_body(&self, state: State) -> bool {
+        if state == DEAD {
+            return false;
+        }
+        let ascii_ok = (0x20u8..0x7f)
+            .filter(|&b| b != b'"' && b != b'\\')
+            .all(|b| self.next(state, b) == state);
+        if !ascii_ok {
+            return false;
+        }
+        let mut current: Vec<State> = Vec::new();
+        let mut next: Vec<State> = Vec::new();
+        for sequence in regex_syntax::utf8::Utf8Sequences::new('\u{80}', char::MAX) {
+            current.clear();
+            current.push(state);
+            for range in sequence.as_slice() {
+                next.clear();
+                for &q in &current {
+                    for b in range.start..=range.end {
+                        let r = self.next(q, b);
+                        if r == DEAD {
+                            return false;
+                        }
+                        next.push(r);
+                    }
+                }
+                next.sort_unstable();
+                next.dedup();
+                std::mem::swap(&mut current, &mut next);
+            }
+            if current.iter().any(|&q| q != state) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Whether the empty string matches.
     pub fn matches_empty(&self) -> bool {
         self.is_match(self.start)

@@ -250,7 +250,9 @@ impl TokenTables {
         }
     }
 
-    /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees.
+    /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
+    /// and, when the state loops on every string-body character, the subtrees of
+    /// tokens made only of them (all allowed, taken in one OR).
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();
@@ -258,6 +260,12 @@ impl TokenTables {
         let words = self.mask_words();
         let mut allowed = vec![0u32; words];
         let mut boundary = vec![0u32; words];
+        let slice = terminal
+            .loops_on_string_body(state)
+            .then(|| self.vocab.string_body_slice());
+        if let Some(slice) = slice {
+            allowed.copy_from_slice(slice.members());
+        }
         // By depth: the DFA state, and whether a match happened after 1..=depth bytes.
         let max_depth = trie.max_depth();
         let mut states: Vec<State> = vec![DEAD; max_depth + 1];
@@ -266,6 +274,10 @@ impl TokenTables {
         let mut i = 0;
         while i < nodes.len() {
             let node = nodes[i];
+            if slice.is_some_and(|slice| slice.covers(trie, i)) {
+                i = node.subtree_end as usize;
+                continue;
+            }
             let depth = node.depth as usize;
             let next = terminal.next(states[depth - 1], node.byte);
             if next == DEAD {

@@ -11,11 +11,13 @@
 //! For the mask walks the tokens with bytes also form a [`TokenTrie`].
 
 mod load;
+mod slice;
 mod trie;
 
 use std::fmt;
 
 pub use load::{load_tokenizer, VocabError};
+pub use slice::{is_string_body_char, TokenSlice};
 pub use trie::{TokenTrie, TrieNode};
 
 /// Token id to bytes, plus the EOS set and the sorted-trie view.
@@ -30,6 +32,9 @@ pub struct Vocabulary {
     trie: TokenTrie,
     /// Position of each token in byte order (`u32::MAX` for tokens without bytes).
     rank: Vec<u32>,
+    /// Tokens made only of string-body characters (computed with the vocabulary,
+    /// not on a mask's time).
+    string_body: TokenSlice,
 }
 
 impl fmt::Debug for Vocabulary {
@@ -64,6 +69,7 @@ impl Vocabulary {
             rank[id as usize] = r as u32;
         }
         let trie = TokenTrie::from_sorted(sorted, |id| &tokens[id as usize]);
+        let string_body = TokenSlice::string_body(&tokens, &trie);
         let mut eos = eos;
         eos.sort_unstable();
         eos.dedup();
@@ -73,6 +79,7 @@ impl Vocabulary {
             eos,
             trie,
             rank,
+            string_body,
         }
     }
 
@@ -118,6 +125,11 @@ impl Vocabulary {
     /// Token ids with bytes, in byte order.
     pub fn text_tokens(&self) -> &[u32] {
         self.trie.token_ids()
+    }
+
+    /// The tokens made only of string-body characters ([`is_string_body_char`]).
+    pub fn string_body_slice(&self) -> &TokenSlice {
+        &self.string_body
     }
 
     /// Position of `id` in byte order; `u32::MAX` for tokens without bytes.

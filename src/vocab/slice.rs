@@ -1,0 +1,62 @@
+//! Token slices: precomputed sets of tokens made only of "ordinary" characters.
+//!
+//! Inside a JSON string body a lexer state typically loops on every ordinary
+//! character, so every token made only of such characters is allowed there. The
+//! vocabulary marks those tokens once; a table build that recognizes such a state
+//! takes them all in one bitwise OR and walks only the subtrees of the token trie that
+//! hold something else (a quote, a backslash, a control byte, a split character).
+//! This is the idea behind llguidance's "slices", with the membership test done by
+//! the table builder on the actual automaton rather than assumed.
+
+use super::TokenTrie;
+
+/// Characters of the string-body slice: any Unicode scalar value except the C0
+/// controls, DEL, `"` and `\`.
+pub fn is_string_body_char(c: char) -> bool {
+    c >= ' ' && c != '"' && c != '\\' && c != '\u{7f}'
+}
+
+/// The tokens made entirely of slice characters (complete UTF-8 characters).
+#[derive(Debug, Clone)]
+pub struct TokenSlice {
+    /// Bit per token id.
+    members: Vec<u32>,
+    /// `outsiders_below[r]`: tokens of rank below `r` that are not members.
+    outsiders_below: Vec<u32>,
+}
+
+impl TokenSlice {
+    pub(super) fn string_body(tokens: &[Box<[u8]>], trie: &TokenTrie) -> TokenSlice {
+        let member = |bytes: &[u8]| {
+            std::str::from_utf8(bytes).is_ok_and(|s| s.chars().all(is_string_body_char))
+        };
+        let mut members = vec![0u32; tokens.len().div_ceil(32)];
+        let mut outsiders_below = Vec::with_capacity(trie.token_ids().len() + 1);
+        let mut outsiders = 0u32;
+        for &id in trie.token_ids() {
+            outsiders_below.push(outsiders);
+            if member(&tokens[id as usize]) {
+                members[id as usize / 32] |= 1 << (id % 32);
+            } else {
+                outsiders += 1;
+            }
+        }
+        outsiders_below.push(outsiders);
+        TokenSlice {
+            members,
+            outsiders_below,
+        }
+    }
+
+    /// Bit per token id: the members.
+    pub fn members(&self) -> &[u32] {
+        &self.members
+    }
+
+    /// Every token in the subtree of trie node `node` is a member.
+    #[inline]
+    pub fn covers(&self, trie: &TokenTrie, node: usize) -> bool {
+        let ranks = trie.ranks_under(node);
+        self.outsiders_below[ranks.end] == self.outsiders_below[ranks.start]
+    }
+}
