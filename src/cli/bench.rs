@@ -16,9 +16,11 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::{json, Value};
 
+use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder};
 use stencil::matcher::TokenMatcher;
 use stencil::tables::TokenTables;
 use stencil::vocab::Vocabulary;
+use stencil::CompiledGrammar;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -57,7 +59,6 @@ pub(super) struct Workload {
 
 pub(super) enum GrammarSpec {
     Gbnf(String),
-    #[allow(dead_code)] // measured once the JSON Schema front-end lands
     JsonSchema(Value),
 }
 
@@ -95,8 +96,18 @@ impl Engine for Stencil {
     fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String> {
         let compiled = match grammar {
             GrammarSpec::Gbnf(text) => stencil::compile_gbnf(text).map_err(|e| e.to_string())?,
-            GrammarSpec::JsonSchema(_) => {
-                return Err("the JSON Schema front-end is not built yet".into())
+            GrammarSpec::JsonSchema(schema) => {
+                // MaskBench instances are compact JSON in arbitrary key order.
+                let options = JsonSchemaOptions {
+                    property_order: PropertyOrder::Any,
+                    ..JsonSchemaOptions::default()
+                };
+                let (grammar, _) =
+                    json_schema::compile_schema(schema, &options).map_err(|e| e.to_string())?;
+                Arc::new(
+                    CompiledGrammar::compile(&grammar, &Default::default())
+                        .map_err(|e| e.to_string())?,
+                )
             }
         };
         let tables = Arc::new(TokenTables::new(compiled, Arc::clone(&self.vocab)));

@@ -1,4 +1,5 @@
-//! `stencil check (--gbnf FILE | --regex PATTERN) [--input FILE | --jsonl FILE] [--prefix] [--json]`
+//! `stencil check (--gbnf FILE | --regex PATTERN | --schema FILE) [--input FILE | --jsonl FILE] [--prefix] [--json]`
+//! with, for `--schema`, `[--property-order schema|any] [--whitespace compact|bounded|pretty] [--strict] [--lenient]`.
 //!
 //! Exit 0: the input is in the language (with `--prefix`: a viable prefix); 1: it is
 //! not, and the output names the byte offset and what was expected there; 2: the
@@ -14,6 +15,7 @@ use serde_json::json;
 
 use stencil::automaton::{CompileOptions, CompiledGrammar};
 use stencil::check::{check, line_column, CheckReport};
+use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
 use stencil::frontend::{self, gbnf::GbnfOptions};
 use stencil::matcher::MatcherOptions;
 
@@ -25,6 +27,21 @@ pub struct CheckArgs {
     /// Regular expression the whole input must match.
     #[arg(long, value_name = "PATTERN", group = "grammar", required = true)]
     regex: Option<String>,
+    /// JSON Schema the input must validate against (drafts 4 to 2020-12).
+    #[arg(long, value_name = "FILE", group = "grammar", required = true)]
+    schema: Option<String>,
+    /// Object property order for --schema: as declared, or any.
+    #[arg(long, value_enum, default_value = "schema")]
+    property_order: PropertyOrderArg,
+    /// Whitespace between JSON tokens for --schema.
+    #[arg(long, value_enum, default_value = "compact")]
+    whitespace: WhitespaceArg,
+    /// OpenAI-style strict profile (no undeclared properties by default).
+    #[arg(long)]
+    strict: bool,
+    /// Keywords that cannot be enforced become warnings (printed) instead of errors.
+    #[arg(long)]
+    lenient: bool,
     /// Start rule of a GBNF grammar.
     #[arg(long, default_value = "root")]
     root: String,
@@ -42,8 +59,48 @@ pub struct CheckArgs {
     json: bool,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum PropertyOrderArg {
+    Schema,
+    Any,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum WhitespaceArg {
+    Compact,
+    Bounded,
+    Pretty,
+}
+
+fn schema_options(args: &CheckArgs) -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        whitespace: match args.whitespace {
+            WhitespaceArg::Compact => Whitespace::Compact,
+            WhitespaceArg::Bounded => Whitespace::Bounded { indent: 20 },
+            WhitespaceArg::Pretty => Whitespace::Pretty { indent: 2 },
+        },
+        property_order: match args.property_order {
+            PropertyOrderArg::Schema => PropertyOrder::Schema,
+            PropertyOrderArg::Any => PropertyOrder::Any,
+        },
+        strict: args.strict,
+        lenient: args.lenient,
+        ..JsonSchemaOptions::default()
+    }
+}
+
 fn compile(args: &CheckArgs) -> Result<Arc<CompiledGrammar>, String> {
-    let grammar = if let Some(path) = &args.gbnf {
+    let grammar = if let Some(path) = &args.schema {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let schema: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{path}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
+        let (grammar, warnings) = json_schema::compile_schema(&schema, &schema_options(args))
+            .map_err(|e| format!("{path}: {e}"))?;
+        for warning in warnings {
+            eprintln!("warning: {path}: {warning}");
+        }
+        grammar
+    } else if let Some(path) = &args.gbnf {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
         let options = GbnfOptions {
             root: args.root.clone(),

@@ -5,6 +5,7 @@
 //! Nothing past this module sees source text.
 
 pub mod gbnf;
+pub mod json_schema;
 pub mod regex;
 
 use crate::grammar::{GrammarError, Location};

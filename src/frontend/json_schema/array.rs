@@ -1,0 +1,162 @@
+//! Arrays: `prefixItems`/`items` (and draft-7 array `items` + `additionalItems`),
+//! `minItems`/`maxItems`, `contains` in its common form.
+//!
+//! Position `i` of the array gets the conjunction of what each merged schema part
+//! says about position `i` (its prefix entry, else its rest schema). The prefix is a
+//! nested chain of optional items; the rest is one `Repeat` counter with the item
+//! bounds shifted by the prefix length, so `maxItems: 1000000` stays a counter.
+//! `contains` is enforced when there is no prefix, no item-count bound and at most
+//! one occurrence is demanded (`[X*, X&C, X*]`); `uniqueItems` only where it is
+//! vacuous (at most one item); both are reported otherwise.
+
+use crate::grammar::Expr;
+
+use super::types::Node;
+use super::{nothing, seq, Compiler, Result, Sref};
+
+impl<'a> Compiler<'a> {
+    pub(crate) fn emit_array(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let a = &node.arr;
+        let (min, mut max) = (a.min, a.max);
+        if max.is_some_and(|m| m < min) {
+            return Ok(nothing());
+        }
+        if let Some(p) = &a.unique {
+            if max.is_none_or(|m| m > 1) {
+                let p = p.clone();
+                self.unsupported(
+                    "uniqueItems",
+                    &p,
+                    "uniqueItems needs items to be compared with each other",
+                )?;
+            }
+        }
+        let prefix_len = a.parts.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
+        let position = |i: usize| -> Vec<Sref<'a>> {
+            a.parts
+                .iter()
+                .filter_map(|p| {
+                    if i < p.prefix.len() {
+                        Some(p.prefix[i].clone())
+                    } else {
+                        p.rest.clone()
+                    }
+                })
+                .collect()
+        };
+        let rest: Vec<Sref<'a>> = a.parts.iter().filter_map(|p| p.rest.clone()).collect();
+        if rest.iter().any(|s| s.v == &serde_json::Value::Bool(false)) {
+            max = Some(max.map_or(prefix_len as u64, |m| m.min(prefix_len as u64)));
+        }
+        if max.is_some_and(|m| m < min) {
+            return Ok(nothing());
+        }
+        let limit = self.opts.limits.max_repetition;
+        if min > limit || max.is_some_and(|m| m > limit) {
+            return Err(self.limit(
+                &a.unique.clone().unwrap_or_default(),
+                format!("item count bound above {limit}"),
+            ));
+        }
+        let comma = self.punct(b",");
+        let open = seq(vec![Expr::literal(b"["), self.ws()]);
+        let close = seq(vec![self.ws(), Expr::literal(b"]")]);
+
+        // contains
+        let contains: Vec<_> = a
+            .contains
+            .iter()
+            .filter(|c| !(c.1 == 0 && c.2.is_none()))
+            .cloned()
+            .collect();
+        if let Some((c, cmin, cmax, cptr)) = contains.first().cloned() {
+            let simple = contains.len() == 1
+                && prefix_len == 0
+                && min <= 1
+                && max.is_none()
+                && cmin == 1
+                && cmax.is_none();
+            if simple {
+                let item = self.value_rule(&rest)?;
+                let mut both = rest.clone();
+                both.push(c);
+                let hit = self.value_rule(&both)?;
+                let body = seq(vec![
+                    Expr::Repeat {
+                        expr: Box::new(seq(vec![item.clone(), comma.clone()])),
+                        min: 0,
+                        max: None,
+                    },
+                    hit,
+                    Expr::Repeat {
+                        expr: Box::new(seq(vec![comma.clone(), item])),
+                        min: 0,
+                        max: None,
+                    },
+                ]);
+                return Ok(seq(vec![open, body, close]));
+            }
+            self.unsupported(
+                "contains",
+                &cptr,
+                "contains is supported alone (minContains 1, no maxContains, no prefixItems, no maxItems)",
+            )?;
+        }
+
+        // rest items after the prefix
+        let rest_min = min.saturating_sub(prefix_len as u64) as u32;
+        let rest_max = max.map(|m| m.saturating_sub(prefix_len as u64) as u32);
+        let rest_item = if rest_max == Some(0) {
+            None
+        } else {
+            Some(self.value_rule(&rest)?)
+        };
+        let mut tail = match &rest_item {
+            Some(item) => Expr::Repeat {
+                expr: Box::new(seq(vec![comma.clone(), item.clone()])),
+                min: rest_min,
+                max: rest_max,
+            },
+            None => Expr::Empty,
+        };
+        let effective_prefix = max.map_or(prefix_len, |m| prefix_len.min(m as usize));
+        if effective_prefix == 0 {
+            let body = match rest_item {
+                None => Expr::Empty,
+                Some(item) => {
+                    let first = seq(vec![
+                        item.clone(),
+                        Expr::Repeat {
+                            expr: Box::new(seq(vec![comma.clone(), item])),
+                            min: rest_min.saturating_sub(1),
+                            max: rest_max.map(|m| m - 1),
+                        },
+                    ]);
+                    if min == 0 {
+                        Expr::optional(first)
+                    } else {
+                        first
+                    }
+                }
+            };
+            return Ok(seq(vec![open, body, close]));
+        }
+        if effective_prefix < prefix_len {
+            tail = Expr::Empty;
+        }
+        // Positions effective_prefix-1 .. 1, each preceded by a comma.
+        for i in (1..effective_prefix).rev() {
+            let item = self.value_rule(&position(i))?;
+            let step = seq(vec![comma.clone(), item, tail]);
+            tail = if (i as u64) < min {
+                step
+            } else {
+                Expr::optional(step)
+            };
+        }
+        let first = self.value_rule(&position(0))?;
+        let body = seq(vec![first, tail]);
+        let body = if min == 0 { Expr::optional(body) } else { body };
+        Ok(seq(vec![open, body, close]))
+    }
+}

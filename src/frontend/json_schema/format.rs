@@ -1,0 +1,203 @@
+//! `format`: the standard formats as decoded-string regexes.
+//!
+//! Each regex accepts a subset of the format's valid strings, never more: where the
+//! full rule is not regular or not worth it, the regex is stricter (documented per
+//! format below), so enforcing it never lets an invalid string through. Formats
+//! outside the JSON Schema specification are annotations (ignored, as the spec
+//! says); spec formats without a regex here are reported as unsupported.
+
+use regex_syntax::hir::Hir;
+
+use super::re;
+
+/// Formats defined by the JSON Schema specification (draft 4 to 2020-12).
+const SPEC_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Whether `format` is one the specification defines (others are annotations).
+pub(crate) fn is_known(format: &str) -> bool {
+    SPEC_FORMATS.contains(&format)
+}
+
+const DATE: &str = r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)";
+
+/// RFC 3339 full-time. Leap seconds only as `23:59:60` in UTC (stricter than the
+/// RFC, which allows them at any offset that maps to 23:59:60Z).
+const TIME: &str = r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])|23:59:60(?:\.[0-9]+)?(?:[zZ]|[+-]00:00))";
+
+const IPV4: &str = r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+
+const H16: &str = "[0-9a-fA-F]{1,4}";
+
+/// A hostname label with no `--` in positions 3-4 (so no punycode `xn--` labels,
+/// which would need decoding to validate), of at most `max` characters (`max >= 5`).
+fn label(max: u32) -> String {
+    let a = "[A-Za-z0-9]";
+    let ah = "[A-Za-z0-9-]";
+    format!(
+        "(?:{a}(?:{ah}?{a})?|{a}{ah}{{2}}{a}|{a}{ah}(?:{a}{ah}|-{a}){ah}{{0,{}}}{a})",
+        max - 5
+    )
+}
+
+/// RFC 1123 hostname. Total length must stay within 253: the first label may have
+/// 63 characters, at most 7 more labels of at most 23 (stricter than the RFC).
+fn hostname() -> String {
+    format!("{}(?:\\.{}){{0,7}}", label(63), label(23))
+}
+
+fn ipv6() -> String {
+    let h = H16;
+    let forms = [
+        format!("(?:{h}:){{7}}{h}"),
+        format!("(?:{h}:){{1,7}}:"),
+        format!("(?:{h}:){{1,6}}:{h}"),
+        format!("(?:{h}:){{1,5}}(?::{h}){{1,2}}"),
+        format!("(?:{h}:){{1,4}}(?::{h}){{1,3}}"),
+        format!("(?:{h}:){{1,3}}(?::{h}){{1,4}}"),
+        format!("(?:{h}:){{1,2}}(?::{h}){{1,5}}"),
+        format!("{h}:(?::{h}){{1,6}}"),
+        format!(":(?:(?::{h}){{1,7}}|:)"),
+        format!("(?:{h}:){{6}}{IPV4}"),
+        format!("::(?:{h}:){{0,5}}{IPV4}"),
+        format!("(?:{h}:){{1,5}}:{IPV4}"),
+    ];
+    format!("(?:{})", forms.join("|"))
+}
+
+const UNRESERVED: &str = r"A-Za-z0-9\-._~";
+const SUB_DELIMS: &str = r"!$&'()*+,;=";
+
+fn uri_parts() -> (String, String, String, String) {
+    let pct = "%[0-9A-Fa-f]{2}";
+    let pchar = format!("(?:[{UNRESERVED}{SUB_DELIMS}:@]|{pct})");
+    let pchar_nc = format!("(?:[{UNRESERVED}{SUB_DELIMS}@]|{pct})");
+    let userinfo = format!("(?:[{UNRESERVED}{SUB_DELIMS}:]|{pct})*");
+    let host = format!("(?:\\[{}\\]|(?:[{UNRESERVED}{SUB_DELIMS}]|{pct})*)", ipv6());
+    let authority = format!("(?:{userinfo}@)?{host}(?::[0-9]*)?");
+    let abempty = format!("(?:/{pchar}*)*");
+    let absolute = format!("/(?:{pchar}+(?:/{pchar}*)*)?");
+    let rootless = format!("{pchar}+(?:/{pchar}*)*");
+    let noscheme = format!("{pchar_nc}+(?:/{pchar}*)*");
+    let query = format!("(?:{pchar}|[/?])*");
+    let hier = format!("(?://{authority}{abempty}|{absolute}|{rootless}|)");
+    let relative = format!("(?://{authority}{abempty}|{absolute}|{noscheme}|)");
+    let tail = format!("(?:\\?{query})?(?:#{query})?");
+    let uri = format!("[A-Za-z][A-Za-z0-9+.\\-]*:{hier}{tail}");
+    let rel = format!("{relative}{tail}");
+    (uri, rel, pchar, query)
+}
+
+/// The decoded-string regex of a supported format.
+pub(crate) fn format_hir(format: &str) -> Option<Hir> {
+    let pattern = match format {
+        "date" => DATE.to_string(),
+        "time" => TIME.to_string(),
+        "date-time" => format!("{DATE}[tT]{TIME}"),
+        "duration" => {
+            let t = r"T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)";
+            format!(
+                r"P(?:(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:{t})?|{t}|[0-9]+W)"
+            )
+        }
+        // Dot-atom local part at a hostname (no quoted local parts, no IP literals).
+        // ASCII addresses are valid internationalized addresses (a subset).
+        "email" | "idn-email" => {
+            let atext = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-]+";
+            format!(r"{atext}(?:\.{atext})*@{}", hostname())
+        }
+        // ASCII LDH hostnames are valid IDN hostnames (a subset: no U-labels).
+        "hostname" | "idn-hostname" => hostname(),
+        "ipv4" => IPV4.to_string(),
+        "ipv6" => ipv6(),
+        "uuid" => "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+            .to_string(),
+        // ASCII URIs are IRIs (a subset: no non-ASCII characters).
+        "uri" | "iri" => uri_parts().0,
+        "uri-reference" | "iri-reference" => {
+            let (uri, rel, _, _) = uri_parts();
+            format!("(?:{uri}|{rel})")
+        }
+        // RFC 6570 levels 1-4: literals and expressions `{op? var(:n|*)?, ...}`.
+        "uri-template" => {
+            let var = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*(?::[1-9][0-9]{0,3}|\*)?";
+            let lit = r#"(?:[^\x00-\x20"'<>\\^`{|}\x7F]|%[0-9A-Fa-f]{2})"#;
+            format!(r"(?:{lit}|\{{[+#./;?&=,!@|]?{var}(?:,{var})*\}})*")
+        }
+        // Only regexes without metacharacters (plain text, escaped punctuation):
+        // a small subset of the valid ECMA-262 regexes.
+        "regex" => r"(?:[^\\\[\](){}*+?|^$.]|\\[\\\[\](){}*+?|^$./-])*".to_string(),
+        "json-pointer" => "(?:/(?:[^~/]|~[01])*)*".to_string(),
+        "relative-json-pointer" => "(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/]|~[01])*)*)".to_string(),
+        _ => return None,
+    };
+    Some(re(&pattern))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(f: &str, s: &str) -> bool {
+        super::super::pattern::build_matcher(&format_hir(f).unwrap())
+            .unwrap()
+            .is_match(s.as_bytes())
+    }
+
+    #[test]
+    fn formats() {
+        assert!(m("date", "2020-02-29") && !m("date", "2021-02-29") && !m("date", "2020-04-31"));
+        assert!(
+            m("date-time", "1963-06-19T08:30:06.283185Z")
+                && !m("date-time", "1963-06-19 08:30:06Z")
+        );
+        assert!(m("time", "08:30:06+01:00") && !m("time", "08:30:06"));
+        assert!(m("duration", "P4DT12H30M5S") && !m("duration", "PT") && !m("duration", "P1W2D"));
+        assert!(m("email", "joe.bloggs@example.com") && !m("email", "joe..bloggs@example.com"));
+        assert!(
+            m("hostname", "www.example-site.com")
+                && !m("hostname", "-a.com")
+                && !m("hostname", "xn--X")
+        );
+        assert!(m("ipv4", "192.168.0.1") && !m("ipv4", "192.168.0.01") && !m("ipv4", "256.0.0.1"));
+        assert!(
+            m("ipv6", "::1")
+                && m("ipv6", "1:2:3:4:5:6:7:8")
+                && m("ipv6", "::ffff:1.2.3.4")
+                && !m("ipv6", "1:2:3")
+        );
+        assert!(
+            m("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380")
+                && !m("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d1638")
+        );
+        assert!(
+            m("uri", "http://foo.bar/?baz=qux#quux")
+                && !m("uri", "//foo.bar")
+                && !m("uri", "http://x y")
+        );
+        assert!(
+            m("uri-reference", "//foo.bar/?baz=qux#quux")
+                && m("uri-reference", "#f")
+                && !m("uri-reference", "\\\\WINDOWS")
+        );
+    }
+}

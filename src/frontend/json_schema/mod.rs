@@ -1,0 +1,537 @@
+//! JSON Schema front-end: a schema document (`serde_json::Value`) compiled to the
+//! grammar IR, so that every accepted text is a JSON document valid against the
+//! schema.
+//!
+//! This file owns the public surface (options, errors, warnings, [`compile_schema`])
+//! and the compiler's shared state: the rules being built, the memo from "this
+//! conjunction of subschemas" to the rule that generates its instances (which is also
+//! how `$ref` recursion becomes IR recursion, with no depth cap), and the strict /
+//! lenient policy for keywords that are not enforced.
+//!
+//! The pipeline for one value position is: collect the subschemas that apply there
+//! ([`types`]: keywords merged into one conjunctive [`types::Node`], `allOf` and
+//! `$ref` inlined, `anyOf`/`oneOf` distributed by [`combinators`]), then emit one
+//! expression per JSON type ([`string`], [`number`], [`object`], [`array`]).
+//! Children (property values, array items) are compiled lazily as their own rules.
+//!
+//! Soundness rule: the grammar may reject some valid documents (documented
+//! over-constraints, e.g. non-canonical string escapes inside `pattern`ed strings),
+//! but it never accepts an invalid one. Anything that cannot be enforced exactly is a
+//! [`JsonSchemaError::Unsupported`] naming the keyword and its JSON pointer, or, with
+//! `lenient`, a [`Warning`] and the keyword is not enforced.
+
+mod array;
+mod combinators;
+mod format;
+mod number;
+mod object;
+mod pattern;
+mod refs;
+mod string;
+mod types;
+mod validate;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::grammar::{Expr, Grammar, GrammarError, Hir, Rule, RuleId};
+use serde_json::Value;
+
+pub use types::Draft;
+
+/// How much whitespace may appear between JSON tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Whitespace {
+    /// None at all (`separators=(',', ':')`).
+    #[default]
+    Compact,
+    /// Per gap: optional spaces/tabs, at most one newline, then at most `indent`
+    /// spaces/tabs (so at most `2 * indent + 1` bytes).
+    Bounded { indent: u32 },
+    /// Pretty-printing shapes: per gap, an optional newline followed by at most
+    /// `indent * 32` spaces, or one space (after `:` and `,`). Depth is not tracked,
+    /// so this admits every pretty-printed document up to nesting depth 32.
+    Pretty { indent: u32 },
+}
+
+/// The order in which object properties may appear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PropertyOrder {
+    /// Declared properties in the schema's order (required and optional), then any
+    /// additional properties.
+    #[default]
+    Schema,
+    /// Any order; each property at most once; required ones present. Exact up to
+    /// [`JsonSchemaLimits::max_any_order_properties`] declared properties (the
+    /// encoding has one rule per subset of them); above it the declared order is
+    /// used and a [`Warning`] says so.
+    Any,
+}
+
+/// Bounds that keep hostile schemas cheap to reject.
+#[derive(Debug, Clone)]
+pub struct JsonSchemaLimits {
+    /// Most IR rules one schema may produce.
+    pub max_rules: usize,
+    /// Most declared properties of one object compiled in any order (2^n rules).
+    pub max_any_order_properties: usize,
+    /// Most alternatives after distributing `anyOf`/`oneOf` over siblings.
+    pub max_alternatives: usize,
+    /// Most values enumerated for `multipleOf` with bounds.
+    pub max_enumerated_values: u64,
+    /// Deepest chain of `$ref`/`allOf` inlined at one value position.
+    pub max_inline_depth: usize,
+    /// Largest counted repetition (`maxLength`, `maxItems`, `{m,n}` in patterns).
+    pub max_repetition: u64,
+    /// Longest `pattern` text, in bytes.
+    pub max_pattern_bytes: usize,
+}
+
+impl Default for JsonSchemaLimits {
+    fn default() -> Self {
+        JsonSchemaLimits {
+            max_rules: 200_000,
+            max_any_order_properties: 8,
+            max_alternatives: 512,
+            max_enumerated_values: 2_000,
+            max_inline_depth: 64,
+            max_repetition: 10_000_000,
+            max_pattern_bytes: 64 << 10,
+        }
+    }
+}
+
+/// Options of [`compile_schema`].
+#[derive(Debug, Clone, Default)]
+pub struct JsonSchemaOptions {
+    pub whitespace: Whitespace,
+    pub property_order: PropertyOrder,
+    /// OpenAI-style strict profile: `additionalProperties` defaults to false.
+    pub strict: bool,
+    /// Keywords that cannot be enforced become [`Warning`]s instead of errors.
+    pub lenient: bool,
+    /// Draft used when the schema has no `$schema` (default 2020-12).
+    pub default_draft: Option<Draft>,
+    pub limits: JsonSchemaLimits,
+}
+
+/// A keyword that was not enforced (lenient mode) or a deliberate relaxation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub keyword: String,
+    pub pointer: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "keyword \"{}\" at {}: {}",
+            self.keyword,
+            show_pointer(&self.pointer),
+            self.message
+        )
+    }
+}
+
+/// Why a schema could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonSchemaError {
+    #[error(
+        "unsupported keyword \"{keyword}\" at {}: {reason}",
+        show_pointer(pointer)
+    )]
+    Unsupported {
+        keyword: String,
+        pointer: String,
+        reason: String,
+    },
+    #[error(
+        "invalid schema at {}: keyword \"{keyword}\": {message}",
+        show_pointer(pointer)
+    )]
+    Invalid {
+        keyword: String,
+        pointer: String,
+        message: String,
+    },
+    #[error("limit exceeded at {}: {message}", show_pointer(pointer))]
+    Limit { pointer: String, message: String },
+    #[error("the schema accepts no JSON value at all")]
+    Unsatisfiable,
+    #[error(transparent)]
+    Grammar(#[from] GrammarError),
+}
+
+impl JsonSchemaError {
+    /// The JSON pointer (into the schema document) the error is about.
+    pub fn pointer(&self) -> Option<&str> {
+        match self {
+            JsonSchemaError::Unsupported { pointer, .. }
+            | JsonSchemaError::Invalid { pointer, .. }
+            | JsonSchemaError::Limit { pointer, .. } => Some(pointer),
+            _ => None,
+        }
+    }
+}
+
+fn show_pointer(p: &str) -> String {
+    if p.is_empty() {
+        "/ (the root)".into()
+    } else {
+        p.to_string()
+    }
+}
+
+pub(crate) type Result<T> = std::result::Result<T, JsonSchemaError>;
+
+/// Compiles `schema` into a grammar whose language is the compact (or per
+/// `options.whitespace`) serializations of the instances valid against it.
+pub fn compile_schema(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+) -> Result<(Grammar, Vec<Warning>)> {
+    let draft = types::Draft::of(schema)
+        .or(options.default_draft)
+        .unwrap_or(Draft::Draft202012);
+    let index = refs::Index::build(schema, draft);
+    let mut c = Compiler {
+        opts: options,
+        draft,
+        index,
+        rules: Vec::new(),
+        memo: HashMap::new(),
+        warnings: Vec::new(),
+        patterns: HashMap::new(),
+        any_rest: None,
+    };
+    let root_ref = Sref::root(schema, c.index.root_base.clone());
+    let root = match c.value_rule(&[root_ref])? {
+        Expr::Ref(id) => id,
+        other => c.new_rule("root".into(), other)?,
+    };
+    let grammar = Grammar {
+        rules: c.rules,
+        root,
+    };
+    match grammar.validate() {
+        Ok(()) => {}
+        Err(GrammarError::EmptyLanguage { .. }) => return Err(JsonSchemaError::Unsatisfiable),
+        Err(e) => return Err(e.into()),
+    }
+    Ok((grammar, c.warnings))
+}
+
+/// A subschema: the value, its JSON pointer in the document, its base URI.
+#[derive(Debug, Clone)]
+pub(crate) struct Sref<'a> {
+    pub v: &'a Value,
+    pub ptr: Rc<str>,
+    pub base: Rc<str>,
+}
+
+impl<'a> Sref<'a> {
+    fn root(v: &'a Value, base: Rc<str>) -> Sref<'a> {
+        Sref {
+            v,
+            ptr: Rc::from(""),
+            base,
+        }
+    }
+
+    /// The subschema under `keyword` (and further `path` segments).
+    pub fn child(&self, v: &'a Value, segments: &[&str]) -> Sref<'a> {
+        let mut ptr = self.ptr.to_string();
+        for s in segments {
+            ptr.push('/');
+            ptr.push_str(&s.replace('~', "~0").replace('/', "~1"));
+        }
+        let base = match v.get("$id").and_then(Value::as_str) {
+            Some(id) if !id.starts_with('#') => {
+                Rc::from(refs::resolve_uri(&self.base, id).as_str())
+            }
+            _ => self.base.clone(),
+        };
+        Sref {
+            v,
+            ptr: Rc::from(ptr.as_str()),
+            base,
+        }
+    }
+
+    pub fn at(&self, keyword: &str) -> String {
+        format!("{}/{}", self.ptr, keyword)
+    }
+}
+
+pub(crate) struct Compiler<'a> {
+    pub opts: &'a JsonSchemaOptions,
+    pub draft: Draft,
+    pub index: refs::Index<'a>,
+    pub rules: Vec<Rule>,
+    /// Conjunction of subschema pointers -> rule generating its instances.
+    pub memo: HashMap<Vec<Rc<str>>, RuleId>,
+    pub warnings: Vec<Warning>,
+    /// Pattern text -> whole-string regex, and a matcher built on demand.
+    pub patterns: HashMap<String, (Hir, Option<Rc<regex_automata::meta::Regex>>)>,
+    pub any_rest: Option<RuleId>,
+}
+
+#[cfg(test)]
+impl<'a> Compiler<'a> {
+    pub(crate) fn for_tests(opts: &'a JsonSchemaOptions) -> Compiler<'a> {
+        static TRUE: Value = Value::Bool(true);
+        Compiler {
+            opts,
+            draft: Draft::Draft202012,
+            index: refs::Index::build(&TRUE, Draft::Draft202012),
+            rules: Vec::new(),
+            memo: HashMap::new(),
+            warnings: Vec::new(),
+            patterns: HashMap::new(),
+            any_rest: None,
+        }
+    }
+}
+
+impl<'a> Compiler<'a> {
+    /// Reports a keyword that is not enforced: an error, or a warning when lenient.
+    pub fn unsupported(
+        &mut self,
+        keyword: &str,
+        pointer: &str,
+        reason: impl Into<String>,
+    ) -> Result<()> {
+        let reason = reason.into();
+        if self.opts.lenient {
+            self.warnings.push(Warning {
+                keyword: keyword.into(),
+                pointer: pointer.into(),
+                message: format!("not enforced: {reason}"),
+            });
+            Ok(())
+        } else {
+            Err(JsonSchemaError::Unsupported {
+                keyword: keyword.into(),
+                pointer: pointer.into(),
+                reason,
+            })
+        }
+    }
+
+    pub fn invalid(
+        &self,
+        keyword: &str,
+        pointer: &str,
+        message: impl Into<String>,
+    ) -> JsonSchemaError {
+        JsonSchemaError::Invalid {
+            keyword: keyword.into(),
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn limit(&self, pointer: &str, message: impl Into<String>) -> JsonSchemaError {
+        JsonSchemaError::Limit {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A new rule (body filled in later by the caller).
+    pub fn new_rule(&mut self, name: String, expr: Expr) -> Result<RuleId> {
+        if self.rules.len() >= self.opts.limits.max_rules {
+            return Err(self.limit(
+                "",
+                format!(
+                    "the schema needs more than {} grammar rules",
+                    self.opts.limits.max_rules
+                ),
+            ));
+        }
+        let id = RuleId(self.rules.len() as u32);
+        self.rules.push(Rule {
+            name,
+            expr,
+            location: None,
+        });
+        Ok(id)
+    }
+
+    /// A reference to the rule generating instances of the conjunction `conj`.
+    pub fn value_rule(&mut self, conj: &[Sref<'a>]) -> Result<Expr> {
+        // A schema that is only a `$ref` is its target: one rule per definition, not
+        // one per place that references it.
+        let conj: Vec<Sref<'a>> = conj.iter().map(|s| self.through_refs(s)).collect();
+        let conj = &conj[..];
+        let mut key: Vec<Rc<str>> = conj.iter().map(|s| s.ptr.clone()).collect();
+        key.sort();
+        key.dedup();
+        if let Some(&id) = self.memo.get(&key) {
+            return Ok(Expr::Ref(id));
+        }
+        let name = if key.len() == 1 {
+            format!("schema {}", show_pointer(&key[0]))
+        } else {
+            format!(
+                "allOf {}",
+                key.iter()
+                    .map(|k| show_pointer(k))
+                    .collect::<Vec<_>>()
+                    .join(" & ")
+            )
+        };
+        let id = self.new_rule(name, Expr::Empty)?;
+        self.memo.insert(key, id);
+        let expr = self.value_expr(conj)?;
+        self.rules[id.index()].expr = expr;
+        Ok(Expr::Ref(id))
+    }
+
+    /// Follows `$ref`s of schemas that have nothing else that constrains.
+    fn through_refs(&self, s: &Sref<'a>) -> Sref<'a> {
+        let mut cur = s.clone();
+        for _ in 0..32 {
+            let Value::Object(map) = cur.v else {
+                return cur;
+            };
+            let Some(Value::String(r)) = map.get("$ref") else {
+                return cur;
+            };
+            let only_ref = self.draft <= Draft::Draft7
+                || map.keys().all(|k| k == "$ref" || types::is_annotation(k));
+            if !only_ref {
+                return cur;
+            }
+            let base = self
+                .index
+                .base_of(&cur.ptr)
+                .unwrap_or_else(|| cur.base.clone());
+            match self.index.resolve(&base, r) {
+                Some(t) => cur = t,
+                None => return cur,
+            }
+        }
+        cur
+    }
+
+    /// Whether integers may be written with a zero fraction (`1.0`): not in draft 4.
+    pub(crate) fn zero_fraction_is_integer(&self) -> bool {
+        self.draft != Draft::Draft4
+    }
+
+    /// A recursive rule for "any decoded string" (`.*` of a pattern) in canonical
+    /// encoding: kept at the parser level so that `.*P.*` never becomes one large
+    /// search automaton.
+    pub(crate) fn any_rest_rule(&mut self) -> Result<RuleId> {
+        if let Some(id) = self.any_rest {
+            return Ok(id);
+        }
+        let id = self.new_rule("any string rest".into(), Expr::Empty)?;
+        let any = string::encode_class(&regex_syntax::hir::ClassUnicode::new([
+            regex_syntax::hir::ClassUnicodeRange::new('\0', char::MAX),
+        ]));
+        self.rules[id.index()].expr = Expr::Alt(vec![
+            Expr::Empty,
+            Expr::Seq(vec![Expr::Regex(any), Expr::Ref(id)]),
+        ]);
+        self.any_rest = Some(id);
+        Ok(id)
+    }
+
+    /// The expression for a value valid against every schema of `conj`.
+    pub fn value_expr(&mut self, conj: &[Sref<'a>]) -> Result<Expr> {
+        let nodes = self.normalize(conj)?;
+        let mut alts = Vec::new();
+        for node in &nodes {
+            alts.push(self.emit_node(node)?);
+        }
+        Ok(alt(alts))
+    }
+
+    /// Whitespace allowed in a gap between tokens.
+    pub fn ws(&self) -> Expr {
+        match self.opts.whitespace {
+            Whitespace::Compact => Expr::Empty,
+            Whitespace::Bounded { indent } => Expr::Seq(vec![
+                Expr::Repeat {
+                    expr: Box::new(lit_class(&[(b' ', b' '), (b'\t', b'\t')])),
+                    min: 0,
+                    max: Some(indent),
+                },
+                Expr::optional(Expr::literal(b"\n")),
+                Expr::Repeat {
+                    expr: Box::new(lit_class(&[(b' ', b' '), (b'\t', b'\t')])),
+                    min: 0,
+                    max: Some(indent),
+                },
+            ]),
+            Whitespace::Pretty { indent } => Expr::Alt(vec![
+                Expr::Empty,
+                Expr::literal(b" "),
+                Expr::Seq(vec![
+                    Expr::literal(b"\n"),
+                    Expr::Repeat {
+                        expr: Box::new(Expr::literal(b" ")),
+                        min: 0,
+                        max: Some(indent.saturating_mul(32)),
+                    },
+                ]),
+            ]),
+        }
+    }
+
+    /// `ws TOKEN ws` around a punctuation byte.
+    pub fn punct(&self, token: &[u8]) -> Expr {
+        seq(vec![self.ws(), Expr::literal(token), self.ws()])
+    }
+}
+
+/// A byte class leaf.
+pub(crate) fn lit_class(ranges: &[(u8, u8)]) -> Expr {
+    use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange};
+    Expr::Regex(Hir::class(Class::Bytes(ClassBytes::new(
+        ranges.iter().map(|&(a, b)| ClassBytesRange::new(a, b)),
+    ))))
+}
+
+/// The empty language.
+pub(crate) fn nothing() -> Expr {
+    Expr::Regex(Hir::fail())
+}
+
+/// Concatenation, flattening trivial cases.
+pub(crate) fn seq(items: Vec<Expr>) -> Expr {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Expr::Empty => {}
+            Expr::Seq(inner) => out.extend(inner),
+            other => out.push(other),
+        }
+    }
+    match out.len() {
+        0 => Expr::Empty,
+        1 => out.pop().unwrap(),
+        _ => Expr::Seq(out),
+    }
+}
+
+/// Alternation; the empty alternation is the empty language.
+pub(crate) fn alt(mut items: Vec<Expr>) -> Expr {
+    match items.len() {
+        0 => nothing(),
+        1 => items.pop().unwrap(),
+        _ => Expr::Alt(items),
+    }
+}
+
+/// Parses a regex in `regex-syntax`'s dialect (internal, trusted patterns).
+pub(crate) fn re(pattern: &str) -> Hir {
+    regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(pattern)
+        .unwrap_or_else(|e| panic!("internal regex {pattern:?}: {e}"))
+}

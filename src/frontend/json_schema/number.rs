@@ -1,0 +1,935 @@
+//! Numbers: `minimum`/`maximum`/`exclusive*` and `multipleOf` as exact regexes over
+//! JSON number texts.
+//!
+//! Bounds are kept as exact decimals ([`Dec`], digit strings, never floats), so
+//! `exclusiveMinimum: 0.1` and `maximum: -2.5` are exact. A range is split by sign
+//! (`-0` is zero), then by integer part: integer parts strictly inside the range take
+//! any fraction, the boundary integer parts take a fraction range built digit by
+//! digit ([`frac_nonempty`]). Integer ranges are the classic length-split digit
+//! construction, linear in the number of digits. Bounded numbers are written without
+//! an exponent (an over-constraint: `1e2` is rejected where `100` is accepted);
+//! unbounded numbers accept the JSON number grammar up to what an f64 holds (at most
+//! 200 integer digits, exponents up to 99, or down to -999; 300 digits for integers). Integers accept a zero
+//! fraction (`1.0` is an integer). `multipleOf` by an integer is a remainder
+//! automaton written as right-linear rules (no bounds), or an enumeration (both
+//! bounds, few values); `multipleOf` by `10^-k` limits the decimals.
+
+use std::cmp::Ordering;
+
+use crate::grammar::Expr;
+use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
+use serde_json::Value;
+
+use super::types::{Node, T_FRAC, T_INT};
+use super::{alt, re, seq, Compiler, Result};
+
+/// An exact decimal: sign, integer digits (no leading zeros, `"0"` for zero),
+/// fraction digits (no trailing zeros).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Dec {
+    pub neg: bool,
+    pub int: String,
+    pub frac: String,
+}
+
+impl Dec {
+    pub fn zero() -> Dec {
+        Dec {
+            neg: false,
+            int: "0".into(),
+            frac: String::new(),
+        }
+    }
+
+    /// Parses a JSON number text (exponents shifted in; |exponent| up to 400).
+    pub fn parse(text: &str) -> Option<Dec> {
+        let (neg, rest) = match text.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, text),
+        };
+        let (mant, exp) = match rest.find(['e', 'E']) {
+            Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+            None => (rest, 0),
+        };
+        if !(-400..=400).contains(&exp) {
+            return None;
+        }
+        let (ip, fp) = match mant.find('.') {
+            Some(i) => (&mant[..i], &mant[i + 1..]),
+            None => (mant, ""),
+        };
+        if ip.is_empty()
+            || !ip.bytes().all(|b| b.is_ascii_digit())
+            || !fp.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let mut digits: String = format!("{ip}{fp}");
+        let mut point = ip.len() as i64 + exp; // digits before the point
+        if point < 0 {
+            digits = format!("{}{}", "0".repeat((-point) as usize), digits);
+            point = 0;
+        }
+        if point as usize > digits.len() {
+            digits.push_str(&"0".repeat(point as usize - digits.len()));
+        }
+        let (i, f) = digits.split_at(point as usize);
+        let int = i.trim_start_matches('0');
+        let frac = f.trim_end_matches('0');
+        let mut d = Dec {
+            neg,
+            int: if int.is_empty() {
+                "0".into()
+            } else {
+                int.into()
+            },
+            frac: frac.into(),
+        };
+        if d.is_zero() {
+            d.neg = false;
+        }
+        Some(d)
+    }
+
+    pub fn from_value(v: &Value) -> Option<Dec> {
+        match v {
+            Value::Number(n) => Dec::parse(&n.to_string()),
+            _ => None,
+        }
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.int == "0" && self.frac.is_empty()
+    }
+
+    pub fn is_positive(&self) -> bool {
+        !self.neg && !self.is_zero()
+    }
+
+    pub fn is_integer(&self) -> bool {
+        self.frac.is_empty()
+    }
+
+    fn neg(&self) -> Dec {
+        let mut d = self.clone();
+        d.neg = !d.neg && !d.is_zero();
+        d
+    }
+
+    /// Magnitude ordering.
+    fn cmp_abs(&self, other: &Dec) -> Ordering {
+        self.int
+            .len()
+            .cmp(&other.int.len())
+            .then_with(|| self.int.cmp(&other.int))
+            .then_with(|| self.frac.cmp(&other.frac))
+    }
+
+    /// Smallest integer >= self (for the positive side: floor + 1 when fractional).
+    fn ceil(&self) -> Dec {
+        if self.is_integer() {
+            return self.clone();
+        }
+        if self.neg {
+            Dec {
+                frac: String::new(),
+                ..self.clone()
+            }
+            .normalized()
+        } else {
+            Dec {
+                neg: false,
+                int: inc(&self.int),
+                frac: String::new(),
+            }
+        }
+    }
+
+    fn floor(&self) -> Dec {
+        self.neg().ceil().neg()
+    }
+
+    fn normalized(mut self) -> Dec {
+        if self.is_zero() {
+            self.neg = false;
+        }
+        self
+    }
+
+    fn add_int(&self, k: i64) -> Dec {
+        // Only used with integers and k = +-1.
+        debug_assert!(self.is_integer());
+        let up = (k > 0) != self.neg;
+        let mut d = self.clone();
+        if up {
+            d.int = inc(&d.int);
+        } else if d.int == "0" {
+            d = Dec {
+                neg: k < 0,
+                int: "1".into(),
+                frac: String::new(),
+            };
+        } else {
+            d.int = dec(&d.int);
+        }
+        d.normalized()
+    }
+
+    /// As an i128 when it is an integer of at most 30 digits.
+    fn as_i128(&self) -> Option<i128> {
+        if !self.is_integer() || self.int.len() > 30 {
+            return None;
+        }
+        let m: i128 = self.int.parse().ok()?;
+        Some(if self.neg { -m } else { m })
+    }
+}
+
+impl Ord for Dec {
+    fn cmp(&self, other: &Dec) -> Ordering {
+        match (self.neg, other.neg) {
+            (false, true) => Ordering::Greater,
+            (true, false) => Ordering::Less,
+            (false, false) => self.cmp_abs(other),
+            (true, true) => other.cmp_abs(self),
+        }
+    }
+}
+
+impl PartialOrd for Dec {
+    fn partial_cmp(&self, other: &Dec) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+fn inc(digits: &str) -> String {
+    let mut v: Vec<u8> = digits.bytes().collect();
+    let mut i = v.len();
+    loop {
+        if i == 0 {
+            v.insert(0, b'1');
+            break;
+        }
+        i -= 1;
+        if v[i] == b'9' {
+            v[i] = b'0';
+        } else {
+            v[i] += 1;
+            break;
+        }
+    }
+    String::from_utf8(v).unwrap()
+}
+
+/// `digits - 1` for a positive canonical integer.
+fn dec(digits: &str) -> String {
+    let mut v: Vec<u8> = digits.bytes().collect();
+    let mut i = v.len();
+    while i > 0 {
+        i -= 1;
+        if v[i] == b'0' {
+            v[i] = b'9';
+        } else {
+            v[i] -= 1;
+            break;
+        }
+    }
+    let s = String::from_utf8(v).unwrap();
+    let t = s.trim_start_matches('0');
+    if t.is_empty() {
+        "0".into()
+    } else {
+        t.into()
+    }
+}
+
+fn lit(s: &str) -> Hir {
+    Hir::literal(s.as_bytes())
+}
+
+fn digits(lo: u8, hi: u8) -> Hir {
+    Hir::class(Class::Bytes(ClassBytes::new([ClassBytesRange::new(
+        lo, hi,
+    )])))
+}
+
+fn digit_set(ds: &[u8]) -> Hir {
+    Hir::class(Class::Bytes(ClassBytes::new(
+        ds.iter().map(|&d| ClassBytesRange::new(d, d)),
+    )))
+}
+
+fn rep(h: Hir, min: u32, max: Option<u32>) -> Hir {
+    Hir::repetition(Repetition {
+        min,
+        max,
+        greedy: true,
+        sub: Box::new(h),
+    })
+}
+
+fn any_digits(min: u32, max: Option<u32>) -> Hir {
+    rep(digits(b'0', b'9'), min, max)
+}
+
+/// Same-length digit strings in `[a, b]` (inclusive; `a <= b`).
+fn fixed(a: &[u8], b: &[u8]) -> Hir {
+    if a.is_empty() {
+        return Hir::empty();
+    }
+    if a[0] == b[0] {
+        return Hir::concat(vec![digit_set(&a[..1]), fixed(&a[1..], &b[1..])]);
+    }
+    let n = (a.len() - 1) as u32;
+    let low_full = a[1..].iter().all(|&c| c == b'0');
+    let high_full = b[1..].iter().all(|&c| c == b'9');
+    let mut alts = Vec::new();
+    let mid_lo = if low_full { a[0] } else { a[0] + 1 };
+    let mid_hi = if high_full { b[0] } else { b[0] - 1 };
+    if !low_full {
+        let nines = vec![b'9'; a.len() - 1];
+        alts.push(Hir::concat(vec![
+            digit_set(&a[..1]),
+            fixed(&a[1..], &nines),
+        ]));
+    }
+    if mid_lo <= mid_hi {
+        alts.push(Hir::concat(vec![
+            digits(mid_lo, mid_hi),
+            any_digits(n, Some(n)),
+        ]));
+    }
+    if !high_full {
+        let zeros = vec![b'0'; b.len() - 1];
+        alts.push(Hir::concat(vec![
+            digit_set(&b[..1]),
+            fixed(&zeros, &b[1..]),
+        ]));
+    }
+    Hir::alternation(alts)
+}
+
+fn cmp_digits(a: &str, b: &str) -> Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+}
+
+/// Canonical non-negative integer texts in `[lo, hi]` (`hi: None` = unbounded).
+fn int_range(lo: &str, hi: Option<&str>) -> Option<Hir> {
+    if hi.is_some_and(|h| cmp_digits(lo, h).is_gt()) {
+        return None;
+    }
+    let ll = lo.len();
+    let mut alts = Vec::new();
+    let first_of = |n: usize| {
+        if n == 1 {
+            "0".to_string()
+        } else {
+            format!("1{}", "0".repeat(n - 1))
+        }
+    };
+    match hi {
+        Some(h) => {
+            let hl = h.len();
+            if ll == hl {
+                alts.push(fixed(lo.as_bytes(), h.as_bytes()));
+            } else {
+                alts.push(fixed(lo.as_bytes(), "9".repeat(ll).as_bytes()));
+                if hl > ll + 1 {
+                    alts.push(Hir::concat(vec![
+                        digits(b'1', b'9'),
+                        any_digits(ll as u32, Some(hl as u32 - 2)),
+                    ]));
+                }
+                alts.push(fixed(first_of(hl).as_bytes(), h.as_bytes()));
+            }
+        }
+        None => {
+            alts.push(fixed(lo.as_bytes(), "9".repeat(ll).as_bytes()));
+            alts.push(Hir::concat(vec![
+                digits(b'1', b'9'),
+                any_digits(ll as u32, None),
+            ]));
+        }
+    }
+    Some(Hir::alternation(alts))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Low<'s> {
+    Free,
+    Bound(&'s [u8], bool),
+    /// Some later digit must be non-zero.
+    ZeroStrict,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum High<'s> {
+    Free,
+    Bound(&'s [u8], bool),
+    /// Every later digit must be zero.
+    Zero,
+}
+
+fn low_start(f: &[u8], strict: bool) -> Low<'_> {
+    match (f.is_empty(), strict) {
+        (true, false) => Low::Free,
+        (true, true) => Low::ZeroStrict,
+        (false, _) => Low::Bound(f, strict),
+    }
+}
+
+fn high_start(f: &[u8], strict: bool) -> Option<High<'_>> {
+    match (f.is_empty(), strict) {
+        (true, false) => Some(High::Zero),
+        (true, true) => None,
+        (false, _) => Some(High::Bound(f, strict)),
+    }
+}
+
+fn step_low(l: Low<'_>, c: u8) -> Option<Low<'_>> {
+    match l {
+        Low::Free => Some(Low::Free),
+        Low::ZeroStrict => Some(if c == b'0' {
+            Low::ZeroStrict
+        } else {
+            Low::Free
+        }),
+        Low::Bound(s, strict) => match c.cmp(&s[0]) {
+            Ordering::Greater => Some(Low::Free),
+            Ordering::Less => None,
+            Ordering::Equal => Some(low_start(&s[1..], strict)),
+        },
+    }
+}
+
+fn step_high(h: High<'_>, c: u8) -> Option<High<'_>> {
+    match h {
+        High::Free => Some(High::Free),
+        High::Zero => (c == b'0').then_some(High::Zero),
+        High::Bound(s, strict) => match c.cmp(&s[0]) {
+            Ordering::Less => Some(High::Free),
+            Ordering::Greater => None,
+            Ordering::Equal => high_start(&s[1..], strict),
+        },
+    }
+}
+
+/// Non-empty fraction digit strings `F` with `0.F` within the bounds.
+fn frac_nonempty(lo: Low<'_>, hi: High<'_>) -> Option<Hir> {
+    match (lo, hi) {
+        (Low::Free, High::Free) => return Some(any_digits(1, None)),
+        (Low::Free, High::Zero) => return Some(rep(lit("0"), 1, None)),
+        (Low::ZeroStrict, High::Free) => {
+            return Some(Hir::concat(vec![
+                rep(lit("0"), 0, None),
+                digits(b'1', b'9'),
+                any_digits(0, None),
+            ]))
+        }
+        (Low::ZeroStrict, High::Zero) => return None,
+        _ => {}
+    }
+    let mut groups: Vec<(Low<'_>, High<'_>, Vec<u8>)> = Vec::new();
+    for c in b'0'..=b'9' {
+        let (Some(l), Some(h)) = (step_low(lo, c), step_high(hi, c)) else {
+            continue;
+        };
+        match groups.iter_mut().find(|g| g.0 == l && g.1 == h) {
+            Some(g) => g.2.push(c),
+            None => groups.push((l, h, vec![c])),
+        }
+    }
+    let mut alts = Vec::new();
+    for (l, h, ds) in groups {
+        let empty_ok = l == Low::Free;
+        let rest = frac_nonempty(l, h);
+        let tail = match (empty_ok, rest) {
+            (true, Some(r)) => rep(r, 0, Some(1)),
+            (true, None) => Hir::empty(),
+            (false, Some(r)) => r,
+            (false, None) => continue,
+        };
+        alts.push(Hir::concat(vec![digit_set(&ds), tail]));
+    }
+    (!alts.is_empty()).then(|| Hir::alternation(alts))
+}
+
+/// `I` then an optional fraction, for fraction bounds `lo`, `hi`.
+fn with_fraction(int: Hir, lo: Low<'_>, hi: Option<High<'_>>) -> Option<Hir> {
+    let hi = hi?;
+    let empty_ok = lo == Low::Free;
+    let frac = frac_nonempty(lo, hi).map(|f| Hir::concat(vec![lit("."), f]));
+    Some(match (empty_ok, frac) {
+        (true, Some(f)) => Hir::concat(vec![int, rep(f, 0, Some(1))]),
+        (true, None) => int,
+        (false, Some(f)) => Hir::concat(vec![int, f]),
+        (false, None) => return None,
+    })
+}
+
+/// Non-negative decimals `x` with `lo <(=) x <(=) hi`, without exponent.
+fn positive_range(lo: &Dec, lo_strict: bool, hi: Option<(&Dec, bool)>) -> Option<Hir> {
+    if let Some((h, hs)) = hi {
+        match lo.cmp(h) {
+            Ordering::Greater => return None,
+            Ordering::Equal if lo_strict || hs => return None,
+            _ => {}
+        }
+    }
+    let mut alts = Vec::new();
+    let lo_frac = low_start(lo.frac.as_bytes(), lo_strict);
+    match hi {
+        None => {
+            alts.extend(with_fraction(lit(&lo.int), lo_frac, Some(High::Free)));
+            if let Some(r) = int_range(&inc(&lo.int), None) {
+                alts.extend(with_fraction(r, Low::Free, Some(High::Free)));
+            }
+        }
+        Some((h, hs)) => {
+            let hi_frac = high_start(h.frac.as_bytes(), hs);
+            if lo.int == h.int {
+                alts.extend(with_fraction(lit(&lo.int), lo_frac, hi_frac));
+            } else {
+                alts.extend(with_fraction(lit(&lo.int), lo_frac, Some(High::Free)));
+                let next = inc(&lo.int);
+                if cmp_digits(&next, &h.int).is_lt() {
+                    if let Some(r) = int_range(&next, Some(&dec(&h.int))) {
+                        alts.extend(with_fraction(r, Low::Free, Some(High::Free)));
+                    }
+                }
+                alts.extend(with_fraction(lit(&h.int), Low::Free, hi_frac));
+            }
+        }
+    }
+    (!alts.is_empty()).then(|| Hir::alternation(alts))
+}
+
+type Bound = Option<(Dec, bool)>;
+
+impl<'a> Compiler<'a> {
+    pub(crate) fn emit_number(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let mut int_only = node.types & T_FRAC == 0;
+        let frac_only = node.types & T_INT == 0;
+        let mut int_multiple: Option<i128> = None;
+        let mut decimals: Option<usize> = None;
+        for (m, ptr) in &node.num.multiple_of {
+            if m.is_integer() {
+                let Some(k) = m.as_i128().filter(|k| *k <= 1_000_000) else {
+                    self.unsupported(
+                        "multipleOf",
+                        ptr,
+                        "integer divisors above 1000000 are not supported",
+                    )?;
+                    continue;
+                };
+                int_only = true;
+                int_multiple = Some(match int_multiple {
+                    None => k,
+                    Some(j) => {
+                        let l = lcm(j, k);
+                        if l > 1_000_000 {
+                            self.unsupported("multipleOf", ptr, "combined divisors above 1000000")?;
+                            j
+                        } else {
+                            l
+                        }
+                    }
+                });
+            } else if m.int == "0"
+                && m.frac.bytes().rev().skip(1).all(|c| c == b'0')
+                && m.frac.ends_with('1')
+            {
+                let k = m.frac.len();
+                decimals = Some(decimals.map_or(k, |d| d.min(k)));
+            } else {
+                self.unsupported(
+                    "multipleOf",
+                    ptr,
+                    "only integers and powers of ten (0.1, 0.01, ...) are supported",
+                )?;
+            }
+        }
+        if int_only && frac_only {
+            return Ok(super::nothing());
+        }
+        let (lo, hi) = (node.num.lo.clone(), node.num.hi.clone());
+        if let Some(m) = int_multiple.filter(|m| *m > 1) {
+            return self.multiple_of(m, lo, hi, node);
+        }
+        if frac_only {
+            if lo.is_some() || hi.is_some() || decimals.is_some() {
+                self.unsupported(
+                    "not",
+                    "",
+                    "non-integer numbers (not: {type: integer}) with bounds or multipleOf",
+                )?;
+            }
+            return Ok(Expr::Regex(re(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*")));
+        }
+        if let Some(k) = decimals.filter(|_| !int_only) {
+            if lo.is_some() || hi.is_some() {
+                let ptr = node.num.multiple_of[0].1.clone();
+                self.unsupported(
+                    "multipleOf",
+                    &ptr,
+                    "a decimal multipleOf together with minimum/maximum",
+                )?;
+            }
+            return Ok(Expr::Regex(re(&format!(
+                r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{k}}}0*)?"
+            ))));
+        }
+        if lo.is_none() && hi.is_none() {
+            return Ok(Expr::Regex(
+                if int_only && !self.zero_fraction_is_integer() {
+                    re(r"-?(?:0|[1-9][0-9]{0,299})")
+                } else if int_only {
+                    re(r"-?(?:0|[1-9][0-9]{0,299})(?:\.0+)?")
+                } else {
+                    re(
+                        r"-?(?:0|[1-9][0-9]{0,199})(?:\.[0-9]+)?(?:[eE](?:\+?[0-9]{1,2}|-[0-9]{1,3}))?",
+                    )
+                },
+            ));
+        }
+        self.number_range(lo, hi, int_only)
+    }
+
+    /// Numbers in the range; `int_only` restricts to integers (zero fraction allowed).
+    pub(crate) fn number_range(&mut self, lo: Bound, hi: Bound, int_only: bool) -> Result<Expr> {
+        let (lo, hi) = if int_only {
+            let lo = lo.map(|(d, ex)| {
+                let c = d.ceil();
+                let c = if ex && d.is_integer() {
+                    c.add_int(1)
+                } else {
+                    c
+                };
+                (c, false)
+            });
+            let hi = hi.map(|(d, ex)| {
+                let f = d.floor();
+                let f = if ex && d.is_integer() {
+                    f.add_int(-1)
+                } else {
+                    f
+                };
+                (f, false)
+            });
+            (lo, hi)
+        } else {
+            (lo, hi)
+        };
+        let side = |lo: &Dec, ls: bool, hi: Option<(&Dec, bool)>| -> Option<Hir> {
+            if int_only {
+                int_range(&lo.int, hi.map(|(h, _)| h.int.as_str()))
+            } else {
+                positive_range(lo, ls, hi)
+            }
+        };
+        let mut alts = Vec::new();
+        // x >= 0
+        let pos_hi = hi.as_ref().map(|(d, s)| (d, *s));
+        let pos_ok = pos_hi.is_none_or(|(d, s)| !(d.neg || d.is_zero() && s));
+        if pos_ok {
+            let (plo, ps) = match &lo {
+                Some((d, s)) if !d.neg => (d.clone(), *s),
+                _ => (Dec::zero(), false),
+            };
+            if let Some(h) = side(&plo, ps, pos_hi) {
+                alts.push(h);
+            }
+        }
+        // x <= 0, as -y with y >= 0
+        let neg_ok = lo
+            .as_ref()
+            .is_none_or(|(d, s)| d.neg || (d.is_zero() && !s));
+        if neg_ok {
+            let (ylo, ys) = match &hi {
+                Some((d, s)) if d.neg || d.is_zero() => (d.neg(), *s),
+                _ => (Dec::zero(), false),
+            };
+            let yhi = lo.as_ref().map(|(d, s)| (d.neg(), *s));
+            if let Some(h) = side(&ylo, ys, yhi.as_ref().map(|(d, s)| (d, *s))) {
+                alts.push(Hir::concat(vec![lit("-"), h]));
+            }
+        }
+        if alts.is_empty() {
+            return Ok(super::nothing());
+        }
+        let mut h = Hir::alternation(alts);
+        if int_only && self.zero_fraction_is_integer() {
+            h = Hir::concat(vec![h, rep(re(r"\.0+"), 0, Some(1))]);
+        }
+        Ok(Expr::Regex(h))
+    }
+
+    fn multiple_of(&mut self, m: i128, lo: Bound, hi: Bound, node: &Node<'a>) -> Result<Expr> {
+        let ptr = node.num.multiple_of[0].1.clone();
+        let int_lo = lo.as_ref().map(|(d, ex)| {
+            let c = d.ceil();
+            if *ex && d.is_integer() {
+                c.add_int(1)
+            } else {
+                c
+            }
+        });
+        let int_hi = hi.as_ref().map(|(d, ex)| {
+            let f = d.floor();
+            if *ex && d.is_integer() {
+                f.add_int(-1)
+            } else {
+                f
+            }
+        });
+        let lo_i = int_lo.as_ref().map(|d| d.as_i128());
+        let hi_i = int_hi.as_ref().map(|d| d.as_i128());
+        let zero_frac = if self.zero_fraction_is_integer() {
+            rep(re(r"\.0+"), 0, Some(1))
+        } else {
+            Hir::empty()
+        };
+        if let (Some(Some(l)), Some(Some(h))) = (lo_i, hi_i) {
+            let first = l.div_euclid(m) + i128::from(l.rem_euclid(m) != 0);
+            let last = h.div_euclid(m);
+            let count = last - first + 1;
+            if count <= 0 {
+                return Ok(super::nothing());
+            }
+            if count as u64 <= self.opts.limits.max_enumerated_values {
+                let mut alts = Vec::new();
+                for k in first..=last {
+                    let v = k * m;
+                    alts.push(Expr::Regex(Hir::concat(vec![
+                        lit(&v.to_string()),
+                        zero_frac.clone(),
+                    ])));
+                    if v == 0 {
+                        alts.push(Expr::Regex(Hir::concat(vec![lit("-0"), zero_frac.clone()])));
+                    }
+                }
+                return Ok(alt(alts));
+            }
+        }
+        // Only a sign restriction is expressible with the remainder automaton.
+        let allow_zero = lo_i.is_none_or(|l| l.is_some_and(|l| l <= 0))
+            && hi_i.is_none_or(|h| h.is_some_and(|h| h >= 0));
+        let allow_pos = match hi_i {
+            None => true,
+            Some(Some(h)) if h >= m => {
+                if hi.is_some() {
+                    self.unsupported("maximum", &ptr, "multipleOf together with a large maximum")?;
+                }
+                true
+            }
+            Some(Some(h)) => h >= m,
+            Some(None) => {
+                self.unsupported("maximum", &ptr, "multipleOf together with a huge maximum")?;
+                true
+            }
+        };
+        let allow_neg = match lo_i {
+            None => true,
+            Some(Some(l)) if l <= -m => {
+                if lo.is_some() {
+                    self.unsupported(
+                        "minimum",
+                        &ptr,
+                        "multipleOf together with a large negative minimum",
+                    )?;
+                }
+                true
+            }
+            Some(Some(l)) => l <= -m,
+            Some(None) => {
+                self.unsupported("minimum", &ptr, "multipleOf together with a huge minimum")?;
+                true
+            }
+        };
+        // Positive multiples check: lo must be <= m (so every positive multiple is in range).
+        if let Some(Some(l)) = lo_i {
+            if l > m {
+                self.unsupported(
+                    "minimum",
+                    &ptr,
+                    "multipleOf together with a minimum above the divisor",
+                )?;
+            }
+        }
+        if let Some(Some(h)) = hi_i {
+            if h < -m {
+                self.unsupported(
+                    "maximum",
+                    &ptr,
+                    "multipleOf together with a maximum below minus the divisor",
+                )?;
+            }
+        }
+        // Right-linear rules: state r = remainder of the digits read so far.
+        let m_us = m as usize;
+        let base = self.rules.len();
+        for r in 0..m_us {
+            self.new_rule(format!("multipleOf {m} remainder {r}"), Expr::Empty)?;
+        }
+        for r in 0..m_us {
+            let mut by_target: Vec<(usize, Vec<u8>)> = Vec::new();
+            for d in 0..10u8 {
+                let t = (r * 10 + d as usize) % m_us;
+                match by_target.iter_mut().find(|x| x.0 == t) {
+                    Some(x) => x.1.push(b'0' + d),
+                    None => by_target.push((t, vec![b'0' + d])),
+                }
+            }
+            let mut alts: Vec<Expr> = by_target
+                .into_iter()
+                .map(|(t, ds)| {
+                    seq(vec![
+                        Expr::Regex(digit_set(&ds)),
+                        Expr::Ref(crate::grammar::RuleId((base + t) as u32)),
+                    ])
+                })
+                .collect();
+            if r == 0 {
+                alts.push(Expr::Empty);
+            }
+            self.rules[base + r].expr = alt(alts);
+        }
+        let mut starts: Vec<(usize, Vec<u8>)> = Vec::new();
+        for d in 1..10u8 {
+            let t = d as usize % m_us;
+            match starts.iter_mut().find(|x| x.0 == t) {
+                Some(x) => x.1.push(b'0' + d),
+                None => starts.push((t, vec![b'0' + d])),
+            }
+        }
+        let magnitude = alt(starts
+            .into_iter()
+            .map(|(t, ds)| {
+                seq(vec![
+                    Expr::Regex(digit_set(&ds)),
+                    Expr::Ref(crate::grammar::RuleId((base + t) as u32)),
+                ])
+            })
+            .collect());
+        let mut alts = Vec::new();
+        if allow_zero {
+            alts.push(Expr::Regex(re(r"-?0")));
+        }
+        if allow_pos {
+            alts.push(magnitude.clone());
+        }
+        if allow_neg {
+            alts.push(seq(vec![Expr::literal(b"-"), magnitude]));
+        }
+        Ok(seq(vec![alt(alts), Expr::Regex(zero_frac)]))
+    }
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: i128, b: i128) -> i128 {
+    a / gcd(a, b) * b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(h: &Hir, s: &str) -> bool {
+        let re = regex_automata::meta::Regex::builder()
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .build_from_hir(&Hir::concat(vec![
+                Hir::look(regex_syntax::hir::Look::Start),
+                h.clone(),
+                Hir::look(regex_syntax::hir::Look::End),
+            ]))
+            .unwrap();
+        re.is_match(s.as_bytes())
+    }
+
+    #[test]
+    fn decimal_parse() {
+        assert_eq!(
+            Dec::parse("1.50").unwrap(),
+            Dec {
+                neg: false,
+                int: "1".into(),
+                frac: "5".into()
+            }
+        );
+        assert_eq!(
+            Dec::parse("-2.5e1").unwrap(),
+            Dec {
+                neg: true,
+                int: "25".into(),
+                frac: "".into()
+            }
+        );
+        assert_eq!(
+            Dec::parse("1e-3").unwrap(),
+            Dec {
+                neg: false,
+                int: "0".into(),
+                frac: "001".into()
+            }
+        );
+        assert_eq!(Dec::parse("-0").unwrap(), Dec::zero());
+    }
+
+    #[test]
+    fn ranges_agree_with_arithmetic() {
+        let bounds = [
+            "-12.5", "-1", "-0.05", "0", "0.1", "0.75", "1", "3", "9.99", "10", "100.5", "1234",
+        ];
+        let samples: Vec<String> = {
+            let mut v = Vec::new();
+            for i in (-1300i64..=1300).step_by(23) {
+                v.push(format!("{}", i as f64 / 1.0));
+                v.push(format!("{:.2}", i as f64 / 100.0));
+                v.push(format!("{:.1}", i as f64 / 10.0));
+                v.push(format!("{:.3}", i as f64 / 997.0));
+            }
+            v.push("-0".into());
+            v.push("-0.0".into());
+            v.push("0.10".into());
+            v
+        };
+        for lo in bounds.iter().map(Some).chain([None]) {
+            for hi in bounds.iter().map(Some).chain([None]) {
+                for (ls, hs) in [(false, false), (true, false), (false, true), (true, true)] {
+                    for int_only in [false, true] {
+                        let lb = lo.map(|l| (Dec::parse(l).unwrap(), ls));
+                        let hb = hi.map(|h| (Dec::parse(h).unwrap(), hs));
+                        let opts = super::super::JsonSchemaOptions::default();
+                        let mut c = Compiler::for_tests(&opts);
+                        let e = c.number_range(lb.clone(), hb.clone(), int_only).unwrap();
+                        let Expr::Regex(h) = e else { panic!() };
+                        for s in &samples {
+                            let d = Dec::parse(s).unwrap();
+                            let mut want =
+                                lb.as_ref()
+                                    .is_none_or(|(l, x)| if *x { d > *l } else { d >= *l })
+                                    && hb
+                                        .as_ref()
+                                        .is_none_or(|(h, x)| if *x { d < *h } else { d <= *h });
+                            if int_only {
+                                want &= d.is_integer();
+                            }
+                            assert_eq!(
+                                matches(&h, s),
+                                want,
+                                "{s} in {lo:?}({ls}) .. {hi:?}({hs}) int_only={int_only}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,508 @@
+//! Objects: `properties`, `required`, `additionalProperties`, `patternProperties`,
+//! `propertyNames`, `minProperties`/`maxProperties`, in schema order or any order.
+//!
+//! Each declared property gets one value rule: the conjunction of what every merged
+//! schema part says about that name (its `properties` entry, else the matching
+//! `patternProperties`, else its `additionalProperties`). Undeclared keys are
+//! "extra" pairs whose key is any string except the declared names (an exact
+//! finite complement, see [`super::string::complement_of_set`]).
+//!
+//! Schema order is a chain of rules `B(i)` = "properties i.. follow, each after a
+//! comma" (linear size; with counting, `B(i, count)`). Any order is a subset
+//! automaton: rule `S(seen)` per subset of declared properties, so each property
+//! appears at most once and required ones must have appeared before `}`; it is
+//! exponential and bounded by `max_any_order_properties` (above it the declared
+//! order is used, with a [`Warning`]).
+
+use std::collections::HashMap;
+
+use crate::grammar::{Expr, RuleId};
+use serde_json::Value;
+
+use super::string::{complement_of_set, encode_hir, literal_string};
+use super::types::{Node, T_STR};
+use super::{alt, nothing, seq, Compiler, PropertyOrder, Result, Sref, Warning};
+
+fn is_true(v: &Value) -> bool {
+    v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty())
+}
+
+fn is_false(v: &Value) -> bool {
+    v == &Value::Bool(false)
+}
+
+/// One declared property, ready to emit.
+pub(crate) struct Entry {
+    /// `"name" : value`.
+    pub pair: Expr,
+    pub required: bool,
+}
+
+struct Shape {
+    entries: Vec<Entry>,
+    extra: Option<Expr>,
+    min: u64,
+    max: Option<u64>,
+    ptr: String,
+}
+
+impl<'a> Compiler<'a> {
+    pub(crate) fn emit_object(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let o = &node.obj;
+        let strict = self.opts.strict;
+        let ptr = o.parts.first().map(|p| p.ptr.clone()).unwrap_or_default();
+        let mut names: Vec<String> = Vec::new();
+        for part in &o.parts {
+            for (k, _) in &part.props {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        for r in o.required.iter().chain(&o.forbidden) {
+            if !names.contains(r) {
+                names.push(r.clone());
+            }
+        }
+        let mut entries = Vec::new();
+        for name in &names {
+            let mut conj: Vec<Sref<'a>> = Vec::new();
+            let mut allowed = !(o.forbidden.contains(name) || strict && o.parts.is_empty());
+            for part in &o.parts {
+                if let Some((_, s)) = part.props.iter().find(|(k, _)| k == name) {
+                    conj.push(s.clone());
+                    continue;
+                }
+                let mut matched = false;
+                for (pat, s, pptr) in &part.patterns {
+                    if self.pattern_matches(pat, pptr, name)? {
+                        conj.push(s.clone());
+                        matched = true;
+                    }
+                }
+                if !matched {
+                    match &part.additional {
+                        Some(a) => conj.push(a.clone()),
+                        None if strict => allowed = false,
+                        None => {}
+                    }
+                }
+            }
+            for ns in &o.names {
+                if !self.validate_conj(&Value::String(name.clone()), std::slice::from_ref(ns))? {
+                    allowed = false;
+                }
+            }
+            if conj.iter().any(|s| is_false(s.v)) {
+                allowed = false;
+            }
+            let required = o.required.contains(name);
+            if !allowed {
+                if required {
+                    return Ok(nothing());
+                }
+                continue;
+            }
+            let value = self.value_rule(&conj)?;
+            let pair = seq(vec![literal_string(name), self.punct(b":"), value]);
+            entries.push(Entry { pair, required });
+        }
+        let extra = self.extra_pairs(node, &names, &ptr)?;
+        let shape = Shape {
+            entries,
+            extra,
+            min: o.min,
+            max: o.max,
+            ptr,
+        };
+        self.emit_shape(shape, o.min_max_ptr.clone())
+    }
+
+    /// The alternatives for one undeclared `"key": value` pair, if any is allowed.
+    fn extra_pairs(
+        &mut self,
+        node: &Node<'a>,
+        names: &[String],
+        ptr: &str,
+    ) -> Result<Option<Expr>> {
+        let o = &node.obj;
+        let strict = self.opts.strict;
+        if strict && o.parts.is_empty() {
+            return Ok(None);
+        }
+        let mut value_conj: Vec<Sref<'a>> = Vec::new();
+        let mut pattern_part = None;
+        for part in &o.parts {
+            if !part.patterns.is_empty() {
+                let trivial = part.patterns.iter().all(|(_, s, _)| is_true(s.v))
+                    && part.additional.as_ref().is_none_or(|a| is_true(a.v))
+                    && !strict;
+                if trivial {
+                    continue;
+                }
+                let closed = part.additional.as_ref().map_or(strict, |a| is_false(a.v));
+                let pptr = part.patterns[0].2.clone();
+                if !closed {
+                    self.unsupported(
+                        "patternProperties",
+                        &pptr,
+                        "patternProperties together with additionalProperties other than false needs a regex complement",
+                    )?;
+                } else if pattern_part.is_some() {
+                    self.unsupported(
+                        "patternProperties",
+                        &pptr,
+                        "patternProperties in two merged schemas",
+                    )?;
+                } else {
+                    pattern_part = Some(part);
+                }
+                continue;
+            }
+            match &part.additional {
+                None if strict => return Ok(None),
+                None => {}
+                Some(a) if is_false(a.v) => return Ok(None),
+                Some(a) if is_true(a.v) => {}
+                Some(a) => value_conj.push(a.clone()),
+            }
+        }
+        if let Some(pp) = pattern_part {
+            let mut alts = Vec::new();
+            let first_schema = pp.patterns[0].1.v;
+            for (pat, s, pptr) in &pp.patterns {
+                if s.v != first_schema && pp.patterns.len() > 1 {
+                    self.unsupported(
+                        "patternProperties",
+                        pptr,
+                        "several patterns with different schemas (a key may match more than one)",
+                    )?;
+                }
+                if !o.names.is_empty() {
+                    self.unsupported(
+                        "propertyNames",
+                        ptr,
+                        "propertyNames together with patternProperties",
+                    )?;
+                }
+                for n in names {
+                    if self.pattern_matches(pat, pptr, n)? {
+                        self.unsupported(
+                            "patternProperties",
+                            pptr,
+                            format!("declared property {n:?} also matches pattern {pat:?}"),
+                        )?;
+                    }
+                }
+                if is_false(s.v) {
+                    continue;
+                }
+                let key = self.pattern_hir(pat, pptr)?;
+                let mut conj = value_conj.clone();
+                conj.push(s.clone());
+                let value = self.value_rule(&conj)?;
+                alts.push(seq(vec![
+                    Expr::literal(b"\""),
+                    encode_hir(&key),
+                    Expr::literal(b"\""),
+                    self.punct(b":"),
+                    value,
+                ]));
+            }
+            return Ok((!alts.is_empty()).then(|| alt(alts)));
+        }
+        let key = if !o.names.is_empty() {
+            let mut clash = false;
+            for n in names {
+                if self.validate_conj(&Value::String(n.clone()), &o.names)? {
+                    clash = true;
+                }
+            }
+            if clash {
+                self.unsupported(
+                    "propertyNames",
+                    ptr,
+                    "propertyNames admits a declared property name; extra keys would need a complement",
+                )?;
+            }
+            let nodes = self.normalize(&o.names)?;
+            let mut alts = Vec::new();
+            for mut n in nodes {
+                n.types &= T_STR;
+                alts.push(self.emit_node(&n)?);
+            }
+            alt(alts)
+        } else if names.is_empty() {
+            seq(vec![
+                Expr::literal(b"\""),
+                Expr::Repeat {
+                    expr: Box::new(Expr::Regex(super::string::any_char())),
+                    min: 0,
+                    max: None,
+                },
+                Expr::literal(b"\""),
+            ])
+        } else {
+            seq(vec![
+                Expr::literal(b"\""),
+                encode_hir(&complement_of_set(names)),
+                Expr::literal(b"\""),
+            ])
+        };
+        let value = self.value_rule(&value_conj)?;
+        // One shared rule: the automaton stage fuses it (or not) once.
+        let key = self.new_rule(format!("undeclared key at {ptr}"), key)?;
+        Ok(Some(seq(vec![Expr::Ref(key), self.punct(b":"), value])))
+    }
+
+    /// An object literal (enum/const): every entry required, nothing else.
+    pub(crate) fn object_literal(&mut self, entries: Vec<(String, Expr)>) -> Result<Expr> {
+        let entries = entries
+            .into_iter()
+            .map(|(name, value)| Entry {
+                pair: seq(vec![literal_string(&name), self.punct(b":"), value]),
+                required: true,
+            })
+            .collect();
+        self.emit_shape(
+            Shape {
+                entries,
+                extra: None,
+                min: 0,
+                max: None,
+                ptr: String::new(),
+            },
+            None,
+        )
+    }
+
+    fn emit_shape(&mut self, mut shape: Shape, count_ptr: Option<String>) -> Result<Expr> {
+        let n = shape.entries.len();
+        let n_req = shape.entries.iter().filter(|e| e.required).count() as u64;
+        let counting = shape.min > n_req
+            || shape
+                .max
+                .is_some_and(|m| m < n as u64 || shape.extra.is_some());
+        if shape.max.is_some_and(|m| m < n_req) {
+            return Ok(nothing());
+        }
+        let comma = self.punct(b",");
+        let open = seq(vec![Expr::literal(b"{"), self.ws()]);
+        let close = seq(vec![self.ws(), Expr::literal(b"}")]);
+        if counting && shape.extra.is_some() {
+            if n == 0 {
+                let pair = shape.extra.take().unwrap();
+                let (min, max) = (shape.min, shape.max);
+                let limit = self.opts.limits.max_repetition;
+                if min > limit || max.is_some_and(|m| m > limit) {
+                    return Err(self.limit(
+                        &shape.ptr,
+                        "minProperties/maxProperties above the repetition limit",
+                    ));
+                }
+                let body = seq(vec![
+                    pair.clone(),
+                    Expr::Repeat {
+                        expr: Box::new(seq(vec![comma, pair])),
+                        min: min.saturating_sub(1) as u32,
+                        max: max.map(|m| m.saturating_sub(1) as u32),
+                    },
+                ]);
+                let body = if min == 0 {
+                    if max == Some(0) {
+                        Expr::Empty
+                    } else {
+                        Expr::optional(body)
+                    }
+                } else {
+                    body
+                };
+                return Ok(seq(vec![open, body, close]));
+            }
+            let p = count_ptr.unwrap_or_else(|| shape.ptr.clone());
+            self.unsupported(
+                "minProperties/maxProperties",
+                &p,
+                "counting properties when undeclared properties are allowed beside declared ones",
+            )?;
+            shape.min = 0;
+            shape.max = None;
+        }
+        let any = self.opts.property_order == PropertyOrder::Any && n > 1;
+        let body = if any && n <= self.opts.limits.max_any_order_properties.min(20) {
+            self.any_order(&shape, &comma)?
+        } else {
+            if any {
+                self.warnings.push(Warning {
+                    keyword: "properties".into(),
+                    pointer: shape.ptr.clone(),
+                    message: format!(
+                        "{n} properties is above the any-order limit of {}: the declared order is required here",
+                        self.opts.limits.max_any_order_properties
+                    ),
+                });
+            }
+            self.schema_order(&shape, &comma)?
+        };
+        Ok(seq(vec![open, body, close]))
+    }
+
+    fn end_ok(shape: &Shape, count: u64, required_seen: bool) -> bool {
+        required_seen && count >= shape.min && shape.max.is_none_or(|m| count <= m)
+    }
+
+    fn any_order(&mut self, shape: &Shape, comma: &Expr) -> Result<Expr> {
+        let req_mask: u32 = shape
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.required)
+            .fold(0, |m, (i, _)| m | 1 << i);
+        let mut memo: HashMap<u32, RuleId> = HashMap::new();
+        let mut alts = Vec::new();
+        if Self::end_ok(shape, 0, req_mask == 0) {
+            alts.push(Expr::Empty);
+        }
+        for i in 0..shape.entries.len() {
+            if shape.max.is_some_and(|m| m == 0) {
+                break;
+            }
+            let next = self.subset_rule(shape, comma, 1 << i, req_mask, &mut memo)?;
+            alts.push(seq(vec![shape.entries[i].pair.clone(), Expr::Ref(next)]));
+        }
+        if let Some(pair) = &shape.extra {
+            let next = self.subset_rule(shape, comma, 0, req_mask, &mut memo)?;
+            alts.push(seq(vec![pair.clone(), Expr::Ref(next)]));
+        }
+        Ok(alt(alts))
+    }
+
+    fn subset_rule(
+        &mut self,
+        shape: &Shape,
+        comma: &Expr,
+        mask: u32,
+        req_mask: u32,
+        memo: &mut HashMap<u32, RuleId>,
+    ) -> Result<RuleId> {
+        if let Some(&id) = memo.get(&mask) {
+            return Ok(id);
+        }
+        let id = self.new_rule(format!("object {} seen {mask:b}", shape.ptr), Expr::Empty)?;
+        memo.insert(mask, id);
+        let count = mask.count_ones() as u64;
+        let mut alts = Vec::new();
+        if Self::end_ok(shape, count, mask & req_mask == req_mask) {
+            alts.push(Expr::Empty);
+        }
+        if shape.max.is_none_or(|m| count < m) {
+            for i in 0..shape.entries.len() {
+                if mask & (1 << i) != 0 {
+                    continue;
+                }
+                let next = self.subset_rule(shape, comma, mask | 1 << i, req_mask, memo)?;
+                alts.push(seq(vec![
+                    comma.clone(),
+                    shape.entries[i].pair.clone(),
+                    Expr::Ref(next),
+                ]));
+            }
+        }
+        if let Some(pair) = &shape.extra {
+            alts.push(seq(vec![comma.clone(), pair.clone(), Expr::Ref(id)]));
+        }
+        self.rules[id.index()].expr = alt(alts);
+        Ok(id)
+    }
+
+    fn schema_order(&mut self, shape: &Shape, comma: &Expr) -> Result<Expr> {
+        let n = shape.entries.len();
+        let counting = shape.min > 0 || shape.max.is_some();
+        let mut b_memo: HashMap<(usize, u64), RuleId> = HashMap::new();
+        // A(i): nothing emitted yet, properties i.. remain. Built from the end.
+        let mut a_next: Expr = {
+            let mut alts = Vec::new();
+            if Self::end_ok(shape, 0, true) {
+                alts.push(Expr::Empty);
+            }
+            if let Some(pair) = &shape.extra {
+                let tail = self.chain_b(shape, comma, n, 1, counting, &mut b_memo)?;
+                alts.push(seq(vec![pair.clone(), tail]));
+            }
+            alt(alts)
+        };
+        for i in (0..n).rev() {
+            let take = if shape.max.is_some_and(|m| m == 0) {
+                nothing()
+            } else {
+                let tail = self.chain_b(shape, comma, i + 1, 1, counting, &mut b_memo)?;
+                seq(vec![shape.entries[i].pair.clone(), tail])
+            };
+            let expr = if shape.entries[i].required {
+                take
+            } else {
+                alt(vec![take, a_next])
+            };
+            let id = self.new_rule(format!("object {} from property {i}", shape.ptr), expr)?;
+            a_next = Expr::Ref(id);
+        }
+        Ok(a_next)
+    }
+
+    /// `B(i, count)`: at least one pair emitted; properties i.. remain, each after a comma.
+    fn chain_b(
+        &mut self,
+        shape: &Shape,
+        comma: &Expr,
+        i: usize,
+        count: u64,
+        counting: bool,
+        memo: &mut HashMap<(usize, u64), RuleId>,
+    ) -> Result<Expr> {
+        let count_key = if counting { count } else { 0 };
+        if let Some(&id) = memo.get(&(i, count_key)) {
+            return Ok(Expr::Ref(id));
+        }
+        let n = shape.entries.len();
+        let expr = if i == n {
+            let mut alts = Vec::new();
+            if !counting || Self::end_ok(shape, count, true) {
+                alts.push(Expr::Empty);
+            }
+            let e = alt(alts);
+            match &shape.extra {
+                Some(pair) => seq(vec![
+                    Expr::Repeat {
+                        expr: Box::new(seq(vec![comma.clone(), pair.clone()])),
+                        min: 0,
+                        max: None,
+                    },
+                    e,
+                ]),
+                None => e,
+            }
+        } else {
+            if counting && memo.len() > 200_000 {
+                return Err(self.limit(
+                    &shape.ptr,
+                    "too many properties to count for minProperties/maxProperties",
+                ));
+            }
+            let take = if counting && shape.max.is_some_and(|m| count >= m) {
+                nothing()
+            } else {
+                let tail = self.chain_b(shape, comma, i + 1, count + 1, counting, memo)?;
+                seq(vec![comma.clone(), shape.entries[i].pair.clone(), tail])
+            };
+            if shape.entries[i].required {
+                take
+            } else {
+                let skip = self.chain_b(shape, comma, i + 1, count, counting, memo)?;
+                alt(vec![take, skip])
+            }
+        };
+        let id = self.new_rule(format!("object {} after property {i}", shape.ptr), expr)?;
+        memo.insert((i, count_key), id);
+        Ok(Expr::Ref(id))
+    }
+}

@@ -1,0 +1,395 @@
+//! `pattern` and `patternProperties`: ECMA-262 regexes translated to the
+//! `regex-syntax` dialect, then made whole-string.
+//!
+//! ECMA semantics kept: `\d \w \s` and their negations are the ECMA sets (ASCII
+//! digits and word characters, ECMA white space and line terminators), `.` excludes
+//! line terminators, `[^]` is any character, `[]` is nothing, `{` not starting a
+//! quantifier is a literal, `\uXXXX` (surrogate pairs joined) and `\cX` escapes,
+//! `\p{..}` as in Unicode mode. Matching is unanchored by the spec: a pattern is
+//! `.*P.*` unless its branches start with `^` / end with `$`. Look-arounds,
+//! backreferences and word boundaries cannot be decided by a finite automaton
+//! reading left to right and are a clear error.
+
+use std::rc::Rc;
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+
+use super::{Compiler, JsonSchemaError, Result};
+
+const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// Translates an ECMA-262 pattern into `regex-syntax` syntax.
+pub(crate) fn translate(p: &str) -> std::result::Result<String, String> {
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut i = 0;
+    let mut in_class = false;
+    let mut class_start = false;
+    while i < chars.len() {
+        let c = chars[i];
+        let at_class_start = class_start;
+        class_start = false;
+        match c {
+            '\\' => {
+                let Some(&n) = chars.get(i + 1) else {
+                    return Err("pattern ends with a lone backslash".into());
+                };
+                i += 2;
+                match n {
+                    'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
+                    'D' => out.push_str("[^0-9]"),
+                    'w' => out.push_str(if in_class {
+                        "0-9A-Za-z_"
+                    } else {
+                        "[0-9A-Za-z_]"
+                    }),
+                    'W' => out.push_str("[^0-9A-Za-z_]"),
+                    's' => {
+                        if in_class {
+                            out.push_str(ECMA_SPACE)
+                        } else {
+                            out.push_str(&format!("[{ECMA_SPACE}]"))
+                        }
+                    }
+                    'S' => out.push_str(&format!("[^{ECMA_SPACE}]")),
+                    'b' if in_class => out.push_str(r"\x08"),
+                    'b' | 'B' => {
+                        return Err(format!("word boundary assertion \\{n} is not supported"))
+                    }
+                    '1'..='9' if !in_class => return Err("backreferences are not supported".into()),
+                    'k' if chars.get(i) == Some(&'<') => {
+                        return Err("named backreferences are not supported".into())
+                    }
+                    '0' => out.push_str(r"\x00"),
+                    'n' => out.push_str(r"\n"),
+                    'r' => out.push_str(r"\r"),
+                    't' => out.push_str(r"\t"),
+                    'f' => out.push_str(r"\x0C"),
+                    'v' => out.push_str(r"\x0B"),
+                    'c' => match chars.get(i) {
+                        Some(l) if l.is_ascii_alphabetic() => {
+                            out.push_str(&format!(r"\x{{{:X}}}", (*l as u32) % 32));
+                            i += 1;
+                        }
+                        _ => out.push_str(r"\\c"),
+                    },
+                    'x' => {
+                        let hex: String = chars.iter().skip(i).take(2).collect();
+                        if hex.len() == 2 && hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                            out.push_str(&format!(r"\x{{{hex}}}"));
+                            i += 2;
+                        } else {
+                            out.push('x');
+                        }
+                    }
+                    'u' => {
+                        if chars.get(i) == Some(&'{') {
+                            let end = chars[i..]
+                                .iter()
+                                .position(|&x| x == '}')
+                                .ok_or("unterminated \\u{")?;
+                            let hex: String = chars[i + 1..i + end].iter().collect();
+                            out.push_str(&format!(r"\x{{{hex}}}"));
+                            i += end + 1;
+                        } else {
+                            let read4 = |at: usize| -> Option<u32> {
+                                let s: String = chars.get(at..at + 4)?.iter().collect();
+                                u32::from_str_radix(&s, 16).ok().filter(|_| s.len() == 4)
+                            };
+                            let Some(mut cp) = read4(i) else {
+                                out.push('u');
+                                continue;
+                            };
+                            i += 4;
+                            if (0xD800..0xDC00).contains(&cp)
+                                && chars.get(i) == Some(&'\\')
+                                && chars.get(i + 1) == Some(&'u')
+                            {
+                                if let Some(lo) =
+                                    read4(i + 2).filter(|l| (0xDC00..0xE000).contains(l))
+                                {
+                                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                                    i += 6;
+                                }
+                            }
+                            if (0xD800..0xE000).contains(&cp) {
+                                return Err("lone surrogate escapes are not supported".into());
+                            }
+                            out.push_str(&format!(r"\x{{{cp:X}}}"));
+                        }
+                    }
+                    'p' | 'P' => {
+                        out.push('\\');
+                        out.push(n);
+                        if chars.get(i) == Some(&'{') {
+                            let end = chars[i..]
+                                .iter()
+                                .position(|&x| x == '}')
+                                .ok_or("unterminated \\p{")?;
+                            out.extend(&chars[i..=i + end]);
+                            i += end + 1;
+                        }
+                    }
+                    c if c.is_ascii_alphanumeric() => out.push(c), // identity escape
+                    c => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
+                }
+                continue;
+            }
+            '[' if !in_class => {
+                if chars.get(i + 1) == Some(&'^') && chars.get(i + 2) == Some(&']') {
+                    out.push_str(r"[\x{0}-\x{10FFFF}]");
+                    i += 3;
+                    continue;
+                }
+                if chars.get(i + 1) == Some(&']') {
+                    out.push_str(r"[^\x{0}-\x{10FFFF}]");
+                    i += 2;
+                    continue;
+                }
+                in_class = true;
+                class_start = true;
+                out.push('[');
+                if chars.get(i + 1) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '[' | '&' | '~' if in_class => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
+            '-' if in_class && at_class_start => out.push_str(r"\-"),
+            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
+                let next: String = chars.iter().skip(i + 2).take(2).collect();
+                if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {
+                    return Err("look-around assertions are not supported".into());
+                }
+                if next.starts_with('<') {
+                    out.push_str("(?P<");
+                    i += 3;
+                    continue;
+                }
+                out.push_str("(?");
+                i += 2;
+                continue;
+            }
+            '{' if !in_class => {
+                let rest: String = chars[i + 1..].iter().take(24).collect();
+                let q = rest.find('}').map(|e| &rest[..e]);
+                let is_quant = q.is_some_and(|q| {
+                    let (a, b) = q.split_once(',').unwrap_or((q, ""));
+                    !a.is_empty()
+                        && a.bytes().all(|x| x.is_ascii_digit())
+                        && b.bytes().all(|x| x.is_ascii_digit())
+                });
+                if let (true, Some(q)) = (is_quant, q) {
+                    out.push('{');
+                    out.push_str(q);
+                    out.push('}');
+                    i += q.chars().count() + 2;
+                    continue;
+                }
+                out.push_str(r"\{");
+            }
+            '}' if !in_class => out.push_str(r"\}"),
+            ' ' | '#' => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    if in_class {
+        return Err("unterminated character class".into());
+    }
+    Ok(out)
+}
+
+fn any_char_hir() -> Hir {
+    Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
+        '\0',
+        char::MAX,
+    )])))
+}
+
+fn any_string() -> Hir {
+    Hir::repetition(Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(any_char_hir()),
+    })
+}
+
+fn has_look(h: &Hir) -> bool {
+    h.properties().look_set().iter().next().is_some()
+}
+
+/// Whole-string form of a search regex: `.*` where a branch is not anchored.
+fn whole(h: &Hir) -> std::result::Result<Hir, String> {
+    match h.kind() {
+        HirKind::Alternation(items) => Ok(Hir::alternation(
+            items
+                .iter()
+                .map(whole)
+                .collect::<std::result::Result<_, _>>()?,
+        )),
+        HirKind::Capture(c) => whole(&c.sub),
+        HirKind::Look(Look::Start) | HirKind::Look(Look::End) => Ok(any_string()),
+        HirKind::Concat(items) => {
+            let start = matches!(
+                items.first().map(Hir::kind),
+                Some(HirKind::Look(Look::Start))
+            );
+            let end = matches!(items.last().map(Hir::kind), Some(HirKind::Look(Look::End)));
+            let lo = usize::from(start);
+            let hi = items.len() - usize::from(end && items.len() > lo);
+            let middle = &items[lo..hi];
+            if middle.iter().any(has_look) {
+                // `^` / `$` nested in a group at the edge, e.g. `(^a|b$)c`.
+                if middle.len() == 1 && !start && !end {
+                    return whole(&middle[0]);
+                }
+                return Err(
+                    "anchors (^, $) are supported only at the start/end of a branch".into(),
+                );
+            }
+            let mut out = Vec::new();
+            if !start {
+                out.push(any_string());
+            }
+            out.extend(middle.iter().cloned());
+            if !end {
+                out.push(any_string());
+            }
+            Ok(Hir::concat(out))
+        }
+        _ if has_look(h) => Err("unsupported assertion".into()),
+        _ => Ok(Hir::concat(vec![any_string(), h.clone(), any_string()])),
+    }
+}
+
+/// The decoded-string regex a pattern means: matches exactly the valid strings.
+pub(crate) fn pattern_to_hir(p: &str, max_repetition: u64) -> std::result::Result<Hir, String> {
+    let t = translate(p)?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .nest_limit(100)
+        .build()
+        .parse(&t)
+        .map_err(|e| match e {
+            regex_syntax::Error::Parse(p) => format!("cannot parse pattern: {}", p.kind()),
+            regex_syntax::Error::Translate(t) => format!("cannot translate pattern: {}", t.kind()),
+            other => other.to_string(),
+        })?;
+    check_reps(&hir, max_repetition)?;
+    whole(&hir)
+}
+
+fn check_reps(h: &Hir, max: u64) -> std::result::Result<(), String> {
+    match h.kind() {
+        HirKind::Repetition(r) => {
+            if r.min as u64 > max || r.max.is_some_and(|m| m as u64 > max) {
+                return Err(format!("repetition count above the limit of {max}"));
+            }
+            check_reps(&r.sub, max)
+        }
+        HirKind::Capture(c) => check_reps(&c.sub, max),
+        HirKind::Concat(items) | HirKind::Alternation(items) => {
+            items.iter().try_for_each(|i| check_reps(i, max))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl<'a> Compiler<'a> {
+    /// The whole-string regex of a `pattern` at `ptr` (cached).
+    pub(crate) fn pattern_hir(&mut self, p: &str, ptr: &str) -> Result<Hir> {
+        if let Some((h, _)) = self.patterns.get(p) {
+            return Ok(h.clone());
+        }
+        if p.len() > self.opts.limits.max_pattern_bytes {
+            return Err(self.limit(
+                ptr,
+                format!(
+                    "pattern longer than {} bytes",
+                    self.opts.limits.max_pattern_bytes
+                ),
+            ));
+        }
+        let h = pattern_to_hir(p, self.opts.limits.max_repetition).map_err(|reason| {
+            JsonSchemaError::Unsupported {
+                keyword: "pattern".into(),
+                pointer: ptr.into(),
+                reason: format!("{reason} (pattern {p:?})"),
+            }
+        })?;
+        self.patterns.insert(p.to_string(), (h.clone(), None));
+        Ok(h)
+    }
+
+    /// Whether string `s` matches `pattern` (for enum filtering and property names).
+    pub(crate) fn pattern_matches(&mut self, p: &str, ptr: &str, s: &str) -> Result<bool> {
+        let h = self.pattern_hir(p, ptr)?;
+        let re = match self.patterns.get(p).and_then(|x| x.1.clone()) {
+            Some(re) => re,
+            None => {
+                let re = Rc::new(
+                    build_matcher(&h)
+                        .map_err(|e| self.limit(ptr, format!("pattern too large: {e}")))?,
+                );
+                self.patterns.get_mut(p).unwrap().1 = Some(re.clone());
+                re
+            }
+        };
+        Ok(re.is_match(s.as_bytes()))
+    }
+}
+
+/// A full-match regex for a decoded-string Hir.
+pub(crate) fn build_matcher(h: &Hir) -> std::result::Result<regex_automata::meta::Regex, String> {
+    let anchored = Hir::concat(vec![
+        Hir::look(Look::Start),
+        h.clone(),
+        Hir::look(Look::End),
+    ]);
+    regex_automata::meta::Regex::builder()
+        .configure(regex_automata::meta::Config::new().nfa_size_limit(Some(64 << 20)))
+        .build_from_hir(&anchored)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, s: &str) -> bool {
+        build_matcher(
+            &pattern_to_hir(p, 1000).unwrap_or_else(|e| panic!("{p}: {e} ({:?})", translate(p))),
+        )
+        .unwrap()
+        .is_match(s.as_bytes())
+    }
+
+    #[test]
+    fn ecma_semantics() {
+        assert!(m("^\\d+$", "123"));
+        assert!(!m("^\\d+$", "١٢٣")); // Arabic-Indic digits are not \d in ECMA
+        assert!(m("a", "xxaxx"));
+        assert!(!m("^a", "xa"));
+        assert!(m("^a|b$", "ab") && m("^a|b$", "xb") && !m("^a|b$", "xa"));
+        assert!(m("^[^]$", "\n"));
+        assert!(!m("^.$", "\n"));
+        assert!(m("a{", "a{"));
+        assert!(m("^a{2}$", "aa"));
+        assert!(m("^\\w+$", "ab_9") && !m("^\\w+$", "é"));
+        assert!(m("^\\p{L}+$", "éa"));
+        assert!(m("^\\u00e9$", "é"));
+        assert!(m("^[\\s]$", "\u{a0}"));
+        assert!(m("^\\/$", "/"));
+        assert!(m("^(?:a|b)$", "b"));
+        assert!(m("^(?<n>a)$", "a"));
+        assert!(pattern_to_hir("(?=a)", 10).is_err());
+        assert!(pattern_to_hir("(a)\\1", 10).is_err());
+        assert!(pattern_to_hir("\\bfoo", 10).is_err());
+    }
+}

@@ -1,0 +1,469 @@
+//! Strings: the JSON encoding of a decoded-string constraint.
+//!
+//! Constraints (`pattern`, `format`, `minLength`/`maxLength`, `const`) talk about
+//! the *decoded* string, in code points; the grammar reads the *encoded* JSON text.
+//! Two encodings are used:
+//!
+//! * unconstrained text (only lengths): every JSON escape is accepted, one code
+//!   point per repetition of [`any_char`] (`\u00e9` and a surrogate pair each count
+//!   once), so length bounds stay one `Repeat` counter;
+//! * text under a regex (pattern, format, literal, property key): the canonical
+//!   encoding serde_json writes: raw UTF-8 except `"`, `\` and control characters,
+//!   which take their short or `\u00XX` escape. Every decoded string has exactly one
+//!   canonical encoding, which keeps "key not in this set" exact; the price is that
+//!   needless escapes (`\u0061` for `a`) are rejected there (an over-constraint).
+
+use crate::grammar::Expr;
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
+
+use super::types::Node;
+use super::{alt, nothing, re, seq, Compiler, Result};
+
+/// One code point of a JSON string body, any encoding.
+pub(crate) fn any_char() -> Hir {
+    re(concat!(
+        r#"[^"\\\x00-\x1F]"#,
+        r#"|\\["\\/bfnrt]"#,
+        r"|\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})",
+        r"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}",
+    ))
+}
+
+/// The canonical encoding of one decoded character.
+fn encode_char(c: char) -> Hir {
+    match c {
+        '"' => Hir::literal(&b"\\\""[..]),
+        '\\' => Hir::literal(&b"\\\\"[..]),
+        '\u{8}' => Hir::literal(&b"\\b"[..]),
+        '\u{c}' => Hir::literal(&b"\\f"[..]),
+        '\n' => Hir::literal(&b"\\n"[..]),
+        '\r' => Hir::literal(&b"\\r"[..]),
+        '\t' => Hir::literal(&b"\\t"[..]),
+        c if (c as u32) < 0x20 => {
+            let hex = format!("{:02x}", c as u32);
+            let mut parts = vec![Hir::literal(&b"\\u00"[..])];
+            for h in hex.chars() {
+                if h.is_ascii_alphabetic() {
+                    let up = h.to_ascii_uppercase();
+                    parts.push(Hir::class(Class::Unicode(ClassUnicode::new([
+                        ClassUnicodeRange::new(h, h),
+                        ClassUnicodeRange::new(up, up),
+                    ]))));
+                } else {
+                    parts.push(Hir::literal(h.to_string().as_bytes()));
+                }
+            }
+            Hir::concat(parts)
+        }
+        c => Hir::literal(c.to_string().as_bytes()),
+    }
+}
+
+fn byte_set(bytes: &[u8]) -> Hir {
+    use regex_syntax::hir::{ClassBytes, ClassBytesRange};
+    Hir::class(Class::Bytes(ClassBytes::new(
+        bytes.iter().map(|&b| ClassBytesRange::new(b, b)),
+    )))
+}
+
+/// Characters that have no raw form inside a JSON string.
+fn specials() -> ClassUnicode {
+    ClassUnicode::new([
+        ClassUnicodeRange::new('\0', '\u{1f}'),
+        ClassUnicodeRange::new('"', '"'),
+        ClassUnicodeRange::new('\\', '\\'),
+    ])
+}
+
+/// The canonical encoding of one character from `class`.
+pub(crate) fn encode_class(class: &ClassUnicode) -> Hir {
+    let mut raw = class.clone();
+    raw.difference(&specials());
+    let mut alts = Vec::new();
+    if !raw.ranges().is_empty() {
+        alts.push(Hir::class(Class::Unicode(raw)));
+    }
+    let mut special = class.clone();
+    special.intersect(&specials());
+    let chars: Vec<char> = special.iter().flat_map(|r| r.start()..=r.end()).collect();
+    // Short escapes (`\"`, `\\`, `\n`, ...) as one class after the backslash.
+    let short: Vec<u8> = chars
+        .iter()
+        .filter_map(|&c| match c {
+            '"' => Some(b'"'),
+            '\\' => Some(b'\\'),
+            '\u{8}' => Some(b'b'),
+            '\u{c}' => Some(b'f'),
+            '\n' => Some(b'n'),
+            '\r' => Some(b'r'),
+            '\t' => Some(b't'),
+            _ => None,
+        })
+        .collect();
+    if !short.is_empty() {
+        alts.push(Hir::concat(vec![
+            Hir::literal(&b"\\"[..]),
+            byte_set(&short),
+        ]));
+    }
+    // The other control characters as `\u00XX`, grouped by the high hex digit.
+    for high in [0u32, 1] {
+        let lows: Vec<u32> = chars
+            .iter()
+            .map(|&c| c as u32)
+            .filter(|&c| c < 0x20 && c >> 4 == high && !matches!(c, 8 | 9 | 10 | 12 | 13))
+            .map(|c| c & 15)
+            .collect();
+        if lows.is_empty() {
+            continue;
+        }
+        let mut digits = Vec::new();
+        for l in lows {
+            let d = format!("{l:x}").into_bytes()[0];
+            digits.push(d);
+            if d.is_ascii_alphabetic() {
+                digits.push(d.to_ascii_uppercase());
+            }
+        }
+        alts.push(Hir::concat(vec![
+            Hir::literal(format!("\\u00{high}").as_bytes()),
+            byte_set(&digits),
+        ]));
+    }
+    if alts.is_empty() {
+        Hir::fail()
+    } else {
+        Hir::alternation(alts)
+    }
+}
+
+/// Encodes a decoded-string regex (no look-arounds) as an IR expression over the
+/// canonical JSON encoding; counted repetitions stay counters.
+pub(crate) fn encode_hir(h: &Hir) -> Expr {
+    encode_hir_with(h, &mut |_| None)
+}
+
+fn is_any_string(h: &Hir) -> bool {
+    match h.kind() {
+        HirKind::Repetition(r) if r.min == 0 && r.max.is_none() => match r.sub.kind() {
+            HirKind::Class(Class::Unicode(c)) => {
+                c.ranges().len() == 1
+                    && c.ranges()[0].start() == '\0'
+                    && c.ranges()[0].end() == char::MAX
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// [`encode_hir`], with `.*` (any string) replaced by the compiler's recursive rule.
+pub(crate) fn encode_hir_rest(h: &Hir, rest: crate::grammar::RuleId) -> Expr {
+    encode_hir_with(h, &mut |x| is_any_string(x).then_some(Expr::Ref(rest)))
+}
+
+fn encode_hir_with(h: &Hir, special: &mut dyn FnMut(&Hir) -> Option<Expr>) -> Expr {
+    if let Some(e) = special(h) {
+        return e;
+    }
+    let mut rec = |x: &Hir| encode_hir_with(x, special);
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => Expr::Empty,
+        HirKind::Literal(lit) => {
+            let s = String::from_utf8_lossy(&lit.0);
+            Expr::Regex(Hir::concat(s.chars().map(encode_char).collect()))
+        }
+        HirKind::Class(Class::Unicode(c)) => Expr::Regex(encode_class(c)),
+        HirKind::Class(Class::Bytes(b)) => {
+            // Only ASCII byte classes reach here (the pattern translator emits Unicode ones).
+            let ranges = b
+                .iter()
+                .filter(|r| r.start() < 0x80)
+                .map(|r| ClassUnicodeRange::new(r.start() as char, r.end().min(0x7f) as char));
+            Expr::Regex(encode_class(&ClassUnicode::new(ranges)))
+        }
+        HirKind::Repetition(r) => Expr::Repeat {
+            expr: Box::new(rec(&r.sub)),
+            min: r.min,
+            max: r.max,
+        },
+        HirKind::Capture(c) => rec(&c.sub),
+        HirKind::Concat(items) => seq(items.iter().map(&mut rec).collect()),
+        HirKind::Alternation(items) => alt(items.iter().map(&mut rec).collect()),
+    }
+}
+
+/// A string value, canonical encoding (what serde_json writes).
+pub(crate) fn literal_string(s: &str) -> Expr {
+    Expr::literal(
+        serde_json::to_string(s)
+            .expect("strings serialize")
+            .as_bytes(),
+    )
+}
+
+/// Length in code points of the strings a decoded-string regex matches.
+pub(crate) fn char_len(h: &Hir) -> (u64, Option<u64>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(l) => {
+            let n = String::from_utf8_lossy(&l.0).chars().count() as u64;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Repetition(r) => {
+            let (a, b) = char_len(&r.sub);
+            let min = a.saturating_mul(r.min as u64);
+            let max = match (b, r.max) {
+                (Some(0), _) => Some(0),
+                (Some(b), Some(m)) => Some(b.saturating_mul(m as u64)),
+                _ => None,
+            };
+            (min, max)
+        }
+        HirKind::Capture(c) => char_len(&c.sub),
+        HirKind::Concat(items) => {
+            items
+                .iter()
+                .map(char_len)
+                .fold((0, Some(0)), |(a, b), (c, d)| {
+                    (
+                        a.saturating_add(c),
+                        b.zip(d).map(|(b, d)| b.saturating_add(d)),
+                    )
+                })
+        }
+        HirKind::Alternation(items) => {
+            let lens: Vec<_> = items.iter().map(char_len).collect();
+            let min = lens.iter().map(|l| l.0).min().unwrap_or(0);
+            let max = lens.iter().try_fold(0u64, |m, l| l.1.map(|x| m.max(x)));
+            (min, max)
+        }
+    }
+}
+
+fn fixed_len(h: &Hir) -> Option<u64> {
+    match char_len(h) {
+        (a, Some(b)) if a == b => Some(a),
+        _ => None,
+    }
+}
+
+/// Intersects a decoded-string regex with a length range when that is a matter of
+/// adjusting one repetition: `X{a,b}` of fixed-length `X` between fixed-length
+/// parts, per alternative. `None` when the shape is anything else.
+pub(crate) fn restrict_length(h: &Hir, min: u64, max: Option<u64>) -> Option<Hir> {
+    let (lo, hi) = char_len(h);
+    if lo >= min && hi.is_some() && max.is_none_or(|m| hi.unwrap() <= m) {
+        return Some(h.clone());
+    }
+    if max.is_some_and(|m| m < lo) || hi.is_some_and(|h| h < min) {
+        return Some(Hir::fail());
+    }
+    match h.kind() {
+        HirKind::Capture(c) => restrict_length(&c.sub, min, max),
+        HirKind::Alternation(items) => {
+            let parts: Option<Vec<Hir>> =
+                items.iter().map(|i| restrict_length(i, min, max)).collect();
+            Some(Hir::alternation(parts?))
+        }
+        HirKind::Repetition(_) => restrict_concat(std::slice::from_ref(h), min, max),
+        HirKind::Concat(items) => restrict_concat(items, min, max),
+        _ => None,
+    }
+}
+
+fn restrict_concat(items: &[Hir], min: u64, max: Option<u64>) -> Option<Hir> {
+    let variable: Vec<usize> = (0..items.len())
+        .filter(|&i| fixed_len(&items[i]).is_none())
+        .collect();
+    let [v] = variable[..] else { return None };
+    let fixed: u64 = items
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != v)
+        .map(|(_, h)| fixed_len(h).unwrap())
+        .sum();
+    let HirKind::Repetition(r) = items[v].kind() else {
+        // One variable part that is not a repetition: maybe a group around one.
+        let inner = restrict_length(
+            &items[v],
+            min.saturating_sub(fixed),
+            max.map(|m| m.saturating_sub(fixed)),
+        )?;
+        if max.is_some_and(|m| m < fixed) {
+            return Some(Hir::fail());
+        }
+        let mut out = items.to_vec();
+        out[v] = inner;
+        return Some(Hir::concat(out));
+    };
+    let k = fixed_len(&r.sub)?;
+    if k == 0 {
+        return None;
+    }
+    if max.is_some_and(|m| m < fixed) {
+        return Some(Hir::fail());
+    }
+    let need_min = min.saturating_sub(fixed).div_ceil(k);
+    let need_max = max.map(|m| (m - fixed) / k);
+    let new_min = need_min.max(r.min as u64);
+    let new_max = match (need_max, r.max) {
+        (Some(a), Some(b)) => Some(a.min(b as u64)),
+        (Some(a), None) => Some(a),
+        (None, b) => b.map(u64::from),
+    };
+    if new_max.is_some_and(|m| m < new_min) || new_min > u32::MAX as u64 {
+        return Some(Hir::fail());
+    }
+    let mut out = items.to_vec();
+    out[v] = Hir::repetition(regex_syntax::hir::Repetition {
+        min: new_min as u32,
+        max: new_max.map(|m| m.min(u32::MAX as u64) as u32),
+        greedy: true,
+        sub: r.sub.clone(),
+    });
+    Some(Hir::concat(out))
+}
+
+/// A decoded-string regex that matches every string except those of `set`.
+pub(crate) fn complement_of_set(set: &[String]) -> Hir {
+    let chars: Vec<Vec<char>> = set.iter().map(|s| s.chars().collect()).collect();
+    complement_from(&chars.iter().map(|c| &c[..]).collect::<Vec<_>>())
+}
+
+fn any_unicode() -> Hir {
+    Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
+        '\0',
+        char::MAX,
+    )])))
+}
+
+fn complement_from(suffixes: &[&[char]]) -> Hir {
+    // Strings not equal to any suffix: either end here (if no suffix is empty),
+    // or continue with a character that starts no suffix (then anything),
+    // or with one that does (recurse).
+    let mut alts = Vec::new();
+    if !suffixes.iter().any(|s| s.is_empty()) {
+        alts.push(Hir::empty());
+    }
+    let mut firsts: Vec<char> = suffixes.iter().filter_map(|s| s.first().copied()).collect();
+    firsts.sort();
+    firsts.dedup();
+    let mut others = ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)]);
+    others.difference(&ClassUnicode::new(
+        firsts.iter().map(|&c| ClassUnicodeRange::new(c, c)),
+    ));
+    if !others.ranges().is_empty() {
+        alts.push(Hir::concat(vec![
+            Hir::class(Class::Unicode(others)),
+            Hir::repetition(regex_syntax::hir::Repetition {
+                min: 0,
+                max: None,
+                greedy: true,
+                sub: Box::new(any_unicode()),
+            }),
+        ]));
+    }
+    for c in firsts {
+        let rest: Vec<&[char]> = suffixes
+            .iter()
+            .filter(|s| s.first() == Some(&c))
+            .map(|s| &s[1..])
+            .collect();
+        alts.push(Hir::concat(vec![
+            Hir::literal(c.to_string().as_bytes()),
+            complement_from(&rest),
+        ]));
+    }
+    Hir::alternation(alts)
+}
+
+impl<'a> Compiler<'a> {
+    pub(crate) fn emit_string(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let s = &node.str;
+        let (min, max) = (s.min, s.max);
+        if max.is_some_and(|m| m < min) {
+            return Ok(nothing());
+        }
+        let length_ptr = s.length_ptr.clone().unwrap_or_default();
+        let too_big = |n: u64| n > self.opts.limits.max_repetition;
+        if too_big(min) || max.is_some_and(too_big) {
+            return Err(self.limit(
+                &length_ptr,
+                format!(
+                    "string length bound above {}",
+                    self.opts.limits.max_repetition
+                ),
+            ));
+        }
+        let mut regexes: Vec<(Hir, &'static str, String)> = Vec::new();
+        for (p, ptr) in &s.patterns {
+            match self.pattern_hir(p, ptr) {
+                Ok(h) => regexes.push((h, "pattern", ptr.clone())),
+                Err(e) => {
+                    if self.opts.lenient {
+                        self.unsupported("pattern", ptr, e.to_string())?;
+                    } else {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        for (f, ptr) in &s.formats {
+            match super::format::format_hir(f) {
+                Some(h) => regexes.push((h, "format", ptr.clone())),
+                None => {
+                    self.unsupported("format", ptr, format!("format {f:?} is not supported"))?
+                }
+            }
+        }
+        if !node.excluded.is_empty() {
+            let set: Vec<String> = node
+                .excluded
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect();
+            if !set.is_empty() {
+                regexes.push((complement_of_set(&set), "not", String::new()));
+            }
+        }
+        if regexes.len() > 1 {
+            let (_, kw, ptr) = &regexes[1];
+            let (kw, ptr) = (*kw, ptr.clone());
+            self.unsupported(
+                kw,
+                &ptr,
+                "two regular constraints (pattern/format/not) on one string cannot be intersected",
+            )?;
+            regexes.truncate(1);
+        }
+        let body = match regexes.pop() {
+            None => Expr::Repeat {
+                expr: Box::new(Expr::Regex(any_char())),
+                min: min as u32,
+                max: max.map(|m| m as u32),
+            },
+            Some((h, kw, ptr)) => {
+                let h = if min == 0 && max.is_none() {
+                    h
+                } else {
+                    match restrict_length(&h, min, max) {
+                        Some(h) => h,
+                        None => {
+                            self.unsupported(
+                                "minLength/maxLength",
+                                &length_ptr,
+                                format!("length bounds together with this {kw} (at {ptr}) cannot be intersected"),
+                            )?;
+                            h
+                        }
+                    }
+                };
+                let rest = self.any_rest_rule()?;
+                encode_hir_rest(&h, rest)
+            }
+        };
+        Ok(seq(vec![Expr::literal(b"\""), body, Expr::literal(b"\"")]))
+    }
+}

@@ -1,0 +1,813 @@
+//! Keywords collected into one conjunctive [`Node`] per value position.
+//!
+//! A grammar cannot intersect two sub-grammars, so intersection happens here, on
+//! keyword values: `allOf` members, `$ref` targets and sibling keywords are all
+//! merged into one node (type sets intersected, bounds tightened, enums
+//! intersected, per-part object/array keywords kept side by side because
+//! `additionalProperties`/`items` only see their own schema object). Disjunctions
+//! (`anyOf`/`oneOf`) are recorded and distributed afterwards by
+//! [`super::combinators`]. Emission then works per JSON type on a node whose
+//! constraints are all known at once.
+
+use std::rc::Rc;
+
+use crate::grammar::Expr;
+use serde_json::{Map, Value};
+
+use super::number::Dec;
+use super::{alt, nothing, Compiler, JsonSchemaError, Result, Sref};
+
+/// The drafts whose keyword sets differ in ways that matter here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Draft {
+    Draft4,
+    Draft6,
+    Draft7,
+    Draft201909,
+    Draft202012,
+}
+
+impl Draft {
+    /// The draft named by the document's `$schema`, if any.
+    pub fn of(schema: &Value) -> Option<Draft> {
+        let s = schema.get("$schema")?.as_str()?;
+        Some(if s.contains("draft-04") {
+            Draft::Draft4
+        } else if s.contains("draft-06") {
+            Draft::Draft6
+        } else if s.contains("draft-07") {
+            Draft::Draft7
+        } else if s.contains("2019-09") {
+            Draft::Draft201909
+        } else {
+            Draft::Draft202012
+        })
+    }
+}
+
+pub(crate) const T_NULL: u8 = 1;
+pub(crate) const T_BOOL: u8 = 2;
+pub(crate) const T_INT: u8 = 4;
+/// Numbers that are not integers.
+pub(crate) const T_FRAC: u8 = 8;
+pub(crate) const T_STR: u8 = 16;
+pub(crate) const T_ARR: u8 = 32;
+pub(crate) const T_OBJ: u8 = 64;
+pub(crate) const T_ALL: u8 = 127;
+
+fn type_mask(name: &str) -> Option<u8> {
+    Some(match name {
+        "null" => T_NULL,
+        "boolean" => T_BOOL,
+        "integer" => T_INT,
+        "number" => T_INT | T_FRAC,
+        "string" => T_STR,
+        "array" => T_ARR,
+        "object" => T_OBJ,
+        _ => return None,
+    })
+}
+
+/// The type bit of a JSON value.
+pub(crate) fn value_type(v: &Value) -> u8 {
+    match v {
+        Value::Null => T_NULL,
+        Value::Bool(_) => T_BOOL,
+        Value::Number(n) => {
+            if n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
+                T_INT
+            } else {
+                T_FRAC
+            }
+        }
+        Value::String(_) => T_STR,
+        Value::Array(_) => T_ARR,
+        Value::Object(_) => T_OBJ,
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NumC {
+    /// Lower bound and whether it is exclusive.
+    pub lo: Option<(Dec, bool)>,
+    pub hi: Option<(Dec, bool)>,
+    pub multiple_of: Vec<(Dec, String)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StrC {
+    pub min: u64,
+    pub max: Option<u64>,
+    /// `(pattern, pointer of the keyword)`.
+    pub patterns: Vec<(String, String)>,
+    pub formats: Vec<(String, String)>,
+    /// Pointer of the first length keyword, for messages.
+    pub length_ptr: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ArrPart<'a> {
+    pub prefix: Vec<Sref<'a>>,
+    /// Items after the prefix (`None`: unconstrained).
+    pub rest: Option<Sref<'a>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ArrC<'a> {
+    pub parts: Vec<ArrPart<'a>>,
+    pub min: u64,
+    pub max: Option<u64>,
+    /// `(contains schema, minContains, maxContains, pointer)`.
+    pub contains: Vec<(Sref<'a>, u64, Option<u64>, String)>,
+    pub unique: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ObjPart<'a> {
+    pub props: Vec<(String, Sref<'a>)>,
+    pub patterns: Vec<(String, Sref<'a>, String)>,
+    pub additional: Option<Sref<'a>>,
+    pub ptr: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ObjC<'a> {
+    pub parts: Vec<ObjPart<'a>>,
+    pub required: Vec<String>,
+    pub min: u64,
+    pub max: Option<u64>,
+    pub min_max_ptr: Option<String>,
+    pub names: Vec<Sref<'a>>,
+    /// Names that must not appear (from `not`/dependencies/`if` splitting).
+    pub forbidden: Vec<String>,
+    pub dep_required: Vec<(String, Vec<String>, String)>,
+    pub dep_schemas: Vec<(String, Sref<'a>)>,
+}
+
+/// An `anyOf` or `oneOf` still to distribute.
+#[derive(Debug, Clone)]
+pub(crate) struct Disj<'a> {
+    pub one: bool,
+    pub branches: Vec<Sref<'a>>,
+    pub ptr: String,
+}
+
+/// `if`/`then`/`else`.
+#[derive(Debug, Clone)]
+pub(crate) struct Cond<'a> {
+    pub cond: Sref<'a>,
+    pub then: Option<Sref<'a>>,
+    pub otherwise: Option<Sref<'a>>,
+    pub ptr: String,
+}
+
+/// A conjunction of constraints on one value.
+#[derive(Debug, Clone)]
+pub(crate) struct Node<'a> {
+    pub types: u8,
+    /// Each entry restricts the value to a list (`enum`, `const`); all apply.
+    pub enums: Vec<Vec<&'a Value>>,
+    /// Values excluded by `not: {const/enum}`.
+    pub excluded: Vec<&'a Value>,
+    pub num: NumC,
+    pub str: StrC,
+    pub arr: ArrC<'a>,
+    pub obj: ObjC<'a>,
+    pub disj: Vec<Disj<'a>>,
+    pub nots: Vec<Sref<'a>>,
+    pub conds: Vec<Cond<'a>>,
+}
+
+impl<'a> Node<'a> {
+    pub fn any() -> Node<'a> {
+        Node {
+            types: T_ALL,
+            enums: Vec::new(),
+            excluded: Vec::new(),
+            num: NumC::default(),
+            str: StrC::default(),
+            arr: ArrC::default(),
+            obj: ObjC::default(),
+            disj: Vec::new(),
+            nots: Vec::new(),
+            conds: Vec::new(),
+        }
+    }
+}
+
+/// Keywords that never constrain an instance.
+const ANNOTATIONS: &[&str] = &[
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$recursiveAnchor",
+    "$defs",
+    "definitions",
+    "$comment",
+    "$vocabulary",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    // consumed together with their main keyword
+    "then",
+    "else",
+    "minContains",
+    "maxContains",
+    "additionalItems",
+];
+
+pub(crate) fn is_annotation(k: &str) -> bool {
+    ANNOTATIONS.contains(&k)
+        && !matches!(
+            k,
+            "then" | "else" | "minContains" | "maxContains" | "additionalItems"
+        )
+}
+
+pub(crate) fn as_count(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
+            .map(|f| f as u64)
+    })
+}
+
+impl<'a> Compiler<'a> {
+    /// Merges the keywords of `s` into `node`.
+    pub(crate) fn collect(
+        &mut self,
+        s: &Sref<'a>,
+        node: &mut Node<'a>,
+        depth: usize,
+    ) -> Result<()> {
+        if depth > self.opts.limits.max_inline_depth {
+            return Err(self.limit(
+                &s.ptr,
+                format!(
+                    "more than {} nested $ref/allOf inlined at one value (a $ref cycle that never reaches a property or item?)",
+                    self.opts.limits.max_inline_depth
+                ),
+            ));
+        }
+        let map = match s.v {
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => {
+                node.types = 0;
+                return Ok(());
+            }
+            Value::Object(map) => map,
+            _ => return Err(self.invalid("", &s.ptr, "a schema must be an object or a boolean")),
+        };
+        if self.draft <= Draft::Draft7 && map.contains_key("$ref") {
+            // Before 2019-09, `$ref` makes its siblings ignored.
+            return self.collect_ref(s, "$ref", &map["$ref"], node, depth);
+        }
+        for (k, v) in map {
+            self.keyword(s, map, k, v, node, depth)?;
+        }
+        Ok(())
+    }
+
+    fn collect_ref(
+        &mut self,
+        s: &Sref<'a>,
+        kw: &str,
+        v: &'a Value,
+        node: &mut Node<'a>,
+        depth: usize,
+    ) -> Result<()> {
+        let Some(r) = v.as_str() else {
+            return Err(self.invalid(kw, &s.at(kw), "must be a string"));
+        };
+        let base = self.index.base_of(&s.ptr).unwrap_or_else(|| s.base.clone());
+        let target = match self.index.resolve(&base, r) {
+            Some(t) => t,
+            None => {
+                return self.unsupported(
+                    kw,
+                    &s.at(kw),
+                    format!("cannot resolve {r:?} (remote or unknown references are not fetched)"),
+                )
+            }
+        };
+        if kw != "$ref" {
+            let dynamic = match kw {
+                "$dynamicRef" => target.v.get("$dynamicAnchor").is_some(),
+                _ => target.v.get("$recursiveAnchor").and_then(Value::as_bool) == Some(true),
+            };
+            if dynamic {
+                return self.unsupported(
+                    kw,
+                    &s.at(kw),
+                    "dynamic scope resolution is not supported",
+                );
+            }
+        }
+        self.collect(&target, node, depth + 1)
+    }
+
+    fn keyword(
+        &mut self,
+        s: &Sref<'a>,
+        map: &'a Map<String, Value>,
+        k: &str,
+        v: &'a Value,
+        node: &mut Node<'a>,
+        depth: usize,
+    ) -> Result<()> {
+        let ptr = s.at(k);
+        let bad = |c: &Compiler, msg: &str| Err::<(), JsonSchemaError>(c.invalid(k, &ptr, msg));
+        match k {
+            _ if ANNOTATIONS.contains(&k) => {}
+            "type" => {
+                let mut mask = 0u8;
+                let names: Vec<&Value> = match v {
+                    Value::Array(a) => a.iter().collect(),
+                    other => vec![other],
+                };
+                for n in names {
+                    match n.as_str().and_then(type_mask) {
+                        Some(m) => mask |= m,
+                        None => return bad(self, "unknown type name"),
+                    }
+                }
+                node.types &= mask;
+            }
+            "enum" => match v {
+                Value::Array(a) => node.enums.push(a.iter().collect()),
+                _ => return bad(self, "must be an array"),
+            },
+            "const" => node.enums.push(vec![v]),
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                if let Value::Bool(b) = v {
+                    // Draft 4: a flag on minimum/maximum.
+                    if *b {
+                        let base = if k == "exclusiveMinimum" {
+                            "minimum"
+                        } else {
+                            "maximum"
+                        };
+                        let Some(bound) = map.get(base).and_then(Dec::from_value) else {
+                            return Ok(());
+                        };
+                        self.tighten(node, base == "minimum", bound, true);
+                    }
+                    return Ok(());
+                }
+                let Some(d) = Dec::from_value(v) else {
+                    return bad(self, "must be a number");
+                };
+                let exclusive = k.starts_with("exclusive");
+                let lower = k == "minimum" || k == "exclusiveMinimum";
+                let draft4_exclusive = self.draft == Draft::Draft4
+                    && !exclusive
+                    && map
+                        .get(if lower {
+                            "exclusiveMinimum"
+                        } else {
+                            "exclusiveMaximum"
+                        })
+                        .and_then(Value::as_bool)
+                        == Some(true);
+                if !draft4_exclusive {
+                    self.tighten(node, lower, d, exclusive);
+                }
+            }
+            "multipleOf" => match Dec::from_value(v) {
+                Some(d) if d.is_positive() => node.num.multiple_of.push((d, ptr)),
+                _ => return bad(self, "must be a number greater than 0"),
+            },
+            "minLength" | "maxLength" => {
+                let Some(n) = as_count(v) else {
+                    return bad(self, "must be a non-negative integer");
+                };
+                if k == "minLength" {
+                    node.str.min = node.str.min.max(n);
+                } else {
+                    node.str.max = Some(node.str.max.map_or(n, |m| m.min(n)));
+                }
+                node.str.length_ptr.get_or_insert(ptr);
+            }
+            "pattern" => match v.as_str() {
+                Some(p) => {
+                    if !node.str.patterns.iter().any(|(q, _)| q == p) {
+                        node.str.patterns.push((p.to_string(), ptr))
+                    }
+                }
+                None => return bad(self, "must be a string"),
+            },
+            "format" => match v.as_str() {
+                Some(f) => {
+                    if super::format::is_known(f) && !node.str.formats.iter().any(|(q, _)| q == f) {
+                        node.str.formats.push((f.to_string(), ptr));
+                    }
+                }
+                None => return bad(self, "must be a string"),
+            },
+            "minItems" | "maxItems" => {
+                let Some(n) = as_count(v) else {
+                    return bad(self, "must be a non-negative integer");
+                };
+                if k == "minItems" {
+                    node.arr.min = node.arr.min.max(n);
+                } else {
+                    node.arr.max = Some(node.arr.max.map_or(n, |m| m.min(n)));
+                }
+            }
+            "prefixItems" => {
+                if self.draft < Draft::Draft202012 {
+                    return Ok(());
+                }
+                let Value::Array(items) = v else {
+                    return bad(self, "must be an array");
+                };
+                let prefix = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| s.child(x, &[k, &i.to_string()]))
+                    .collect();
+                let rest = map.get("items").map(|x| s.child(x, &["items"]));
+                node.arr.parts.push(ArrPart { prefix, rest });
+            }
+            "items" => match v {
+                Value::Array(items) => {
+                    if self.draft >= Draft::Draft202012 {
+                        return bad(self, "an array form of items is prefixItems since 2020-12");
+                    }
+                    let prefix = items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| s.child(x, &[k, &i.to_string()]))
+                        .collect();
+                    let rest = map
+                        .get("additionalItems")
+                        .map(|x| s.child(x, &["additionalItems"]));
+                    node.arr.parts.push(ArrPart { prefix, rest });
+                }
+                _ => {
+                    if self.draft >= Draft::Draft202012 && map.contains_key("prefixItems") {
+                        return Ok(()); // handled with prefixItems
+                    }
+                    node.arr.parts.push(ArrPart {
+                        prefix: Vec::new(),
+                        rest: Some(s.child(v, &[k])),
+                    });
+                }
+            },
+            "contains" => {
+                let min = match map.get("minContains") {
+                    Some(m) if self.draft >= Draft::Draft201909 => match as_count(m) {
+                        Some(n) => n,
+                        None => {
+                            return Err(self.invalid(
+                                "minContains",
+                                &s.at("minContains"),
+                                "must be a count",
+                            ))
+                        }
+                    },
+                    _ => 1,
+                };
+                let max = match map.get("maxContains") {
+                    Some(m) if self.draft >= Draft::Draft201909 => match as_count(m) {
+                        Some(n) => Some(n),
+                        None => {
+                            return Err(self.invalid(
+                                "maxContains",
+                                &s.at("maxContains"),
+                                "must be a count",
+                            ))
+                        }
+                    },
+                    _ => None,
+                };
+                node.arr.contains.push((s.child(v, &[k]), min, max, ptr));
+            }
+            "uniqueItems" => match v {
+                Value::Bool(true) => node.arr.unique = Some(ptr),
+                Value::Bool(false) => {}
+                _ => return bad(self, "must be a boolean"),
+            },
+            "properties" | "patternProperties" | "additionalProperties" => {
+                // All three are read together once, from "properties" or the first present.
+                let first = ["properties", "patternProperties", "additionalProperties"]
+                    .into_iter()
+                    .find(|x| map.contains_key(*x));
+                if first != Some(k) {
+                    return Ok(());
+                }
+                let mut part = ObjPart {
+                    props: Vec::new(),
+                    patterns: Vec::new(),
+                    additional: None,
+                    ptr: s.ptr.to_string(),
+                };
+                if let Some(p) = map.get("properties") {
+                    let Value::Object(p) = p else {
+                        return Err(self.invalid(
+                            "properties",
+                            &s.at("properties"),
+                            "must be an object",
+                        ));
+                    };
+                    for (name, sub) in p {
+                        part.props
+                            .push((name.clone(), s.child(sub, &["properties", name])));
+                    }
+                }
+                if let Some(p) = map.get("patternProperties") {
+                    let Value::Object(p) = p else {
+                        return Err(self.invalid(
+                            "patternProperties",
+                            &s.at("patternProperties"),
+                            "must be an object",
+                        ));
+                    };
+                    for (pat, sub) in p {
+                        part.patterns.push((
+                            pat.clone(),
+                            s.child(sub, &["patternProperties", pat]),
+                            format!("{}/patternProperties", s.ptr),
+                        ));
+                    }
+                }
+                part.additional = map
+                    .get("additionalProperties")
+                    .map(|a| s.child(a, &["additionalProperties"]));
+                node.obj.parts.push(part);
+            }
+            "required" => {
+                let Value::Array(names) = v else {
+                    return bad(self, "must be an array of strings");
+                };
+                for n in names {
+                    let Some(n) = n.as_str() else {
+                        return bad(self, "must be an array of strings");
+                    };
+                    if !node.obj.required.iter().any(|r| r == n) {
+                        node.obj.required.push(n.to_string());
+                    }
+                }
+            }
+            "minProperties" | "maxProperties" => {
+                let Some(n) = as_count(v) else {
+                    return bad(self, "must be a non-negative integer");
+                };
+                if k == "minProperties" {
+                    node.obj.min = node.obj.min.max(n);
+                } else {
+                    node.obj.max = Some(node.obj.max.map_or(n, |m| m.min(n)));
+                }
+                node.obj.min_max_ptr.get_or_insert(ptr);
+            }
+            "propertyNames" => node.obj.names.push(s.child(v, &[k])),
+            "dependentRequired" | "dependentSchemas" | "dependencies" => {
+                let Value::Object(deps) = v else {
+                    return bad(self, "must be an object");
+                };
+                for (name, d) in deps {
+                    match d {
+                        Value::Array(list) if k != "dependentSchemas" => {
+                            let names: Option<Vec<String>> =
+                                list.iter().map(|x| x.as_str().map(String::from)).collect();
+                            match names {
+                                Some(names) => {
+                                    node.obj
+                                        .dep_required
+                                        .push((name.clone(), names, ptr.clone()))
+                                }
+                                None => return bad(self, "dependency lists must hold strings"),
+                            }
+                        }
+                        _ if k != "dependentRequired" => node
+                            .obj
+                            .dep_schemas
+                            .push((name.clone(), s.child(d, &[k, name]))),
+                        _ => return bad(self, "must map names to arrays of names"),
+                    }
+                }
+            }
+            "allOf" => {
+                let Value::Array(items) = v else {
+                    return bad(self, "must be an array");
+                };
+                for (i, item) in items.iter().enumerate() {
+                    self.collect(&s.child(item, &[k, &i.to_string()]), node, depth + 1)?;
+                }
+            }
+            "anyOf" | "oneOf" => {
+                let Value::Array(items) = v else {
+                    return bad(self, "must be an array");
+                };
+                if items.is_empty() {
+                    return bad(self, "must not be empty");
+                }
+                node.disj.push(Disj {
+                    one: k == "oneOf",
+                    branches: items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| s.child(x, &[k, &i.to_string()]))
+                        .collect(),
+                    ptr,
+                });
+            }
+            "not" => node.nots.push(s.child(v, &[k])),
+            "if" => node.conds.push(Cond {
+                cond: s.child(v, &[k]),
+                then: map.get("then").map(|x| s.child(x, &["then"])),
+                otherwise: map.get("else").map(|x| s.child(x, &["else"])),
+                ptr,
+            }),
+            "$ref" | "$dynamicRef" | "$recursiveRef" => self.collect_ref(s, k, v, node, depth)?,
+            "unevaluatedProperties" | "unevaluatedItems" => {
+                // Exact in the one common case: no applicator could evaluate anything
+                // besides this object's own properties/items.
+                let applicators = [
+                    "allOf",
+                    "anyOf",
+                    "oneOf",
+                    "not",
+                    "if",
+                    "$ref",
+                    "$dynamicRef",
+                    "$recursiveRef",
+                    "dependentSchemas",
+                    "dependencies",
+                ];
+                let plain = !applicators.iter().any(|a| map.contains_key(*a));
+                if plain
+                    && k == "unevaluatedProperties"
+                    && !map.contains_key("additionalProperties")
+                {
+                    let mut part = ObjPart {
+                        props: Vec::new(),
+                        patterns: Vec::new(),
+                        additional: Some(s.child(v, &[k])),
+                        ptr: s.ptr.to_string(),
+                    };
+                    if let Some(Value::Object(p)) = map.get("properties") {
+                        for (name, sub) in p {
+                            part.props
+                                .push((name.clone(), s.child(sub, &["properties", name])));
+                        }
+                    }
+                    if let Some(Value::Object(p)) = map.get("patternProperties") {
+                        for (pat, sub) in p {
+                            part.patterns.push((
+                                pat.clone(),
+                                s.child(sub, &["patternProperties", pat]),
+                                format!("{}/patternProperties", s.ptr),
+                            ));
+                        }
+                    }
+                    node.obj.parts.push(part);
+                } else if plain
+                    && k == "unevaluatedItems"
+                    && !map.contains_key("items")
+                    && !map.contains_key("contains")
+                {
+                    let prefix: Vec<Sref<'a>> = match map.get("prefixItems") {
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .enumerate()
+                            .map(|(i, x)| s.child(x, &["prefixItems", &i.to_string()]))
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    node.arr.parts.push(ArrPart {
+                        prefix,
+                        rest: Some(s.child(v, &[k])),
+                    });
+                } else if v != &Value::Bool(true) && v != &Value::Object(Map::new()) {
+                    self.unsupported(
+                        k,
+                        &ptr,
+                        "only supported when no applicator (allOf, $ref, ...) sits beside it",
+                    )?;
+                }
+            }
+            _ => {} // unknown keywords are annotations (JSON Schema 2020-12 §6.5)
+        }
+        Ok(())
+    }
+
+    fn tighten(&self, node: &mut Node<'a>, lower: bool, d: Dec, exclusive: bool) {
+        let slot = if lower {
+            &mut node.num.lo
+        } else {
+            &mut node.num.hi
+        };
+        let replace = match slot {
+            None => true,
+            Some((old, old_ex)) => {
+                let ord = d.cmp(old);
+                let tighter = if lower { ord.is_gt() } else { ord.is_lt() };
+                tighter || (ord.is_eq() && exclusive && !*old_ex)
+            }
+        };
+        if replace {
+            *slot = Some((d, exclusive));
+        }
+    }
+
+    /// One alternative per JSON type the node allows.
+    pub(crate) fn emit_node(&mut self, node: &Node<'a>) -> Result<Expr> {
+        if node.types == 0 {
+            return Ok(nothing());
+        }
+        if !node.enums.is_empty() {
+            return self.emit_enum(node);
+        }
+        let mut alts = Vec::new();
+        if node.types & T_NULL != 0 {
+            alts.push(Expr::literal(b"null"));
+        }
+        if node.types & T_BOOL != 0 {
+            alts.push(Expr::literal(b"true"));
+            alts.push(Expr::literal(b"false"));
+        }
+        if node.types & (T_INT | T_FRAC) != 0 {
+            alts.push(self.emit_number(node)?);
+        }
+        if node.types & T_STR != 0 {
+            alts.push(self.emit_string(node)?);
+        }
+        if node.types & T_ARR != 0 {
+            alts.push(self.emit_array(node)?);
+        }
+        if node.types & T_OBJ != 0 {
+            alts.push(self.emit_object(node)?);
+        }
+        Ok(alt(alts))
+    }
+
+    fn emit_enum(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let mut values: Vec<&'a Value> = node.enums[0].clone();
+        for other in &node.enums[1..] {
+            values.retain(|v| other.iter().any(|o| super::validate::json_eq(v, o)));
+        }
+        let mut alts = Vec::new();
+        let mut seen: Vec<&Value> = Vec::new();
+        for v in values {
+            if seen.iter().any(|s| super::validate::json_eq(s, v)) {
+                continue;
+            }
+            seen.push(v);
+            if node.excluded.iter().any(|x| super::validate::json_eq(x, v)) {
+                continue;
+            }
+            if self.node_accepts(node, v)? {
+                alts.push(self.literal(v)?);
+            }
+        }
+        Ok(alt(alts))
+    }
+
+    /// A JSON value as an expression (any property order per the options).
+    pub(crate) fn literal(&mut self, v: &Value) -> Result<Expr> {
+        Ok(match v {
+            Value::Null => Expr::literal(b"null"),
+            Value::Bool(b) => Expr::literal(if *b { b"true" } else { b"false" }),
+            Value::Number(_) => {
+                let d = Dec::from_value(v).expect("a JSON number");
+                self.number_range(Some((d.clone(), false)), Some((d, false)), false)?
+            }
+            Value::String(s) => super::string::literal_string(s),
+            Value::Array(items) => {
+                let mut parts = vec![Expr::literal(b"["), self.ws()];
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(self.punct(b","));
+                    }
+                    parts.push(self.literal(item)?);
+                }
+                parts.push(self.ws());
+                parts.push(Expr::literal(b"]"));
+                super::seq(parts)
+            }
+            Value::Object(map) => {
+                let mut entries = Vec::new();
+                for (k, x) in map {
+                    let e = self.literal(x)?;
+                    entries.push((k.clone(), e));
+                }
+                self.object_literal(entries)?
+            }
+        })
+    }
+}
+
+/// Shared pointer type of subschema pointers.
+#[allow(dead_code)]
+pub(crate) type Ptr = Rc<str>;

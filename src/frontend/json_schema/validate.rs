@@ -1,0 +1,221 @@
+//! A small validator over normalized nodes, for the places where the compiler must
+//! decide a *given* value against constraints: filtering `enum`/`const` values by
+//! their sibling keywords, checking declared property names against
+//! `propertyNames` and `patternProperties`, and proving `oneOf` branches disjoint.
+//!
+//! It reuses the compiler's own normalization, so it understands exactly the
+//! keywords the compiler does; anything the compiler cannot enforce is an error
+//! here too (never a guess).
+
+use serde_json::Value;
+
+use super::number::Dec;
+use super::types::{value_type, Node, T_FRAC, T_INT};
+use super::{Compiler, Result, Sref};
+
+/// JSON equality as JSON Schema defines it (`1 == 1.0`).
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) => {
+            Dec::from_value(a) == Dec::from_value(b) && Dec::from_value(a).is_some()
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// `x mod m == 0` for exact decimals.
+fn is_multiple(x: &Dec, m: &Dec) -> Option<bool> {
+    let scale = x.frac.len().max(m.frac.len());
+    let to_int = |d: &Dec| -> Option<u128> {
+        let digits = format!("{}{}{}", d.int, d.frac, "0".repeat(scale - d.frac.len()));
+        digits.parse::<u128>().ok()
+    };
+    let (xi, mi) = (to_int(x)?, to_int(m)?);
+    if mi == 0 {
+        return None;
+    }
+    Some(xi % mi == 0)
+}
+
+impl<'a> Compiler<'a> {
+    /// Whether `v` is valid against the conjunction `conj`.
+    pub(crate) fn validate_conj(&mut self, v: &Value, conj: &[Sref<'a>]) -> Result<bool> {
+        let nodes = self.normalize(conj)?;
+        for n in &nodes {
+            if self.node_accepts(n, v)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether `v` satisfies every constraint of `n`.
+    pub(crate) fn node_accepts(&mut self, n: &Node<'a>, v: &Value) -> Result<bool> {
+        let t = value_type(v);
+        if n.types & t == 0 {
+            return Ok(false);
+        }
+        for list in &n.enums {
+            if !list.iter().any(|x| json_eq(x, v)) {
+                return Ok(false);
+            }
+        }
+        if n.excluded.iter().any(|x| json_eq(x, v)) {
+            return Ok(false);
+        }
+        match v {
+            Value::Number(_) => {
+                let Some(d) = Dec::from_value(v) else {
+                    return Ok(false);
+                };
+                if let Some((lo, ex)) = &n.num.lo {
+                    if d < *lo || (*ex && d == *lo) {
+                        return Ok(false);
+                    }
+                }
+                if let Some((hi, ex)) = &n.num.hi {
+                    if d > *hi || (*ex && d == *hi) {
+                        return Ok(false);
+                    }
+                }
+                for (m, ptr) in n.num.multiple_of.clone() {
+                    match is_multiple(&d, &m) {
+                        Some(true) => {}
+                        Some(false) => return Ok(false),
+                        None => {
+                            self.unsupported("multipleOf", &ptr, "value too large to check")?;
+                        }
+                    }
+                }
+                if t == T_INT && n.types & T_INT == 0 || t == T_FRAC && n.types & T_FRAC == 0 {
+                    return Ok(false);
+                }
+            }
+            Value::String(s) => {
+                let len = s.chars().count() as u64;
+                if len < n.str.min || n.str.max.is_some_and(|m| len > m) {
+                    return Ok(false);
+                }
+                for (p, ptr) in n.str.patterns.clone() {
+                    if !self.pattern_matches(&p, &ptr, s)? {
+                        return Ok(false);
+                    }
+                }
+                for (f, ptr) in n.str.formats.clone() {
+                    match super::format::format_hir(&f) {
+                        Some(h) => {
+                            let re = super::pattern::build_matcher(&h)
+                                .map_err(|e| self.limit(&ptr, e))?;
+                            if !re.is_match(s.as_bytes()) {
+                                return Ok(false);
+                            }
+                        }
+                        None => self.unsupported(
+                            "format",
+                            &ptr,
+                            format!("format {f:?} is not supported"),
+                        )?,
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let a = &n.arr;
+                let len = items.len() as u64;
+                if len < a.min || a.max.is_some_and(|m| len > m) {
+                    return Ok(false);
+                }
+                let parts = a.parts.clone();
+                for (i, item) in items.iter().enumerate() {
+                    let conj: Vec<Sref<'a>> = parts
+                        .iter()
+                        .filter_map(|p| {
+                            if i < p.prefix.len() {
+                                Some(p.prefix[i].clone())
+                            } else {
+                                p.rest.clone()
+                            }
+                        })
+                        .collect();
+                    if !conj.is_empty() && !self.validate_conj(item, &conj)? {
+                        return Ok(false);
+                    }
+                }
+                for (c, cmin, cmax, _) in a.contains.clone() {
+                    let mut count = 0u64;
+                    for item in items {
+                        if self.validate_conj(item, std::slice::from_ref(&c))? {
+                            count += 1;
+                        }
+                    }
+                    if count < cmin || cmax.is_some_and(|m| count > m) {
+                        return Ok(false);
+                    }
+                }
+                if a.unique.is_some() {
+                    for i in 0..items.len() {
+                        for j in i + 1..items.len() {
+                            if json_eq(&items[i], &items[j]) {
+                                return Ok(false);
+                            }
+                        }
+                    }
+                }
+            }
+            Value::Object(map) => {
+                let o = n.obj.clone();
+                let len = map.len() as u64;
+                if len < o.min || o.max.is_some_and(|m| len > m) {
+                    return Ok(false);
+                }
+                if o.required.iter().any(|r| !map.contains_key(r))
+                    || o.forbidden.iter().any(|f| map.contains_key(f))
+                {
+                    return Ok(false);
+                }
+                for (k, x) in map {
+                    for ns in &o.names {
+                        if !self
+                            .validate_conj(&Value::String(k.clone()), std::slice::from_ref(ns))?
+                        {
+                            return Ok(false);
+                        }
+                    }
+                    let mut conj = Vec::new();
+                    for part in &o.parts {
+                        if let Some((_, s)) = part.props.iter().find(|(p, _)| p == k) {
+                            conj.push(s.clone());
+                            continue;
+                        }
+                        let mut matched = false;
+                        for (pat, s, pptr) in &part.patterns {
+                            if self.pattern_matches(pat, pptr, k)? {
+                                conj.push(s.clone());
+                                matched = true;
+                            }
+                        }
+                        if !matched {
+                            match &part.additional {
+                                Some(a) => conj.push(a.clone()),
+                                None if self.opts.strict => return Ok(false),
+                                None => {}
+                            }
+                        }
+                    }
+                    if !conj.is_empty() && !self.validate_conj(x, &conj)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,327 @@
+//! Hand-written cases: each schema with texts that must be accepted or rejected.
+
+#[path = "support/json_schema_common.rs"]
+mod common;
+
+use common::{accepts, compile};
+use serde_json::json;
+use stencil::frontend::json_schema::{compile_schema, JsonSchemaOptions, PropertyOrder};
+
+fn check(schema: serde_json::Value, good: &[&str], bad: &[&str]) {
+    check_with(schema, &JsonSchemaOptions::default(), good, bad)
+}
+
+fn check_with(schema: serde_json::Value, opts: &JsonSchemaOptions, good: &[&str], bad: &[&str]) {
+    let g = compile(&schema, opts).unwrap_or_else(|e| panic!("{schema}: {e}"));
+    for t in good {
+        assert!(accepts(&g, t), "{schema}: should accept {t}");
+    }
+    for t in bad {
+        assert!(!accepts(&g, t), "{schema}: should reject {t}");
+    }
+}
+
+#[test]
+fn scalars() {
+    check(json!({"type": "null"}), &["null"], &["nul", "0", " null"]);
+    check(
+        json!({"type": ["boolean", "null"]}),
+        &["true", "false", "null"],
+        &["1"],
+    );
+    check(
+        json!({"type": "integer"}),
+        &["0", "-12", "1.0", "-0"],
+        &["01", "1.5", "1e2", "+1"],
+    );
+    check(
+        json!({"type": "number"}),
+        &["0", "-1.5e+10", "3.25"],
+        &["1.", ".5", "-"],
+    );
+    check(
+        json!({"type": "string"}),
+        &[r#""""#, r#""a\"b""#, r#""\u00e9""#, "\"é\""],
+        &["\"\n\"", r#""\x""#],
+    );
+}
+
+#[test]
+fn string_lengths_count_code_points() {
+    let s = json!({"type": "string", "minLength": 2, "maxLength": 3});
+    check(
+        s,
+        &[
+            r#""ab""#,
+            r#""\u00e9\u00e9\u00e9""#,
+            "\"ééé\"",
+            r#""\ud83d\ude00a""#,
+        ],
+        &[r#""a""#, r#""abcd""#, "\"éééé\""],
+    );
+}
+
+#[test]
+fn number_bounds() {
+    check(
+        json!({"type": "number", "exclusiveMinimum": -1.5, "maximum": 2.25}),
+        &["-1.4", "0", "2.25", "2.2", "-1.49999", "-0"],
+        &["-1.5", "2.26", "3", "-2"],
+    );
+    check(
+        json!({"type": "integer", "minimum": 10, "exclusiveMaximum": 100}),
+        &["10", "99", "50.0"],
+        &["9", "100", "-50"],
+    );
+    check(
+        json!({"type": "integer", "multipleOf": 3}),
+        &["0", "3", "-9", "123"],
+        &["1", "-10"],
+    );
+    check(
+        json!({"type": "integer", "multipleOf": 5, "minimum": 10, "maximum": 30}),
+        &["10", "25"],
+        &["5", "35", "12"],
+    );
+    check(
+        json!({"type": "number", "multipleOf": 0.01}),
+        &["1.25", "3", "0.1"],
+        &["1.255"],
+    );
+}
+
+#[test]
+fn enums_and_consts() {
+    check(
+        json!({"enum": ["a", 1, null, {"x": [1]}]}),
+        &[r#""a""#, "1", "1.0", "null", r#"{"x":[1]}"#],
+        &[r#""b""#, "2", r#"{"x":[2]}"#],
+    );
+    check(
+        json!({"type": "string", "enum": ["a", 1]}),
+        &[r#""a""#],
+        &["1"],
+    );
+    check(json!({"const": "x\ny"}), &[r#""x\ny""#], &[r#""xy""#]);
+}
+
+#[test]
+fn objects_schema_order() {
+    let s = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+        "required": ["b"],
+        "additionalProperties": false
+    });
+    check(
+        s,
+        &[
+            r#"{"b":"x"}"#,
+            r#"{"a":1,"b":"x","c":true}"#,
+            r#"{"b":"x","c":false}"#,
+        ],
+        &[
+            "{}",
+            r#"{"a":1}"#,
+            r#"{"b":"x","d":1}"#,
+            r#"{"b":"x","a":1}"#,
+            r#"{"b":"x","b":"y"}"#,
+        ],
+    );
+}
+
+#[test]
+fn objects_any_order() {
+    let opts = JsonSchemaOptions {
+        property_order: PropertyOrder::Any,
+        ..Default::default()
+    };
+    let s = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "required": ["b"]
+    });
+    check_with(
+        s,
+        &opts,
+        &[
+            r#"{"b":"x"}"#,
+            r#"{"b":"x","a":1}"#,
+            r#"{"z":null,"b":"x","y":2}"#,
+        ],
+        &[
+            r#"{"a":1}"#,
+            r#"{"b":"x","b":"y"}"#,
+            r#"{"b":"x","a":"s"}"#,
+            r#"{"b":1}"#,
+        ],
+    );
+}
+
+#[test]
+fn additional_properties_schema_and_counts() {
+    check(
+        json!({"additionalProperties": {"type": "integer"}, "minProperties": 1, "maxProperties": 2}),
+        &[r#"{"a":1}"#, r#"{"a":1,"b":2}"#, "1", r#""s""#],
+        &["{}", r#"{"a":1,"b":2,"c":3}"#, r#"{"a":"x"}"#],
+    );
+}
+
+#[test]
+fn arrays() {
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}),
+        &["[1]", "[1,2,3]"],
+        &["[]", "[1,2,3,4]", "[\"a\"]"],
+    );
+    check(
+        json!({"prefixItems": [{"type": "integer"}, {"type": "string"}], "items": false}),
+        &["[]", "[1]", "[1,\"a\"]"],
+        &["[1,\"a\",2]", "[\"a\"]"],
+    );
+    check(
+        json!({"type": "array", "contains": {"const": 5}}),
+        &["[5]", "[1,5,2]"],
+        &["[]", "[1,2]"],
+    );
+}
+
+#[test]
+fn combinators_and_refs() {
+    check(
+        json!({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]}),
+        &["1", "\"a\""],
+        &["\"ab\"", "null"],
+    );
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"type": "string"}]}),
+        &["1", "\"a\""],
+        &["null"],
+    );
+    check(
+        json!({"allOf": [{"minimum": 1}, {"maximum": 3}], "type": "integer"}),
+        &["1", "3"],
+        &["0", "4"],
+    );
+    check(
+        json!({"not": {"type": "string"}}),
+        &["1", "null"],
+        &["\"a\""],
+    );
+    let tree = json!({
+        "$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"], "additionalProperties": false}},
+        "$ref": "#/$defs/node"
+    });
+    check(
+        tree,
+        &[r#"{"v":1}"#, r#"{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}"#],
+        &[r#"{"v":1,"kids":[{}]}"#],
+    );
+    let err = compile_schema(
+        &json!({"oneOf": [{"type": "integer"}, {"minimum": 0}]}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("oneOf"), "{err}");
+}
+
+#[test]
+fn patterns_and_formats() {
+    check(
+        json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}),
+        &[r#""abc""#],
+        &[r#""abcd""#, r#""""#, r#""A""#],
+    );
+    check(
+        json!({"type": "string", "pattern": "b"}),
+        &[r#""abc""#, r#""b""#],
+        &[r#""ac""#],
+    );
+    check(
+        json!({"type": "string", "format": "date"}),
+        &[r#""2024-02-29""#],
+        &[r#""2023-02-29""#],
+    );
+    check(
+        json!({"type": "string", "pattern": "^\"\\\\$"}),
+        &[r#""\"\\""#],
+        &[r#""\"""#],
+    );
+}
+
+#[test]
+fn errors_name_keyword_and_pointer() {
+    let e = compile_schema(
+        &json!({"properties": {"tags": {"type": "array", "uniqueItems": true}}}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "unsupported keyword \"uniqueItems\" at /properties/tags/uniqueItems: uniqueItems needs items to be compared with each other");
+    let lenient = JsonSchemaOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let (_, warnings) = compile_schema(
+        &json!({"properties": {"tags": {"uniqueItems": true, "type": "array"}}}),
+        &lenient,
+    )
+    .unwrap();
+    assert_eq!(warnings.len(), 1);
+    let e = compile_schema(
+        &json!({"type": "string", "pattern": "(?=a)"}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("look-around"), "{e}");
+}
+
+#[test]
+fn large_bounds_stay_counters() {
+    let t = std::time::Instant::now();
+    let g = compile(
+        &json!({"type": "string", "maxLength": 100000}),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(accepts(&g, "\"abc\""));
+    let g = compile(
+        &json!({"type": "array", "maxItems": 1000000, "items": {"type": "integer"}}),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(accepts(&g, "[1,2]"));
+    let values: Vec<_> = (0..1000).map(|i| json!(format!("v{i}"))).collect();
+    let g = compile(&json!({"enum": values}), &Default::default()).unwrap();
+    assert!(accepts(&g, "\"v999\"") && !accepts(&g, "\"v1000\""));
+    let props: serde_json::Map<String, serde_json::Value> = (0..500)
+        .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+        .collect();
+    let g = compile(
+        &json!({"type": "object", "properties": props}),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(accepts(&g, r#"{"p0":1,"p499":2}"#));
+    // Timing is measured in benchmarks, never asserted in tests (DESIGN.md).
+    println!("large bounds compiled in {:?}", t.elapsed());
+}
+
+/// Core reproducer (stencil matcher): after a complete terminal with no possible
+/// continuation, `allowed_bytes` reports every byte, and `consume_byte` accepts one
+/// more byte. regex-automata's dense DFAs delay matches by one byte, so the state
+/// after an invalid byte that follows a match is a match state, not the dead state.
+#[test]
+fn core_allowed_bytes_after_complete_terminal() {
+    let g = stencil::compile_regex("a").unwrap();
+    let mut m = stencil::Matcher::new(g);
+    m.consume_bytes(b"a").unwrap();
+    assert!(
+        m.allowed_bytes().is_empty(),
+        "allowed after `a`: {:?}",
+        m.allowed_bytes()
+    );
+    assert!(
+        m.consume_byte(b'Z').is_err(),
+        "`aZ` accepted as a viable prefix"
+    );
+}
