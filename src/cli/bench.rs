@@ -439,7 +439,7 @@ fn print_table(result: &Value) {
         result["workloads"], result["instances_run"], result["tokenizer"]
     );
     println!(
-        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8}",
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9} {:>9}",
         "engine",
         "tbm p50",
         "p90",
@@ -451,11 +451,12 @@ fn print_table(result: &Value) {
         "masks",
         "compiled",
         "failed",
-        "rejected"
+        "valid-rej",
+        "inval-acc"
     );
     for r in &rows {
         println!(
-            "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8}",
+            "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9} {:>9}",
             r["engine"].as_str().unwrap_or("?"),
             r["tbm_us"]["p50"],
             r["tbm_us"]["p90"],
@@ -468,6 +469,7 @@ fn print_table(result: &Value) {
             r["schemas"]["compiled"],
             r["schemas"]["failed"],
             r["instances"]["valid_rejected"],
+            r["instances"]["invalid_accepted"],
         );
     }
     if let Some(peers) = result["peers"].as_object() {
