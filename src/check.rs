@@ -90,15 +90,6 @@ pub fn check(
 
 /// 1-based line and column (in characters) of byte `offset` in `input`.
 pub fn line_column(input: &[u8], offset: usize) -> (usize, usize) {
-    let before = &input[..offset.min(input.len())];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let column = String::from_utf8_lossy(&before[line_start..])
-        .chars()
-        .count()
-        + 1;
-    (line, column)
+    let location = crate::grammar::Location::of_offset(input, offset);
+    (location.line as usize, location.column as usize)
 }

@@ -82,21 +82,7 @@ fn is_word_byte(b: u8) -> bool {
 
 impl<'a> Parser<'a> {
     fn location_at(&self, offset: usize) -> Location {
-        let before = &self.src[..offset.min(self.src.len())];
-        let line = before.iter().filter(|&&b| b == b'\n').count() as u32 + 1;
-        let line_start = before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        let column = String::from_utf8_lossy(&before[line_start..])
-            .chars()
-            .count() as u32
-            + 1;
-        Location {
-            line,
-            column,
-            offset,
-        }
+        Location::of_offset(self.src, offset)
     }
 
     fn error(&self, offset: usize, message: impl Into<String>) -> FrontendError {

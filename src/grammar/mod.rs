@@ -39,6 +39,28 @@ pub struct Location {
     pub offset: usize,
 }
 
+impl Location {
+    /// The location of byte `offset` in `text`: lines counted by `\n`, columns in
+    /// characters (invalid UTF-8 counts one column per replacement character).
+    pub fn of_offset(text: &[u8], offset: usize) -> Location {
+        let before = &text[..offset.min(text.len())];
+        let line = before.iter().filter(|&&b| b == b'\n').count() as u32 + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count() as u32
+            + 1;
+        Location {
+            line,
+            column,
+            offset,
+        }
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.line, self.column)
