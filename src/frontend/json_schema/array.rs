@@ -32,18 +32,8 @@ impl<'a> Compiler<'a> {
             }
         }
         let prefix_len = a.parts.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
-        let position = |i: usize| -> Vec<Sref<'a>> {
-            a.parts
-                .iter()
-                .filter_map(|p| {
-                    if i < p.prefix.len() {
-                        Some(p.prefix[i].clone())
-                    } else {
-                        p.rest.clone()
-                    }
-                })
-                .collect()
-        };
+        let position =
+            |i: usize| -> Vec<Sref<'a>> { a.parts.iter().filter_map(|p| p.item(i)).collect() };
         let rest: Vec<Sref<'a>> = a.parts.iter().filter_map(|p| p.rest.clone()).collect();
         if rest.iter().any(|s| s.v == &serde_json::Value::Bool(false)) {
             max = Some(max.map_or(prefix_len as u64, |m| m.min(prefix_len as u64)));

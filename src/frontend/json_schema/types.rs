@@ -112,6 +112,13 @@ pub(crate) struct ArrPart<'a> {
     pub rest: Option<Sref<'a>>,
 }
 
+impl<'a> ArrPart<'a> {
+    /// The subschema this part applies to item `i` (`None`: unconstrained).
+    pub fn item(&self, i: usize) -> Option<Sref<'a>> {
+        self.prefix.get(i).cloned().or_else(|| self.rest.clone())
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ArrC<'a> {
     pub parts: Vec<ArrPart<'a>>,

@@ -134,16 +134,7 @@ impl<'a> Compiler<'a> {
                 }
                 let parts = a.parts.clone();
                 for (i, item) in items.iter().enumerate() {
-                    let conj: Vec<Sref<'a>> = parts
-                        .iter()
-                        .filter_map(|p| {
-                            if i < p.prefix.len() {
-                                Some(p.prefix[i].clone())
-                            } else {
-                                p.rest.clone()
-                            }
-                        })
-                        .collect();
+                    let conj: Vec<Sref<'a>> = parts.iter().filter_map(|p| p.item(i)).collect();
                     if !conj.is_empty() && !self.validate_conj(item, &conj)? {
                         return Ok(false);
                     }
