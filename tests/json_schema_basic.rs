@@ -325,3 +325,36 @@ fn core_allowed_bytes_after_complete_terminal() {
         "`aZ` accepted as a viable prefix"
     );
 }
+
+#[test]
+fn plain_integers_drop_the_zero_fraction_for_generation() {
+    let schema = json!({"type": "integer", "minimum": -3, "maximum": 300});
+    check(
+        schema.clone(),
+        &["1", "1.0", "-3", "300.00"],
+        &["1.5", "301"],
+    );
+    let plain = JsonSchemaOptions {
+        plain_integers: true,
+        ..JsonSchemaOptions::default()
+    };
+    check_with(
+        schema,
+        &plain,
+        &["1", "-3", "300"],
+        &["1.0", "300.00", "1.5"],
+    );
+    check_with(
+        json!({"type": "integer"}),
+        &plain,
+        &["0", "-12"],
+        &["0.0", "7.00"],
+    );
+    check_with(
+        json!({"enum": [7, 2.5]}),
+        &plain,
+        &["7", "2.5"],
+        &["7.0", "70e-1"],
+    );
+    check(json!({"enum": [7]}), &["7", "7.0"], &["8"]);
+}

@@ -112,6 +112,10 @@ pub struct JsonSchemaOptions {
     pub lenient: bool,
     /// Draft used when the schema has no `$schema` (default 2020-12).
     pub default_draft: Option<Draft>,
+    /// Integers are written without a fraction (`1`, never `1.0`), as a generator
+    /// should write them. Off by default: checking follows the spec, where `1.0` is an
+    /// integer (drafts 6 and later).
+    pub plain_integers: bool,
     pub limits: JsonSchemaLimits,
 }
 
@@ -417,9 +421,10 @@ impl<'a> Compiler<'a> {
         cur
     }
 
-    /// Whether integers may be written with a zero fraction (`1.0`): not in draft 4.
+    /// Whether integers may be written with a zero fraction (`1.0`): not in draft 4,
+    /// nor when generating with `plain_integers`.
     pub(crate) fn zero_fraction_is_integer(&self) -> bool {
-        self.draft != Draft::Draft4
+        self.draft != Draft::Draft4 && !self.opts.plain_integers
     }
 
     /// A recursive rule for "any decoded string" (`.*` of a pattern) in canonical
