@@ -13,38 +13,17 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::json;
 
-use stencil::automaton::{CompileOptions, CompiledGrammar};
+use stencil::automaton::CompiledGrammar;
 use stencil::check::{check, line_column, CheckReport};
-use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
-use stencil::frontend::{self, gbnf::GbnfOptions};
 use stencil::matcher::MatcherOptions;
 
+use super::grammar::GrammarArgs;
+
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("grammar").required(true)))]
 pub struct CheckArgs {
-    /// GBNF grammar file (llama.cpp dialect).
-    #[arg(long, value_name = "FILE", group = "grammar", required = true)]
-    gbnf: Option<String>,
-    /// Regular expression the whole input must match.
-    #[arg(long, value_name = "PATTERN", group = "grammar", required = true)]
-    regex: Option<String>,
-    /// JSON Schema the input must validate against (drafts 4 to 2020-12).
-    #[arg(long, value_name = "FILE", group = "grammar", required = true)]
-    schema: Option<String>,
-    /// Object property order for --schema: as declared, or any.
-    #[arg(long, value_enum, default_value = "schema")]
-    property_order: PropertyOrderArg,
-    /// Whitespace between JSON tokens for --schema.
-    #[arg(long, value_enum, default_value = "compact")]
-    whitespace: WhitespaceArg,
-    /// OpenAI-style strict profile (no undeclared properties by default).
-    #[arg(long)]
-    strict: bool,
-    /// Keywords that cannot be enforced become warnings (printed) instead of errors.
-    #[arg(long)]
-    lenient: bool,
-    /// Start rule of a GBNF grammar.
-    #[arg(long, default_value = "root")]
-    root: String,
+    #[command(flatten)]
+    grammar: GrammarArgs,
     /// Input file (raw bytes); standard input when absent.
     #[arg(long, value_name = "FILE", conflicts_with = "jsonl")]
     input: Option<String>,
@@ -59,65 +38,8 @@ pub struct CheckArgs {
     json: bool,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum PropertyOrderArg {
-    Schema,
-    Any,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum WhitespaceArg {
-    Compact,
-    Bounded,
-    Pretty,
-}
-
-fn schema_options(args: &CheckArgs) -> JsonSchemaOptions {
-    JsonSchemaOptions {
-        whitespace: match args.whitespace {
-            WhitespaceArg::Compact => Whitespace::Compact,
-            WhitespaceArg::Bounded => Whitespace::Bounded { indent: 20 },
-            WhitespaceArg::Pretty => Whitespace::Pretty { indent: 2 },
-        },
-        property_order: match args.property_order {
-            PropertyOrderArg::Schema => PropertyOrder::Schema,
-            PropertyOrderArg::Any => PropertyOrder::Any,
-        },
-        strict: args.strict,
-        lenient: args.lenient,
-        ..JsonSchemaOptions::default()
-    }
-}
-
-fn compile(args: &CheckArgs) -> Result<Arc<CompiledGrammar>, String> {
-    let grammar = if let Some(path) = &args.schema {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let schema: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{path}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
-        let (grammar, warnings) = json_schema::compile_schema(&schema, &schema_options(args))
-            .map_err(|e| format!("{path}: {e}"))?;
-        for warning in warnings {
-            eprintln!("warning: {path}: {warning}");
-        }
-        grammar
-    } else if let Some(path) = &args.gbnf {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let options = GbnfOptions {
-            root: args.root.clone(),
-            ..GbnfOptions::default()
-        };
-        frontend::gbnf::parse(&text, &options).map_err(|e| format!("{path}:{e}"))?
-    } else {
-        let pattern = args.regex.as_deref().unwrap_or_default();
-        frontend::regex::parse(pattern, &frontend::Limits::default()).map_err(|e| e.to_string())?
-    };
-    CompiledGrammar::compile(&grammar, &CompileOptions::default())
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
-}
-
 pub fn run(args: &CheckArgs) -> i32 {
-    let grammar = match compile(args) {
+    let grammar = match args.grammar.compile(None) {
         Ok(g) => g,
         Err(message) => {
             eprintln!("error: invalid grammar: {message}");

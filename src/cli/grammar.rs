@@ -1,0 +1,116 @@
+//! The grammar flags shared by `check`, `generate` and `bench`: one of `--gbnf`,
+//! `--regex`, `--schema` (with its JSON Schema options), compiled the same way
+//! everywhere so a grammar that checks is the grammar that generates.
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use stencil::automaton::{CompileOptions, CompiledGrammar};
+use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
+use stencil::frontend::{self, gbnf::GbnfOptions};
+
+/// The built-in JSON grammar (`generate --json`).
+pub const JSON_GBNF: &str = include_str!("../../grammars/json.gbnf");
+
+#[derive(Args, Debug, Clone)]
+pub struct GrammarArgs {
+    /// GBNF grammar file (llama.cpp dialect).
+    #[arg(long, value_name = "FILE", group = "grammar")]
+    pub gbnf: Option<String>,
+    /// Regular expression the whole text must match.
+    #[arg(long, value_name = "PATTERN", group = "grammar")]
+    pub regex: Option<String>,
+    /// JSON Schema the text must validate against (drafts 4 to 2020-12).
+    #[arg(long, value_name = "FILE", group = "grammar")]
+    pub schema: Option<String>,
+    /// Object property order for --schema: as declared, or any.
+    #[arg(long, value_enum, default_value = "schema")]
+    pub property_order: PropertyOrderArg,
+    /// Whitespace between JSON tokens for --schema.
+    #[arg(long, value_enum, default_value = "compact")]
+    pub whitespace: WhitespaceArg,
+    /// OpenAI-style strict profile (no undeclared properties by default).
+    #[arg(long)]
+    pub strict: bool,
+    /// Keywords that cannot be enforced become warnings (printed) instead of errors.
+    #[arg(long)]
+    pub lenient: bool,
+    /// Start rule of a GBNF grammar.
+    #[arg(long, default_value = "root")]
+    pub root: String,
+    /// Compiling for generation: integers without a fraction (`1`, not `1.0`).
+    #[arg(skip)]
+    pub for_generation: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum PropertyOrderArg {
+    Schema,
+    Any,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum WhitespaceArg {
+    Compact,
+    Bounded,
+    Pretty,
+}
+
+impl GrammarArgs {
+    pub fn schema_options(&self) -> JsonSchemaOptions {
+        JsonSchemaOptions {
+            whitespace: match self.whitespace {
+                WhitespaceArg::Compact => Whitespace::Compact,
+                WhitespaceArg::Bounded => Whitespace::Bounded { indent: 20 },
+                WhitespaceArg::Pretty => Whitespace::Pretty { indent: 2 },
+            },
+            property_order: match self.property_order {
+                PropertyOrderArg::Schema => PropertyOrder::Schema,
+                PropertyOrderArg::Any => PropertyOrder::Any,
+            },
+            strict: self.strict,
+            lenient: self.lenient,
+            plain_integers: self.for_generation,
+            ..JsonSchemaOptions::default()
+        }
+    }
+
+    /// Compiles the chosen grammar (`fallback_gbnf` when none of the three flags is
+    /// given); warnings from `--lenient` are printed to standard error.
+    pub fn compile(&self, fallback_gbnf: Option<&str>) -> Result<Arc<CompiledGrammar>, String> {
+        let grammar = if let Some(path) = &self.schema {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+            let schema: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{path}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
+            let (grammar, warnings) = json_schema::compile_schema(&schema, &self.schema_options())
+                .map_err(|e| format!("{path}: {e}"))?;
+            for warning in warnings {
+                eprintln!("warning: {path}: {warning}");
+            }
+            grammar
+        } else if let Some(regex) = &self.regex {
+            frontend::regex::parse(regex, &frontend::Limits::default())
+                .map_err(|e| e.to_string())?
+        } else {
+            let (origin, text) = match (&self.gbnf, fallback_gbnf) {
+                (Some(path), _) => (
+                    path.clone(),
+                    std::fs::read_to_string(path)
+                        .map_err(|e| format!("cannot read {path}: {e}"))?,
+                ),
+                (None, Some(text)) => ("<built-in JSON grammar>".to_string(), text.to_string()),
+                (None, None) => return Err("no grammar given".into()),
+            };
+            let options = GbnfOptions {
+                root: self.root.clone(),
+                ..GbnfOptions::default()
+            };
+            frontend::gbnf::parse(&text, &options).map_err(|e| format!("{origin}:{e}"))?
+        };
+        CompiledGrammar::compile(&grammar, &CompileOptions::default())
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+}
