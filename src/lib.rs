@@ -6,6 +6,7 @@
 //! frontend (GBNF, regex) -> grammar (IR) -> automaton (lexer DFAs + CFG)
 //!   -> vocab (token bytes) + tables (per-lexer-configuration token masks) -> matcher
 //!   -> sampling (logits processors, selectors, counter-based RNG, trace)
+//!   -> decode (candle models, chat templates, the batched generation loop)
 //! ```
 //!
 //! A front-end parses a user's grammar into the [`grammar`] IR; [`automaton`]
@@ -18,6 +19,8 @@
 
 pub mod automaton;
 pub mod check;
+#[cfg(feature = "decode")]
+pub mod decode;
 mod error;
 pub mod frontend;
 pub mod grammar;

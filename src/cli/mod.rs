@@ -4,7 +4,12 @@
 //! match), 2 the request itself is wrong (bad grammar, unreadable file, bad flags).
 
 mod bench;
+#[cfg(feature = "decode")]
+mod bench_decode;
 mod check;
+#[cfg(feature = "decode")]
+mod generate;
+mod grammar;
 #[cfg(feature = "peers")]
 mod peers;
 
@@ -29,6 +34,12 @@ enum Command {
     Bench(bench::BenchArgs),
     /// One sampling step from a JSON logits row and a JSON config.
     Sample(stencil::sampling::cli::SampleArgs),
+    /// Grammar-constrained generation with a real model (the default: SmolLM2-135M).
+    #[cfg(feature = "decode")]
+    Generate(generate::GenerateArgs),
+    /// Decode tokens/s: unconstrained vs constrained vs jump-forward, same run.
+    #[cfg(feature = "decode")]
+    BenchDecode(bench_decode::BenchDecodeArgs),
 }
 
 pub fn run() -> i32 {
@@ -44,5 +55,9 @@ pub fn run() -> i32 {
         Command::Check(args) => check::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Sample(args) => stencil::sampling::cli::run_to_exit_code(&args),
+        #[cfg(feature = "decode")]
+        Command::Generate(args) => generate::run(&args),
+        #[cfg(feature = "decode")]
+        Command::BenchDecode(args) => bench_decode::run(&args),
     }
 }

@@ -1,0 +1,218 @@
+//! `stencil bench-decode [--model PATH] [--schema FILE] [--prompts N] [--max-tokens N] [--json]`
+//!
+//! Tokens per second of the decode loop on the same prompts, same model, same run, in
+//! three modes: unconstrained, constrained by the schema, and constrained with
+//! jump-forward. Greedy decoding, so every mode is deterministic. Decode time excludes
+//! the prompt's forward pass; tokens/s is output tokens over decode time, summed over
+//! the prompts. Forward passes per output token show what jump-forward saves.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use serde_json::json;
+
+use stencil::decode::{Generator, Request};
+use stencil::matcher::StopPolicy;
+use stencil::sampling::SamplingConfig;
+use stencil::tables::TokenTables;
+
+use super::generate::{load_generator, prompt_tokens};
+use super::grammar::GrammarArgs;
+
+const CITIES: [&str; 8] = [
+    "Paris", "Tokyo", "Nairobi", "Lima", "Oslo", "Hanoi", "Toronto", "Cairo",
+];
+
+#[derive(Args, Debug)]
+pub struct BenchDecodeArgs {
+    /// GGUF file or safetensors folder; the built-in default model when absent.
+    #[arg(long, value_name = "PATH")]
+    model: Option<PathBuf>,
+    /// Schema for the constrained modes.
+    #[arg(long, value_name = "FILE", default_value = "grammars/city.schema.json")]
+    schema: String,
+    /// Prompts per mode (cities to describe).
+    #[arg(long, default_value_t = 4)]
+    prompts: usize,
+    #[arg(long, default_value_t = 128)]
+    max_tokens: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Default, Debug, Clone, Copy)]
+struct Totals {
+    tokens: usize,
+    decode_ms: f64,
+    forward_passes: usize,
+    forced: usize,
+    mask_ms: f64,
+    mask_wait_ms: f64,
+    prompt_ms: f64,
+}
+
+impl Totals {
+    fn tokens_per_second(&self) -> f64 {
+        self.tokens as f64 / (self.decode_ms / 1000.0).max(1e-9)
+    }
+    fn passes_per_token(&self) -> f64 {
+        self.forward_passes as f64 / self.tokens.max(1) as f64
+    }
+    fn to_json(self) -> serde_json::Value {
+        json!({
+            "tokens": self.tokens,
+            "decode_ms": self.decode_ms,
+            "tokens_per_second": self.tokens_per_second(),
+            "forward_passes": self.forward_passes,
+            "forward_passes_per_token": self.passes_per_token(),
+            "forced_tokens": self.forced,
+            "mask_ms": self.mask_ms,
+            "mask_wait_ms": self.mask_wait_ms,
+            "prompt_ms": self.prompt_ms,
+        })
+    }
+}
+
+fn run_mode(
+    generator: &Generator,
+    prompts: &[Vec<u32>],
+    grammar: Option<&Arc<TokenTables>>,
+    jump_forward: bool,
+    max_tokens: usize,
+) -> Result<Totals, String> {
+    let mut totals = Totals::default();
+    for prompt in prompts {
+        let request = Request {
+            prompt: prompt.clone(),
+            grammar: grammar.cloned(),
+            stop_policy: StopPolicy::Stop,
+            sampling: SamplingConfig {
+                temperature: Some(0.0),
+                ..SamplingConfig::default()
+            },
+            max_tokens,
+            jump_forward,
+            logprobs: 0,
+            trace: false,
+        };
+        let g = generator
+            .generate(request, &mut |_| {})
+            .map_err(|e| e.to_string())?;
+        if let Some(e) = g.error {
+            return Err(e);
+        }
+        let t = &g.timings;
+        totals.tokens += g.tokens.len();
+        totals.decode_ms += t.decode_ms;
+        totals.forward_passes += t.forward_passes.saturating_sub(1);
+        totals.forced += t.forced_tokens;
+        totals.mask_ms += t.mask_ms;
+        totals.mask_wait_ms += t.mask_wait_ms;
+        totals.prompt_ms += t.prompt_ms;
+    }
+    Ok(totals)
+}
+
+pub fn run(args: &BenchDecodeArgs) -> i32 {
+    match bench(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
+fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
+    let generator = load_generator(args.model.as_deref(), None)?;
+    let grammar_args = GrammarArgs {
+        gbnf: None,
+        regex: None,
+        schema: Some(args.schema.clone()),
+        property_order: super::grammar::PropertyOrderArg::Schema,
+        whitespace: super::grammar::WhitespaceArg::Compact,
+        strict: false,
+        lenient: false,
+        root: "root".into(),
+        for_generation: true,
+    };
+    let grammar = grammar_args.compile(None)?;
+    let tables = Arc::new(TokenTables::new(
+        grammar,
+        Arc::clone(generator.tokenizer().vocab()),
+    ));
+    let schema_text =
+        std::fs::read_to_string(&args.schema).map_err(|e| format!("{}: {e}", args.schema))?;
+    let prompts = (0..args.prompts)
+        .map(|i| {
+            let city = CITIES[i % CITIES.len()];
+            let text = format!(
+                "Describe {city} as one JSON object that validates against this JSON Schema. \
+                 Reply with the JSON only.\n\n{}",
+                schema_text.trim()
+            );
+            prompt_tokens(&generator, &text, false)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Warm-up: one short run so that page faults and lazy tables do not land on the
+    // first measured mode.
+    run_mode(&generator, &prompts[..1], Some(&tables), false, 8)?;
+    let modes = [
+        ("unconstrained", None, false),
+        ("constrained", Some(&tables), false),
+        ("constrained+jump-forward", Some(&tables), true),
+    ];
+    let mut results = Vec::new();
+    for (name, grammar, jump) in modes {
+        results.push((
+            name,
+            run_mode(&generator, &prompts, grammar, jump, args.max_tokens)?,
+        ));
+    }
+    let base = results[0].1.tokens_per_second();
+    if args.json {
+        let mut modes = serde_json::Map::new();
+        for (name, t) in &results {
+            let mut v = t.to_json();
+            v["ratio_to_unconstrained"] = json!(t.tokens_per_second() / base);
+            modes.insert(name.to_string(), v);
+        }
+        println!(
+            "{}",
+            json!({
+                "model": generator.model().path().display().to_string(),
+                "schema": args.schema,
+                "prompts": args.prompts,
+                "max_tokens": args.max_tokens,
+                "modes": modes,
+            })
+        );
+    } else {
+        println!(
+            "model {}, {} prompts, max_tokens {}, greedy",
+            generator.model().path().display(),
+            args.prompts,
+            args.max_tokens
+        );
+        println!(
+            "{:<26} {:>7} {:>9} {:>7} {:>13} {:>7} {:>9} {:>9}",
+            "mode", "tokens", "tokens/s", "ratio", "passes/token", "forced", "mask ms", "wait ms"
+        );
+        for (name, t) in &results {
+            println!(
+                "{:<26} {:>7} {:>9.1} {:>7.3} {:>13.3} {:>7} {:>9.1} {:>9.1}",
+                name,
+                t.tokens,
+                t.tokens_per_second(),
+                t.tokens_per_second() / base,
+                t.passes_per_token(),
+                t.forced,
+                t.mask_ms,
+                t.mask_wait_ms
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,531 @@
+//! The decode loop: prompt in, grammar-valid text out, for a batch of requests.
+//!
+//! Each request owns everything that decides its tokens: a model session (KV cache),
+//! a grammar matcher, a validated sampler and a decoder state whose RNG is addressed
+//! by (seed, step, draw), its stop set and its budget. The batch is scheduled round
+//! robin, one step per request per round, so batch composition cannot change any
+//! request's tokens (tests/decode.rs checks it).
+//!
+//! Per step, the grammar mask is computed on a second thread while the model's
+//! forward pass runs, then written into the logits row (on the device under `cuda`)
+//! before the sampling pipeline runs. Jump-forward: when the grammar forces bytes,
+//! their canonical tokens (all but the last, which might merge with what follows) are
+//! committed without sampling and fed to the model in the next forward pass together
+//! with the sampled token; the output is then the canonical tokenization of forced
+//! text rather than whatever split the model might have sampled, and forced tokens
+//! take no draw from the RNG stream.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::model::{Model, Session};
+use super::tokenizer::ModelTokenizer;
+use super::DecodeError;
+use crate::matcher::{StopPolicy, TokenMatcher};
+use crate::sampling::constraint::mask_words;
+use crate::sampling::state::{Commit, FinishStatus};
+use crate::sampling::trace::StepTrace;
+use crate::sampling::{DecoderState, Layer, Sampler, SamplingConfig, StepOptions};
+use crate::tables::TokenTables;
+
+/// One generation request.
+#[derive(Clone)]
+pub struct Request {
+    pub prompt: Vec<u32>,
+    /// The grammar's token tables (shared across requests); `None`: unconstrained.
+    pub grammar: Option<Arc<TokenTables>>,
+    pub stop_policy: StopPolicy,
+    /// Temperature, top-p, preset, seed... (`max_tokens` and EOS are set from here).
+    pub sampling: SamplingConfig,
+    pub max_tokens: usize,
+    pub jump_forward: bool,
+    /// Report the top `logprobs` alternatives per sampled token (0: none).
+    pub logprobs: usize,
+    /// Keep the sampling pipeline's per-step trace.
+    pub trace: bool,
+}
+
+/// Why a request ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    Length,
+    Error,
+}
+
+/// One token's probabilities, each value named by its layer.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenLogprobs {
+    pub token: u32,
+    pub text: String,
+    pub forced: bool,
+    /// The sampled token under each layer reported by the pipeline.
+    pub logprobs: Vec<NamedLogprob>,
+    /// The most likely alternatives in the raw (unmasked) distribution.
+    pub top_raw: Vec<(u32, f64)>,
+    /// The most likely alternatives in the final selection distribution.
+    pub top_selected: Vec<(u32, f64)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedLogprob {
+    pub layer: Layer,
+    pub value: f64,
+}
+
+/// Where time went for one request.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    pub prompt_tokens: usize,
+    pub prompt_ms: f64,
+    pub decode_ms: f64,
+    /// Output tokens per second of decode time (prompt excluded).
+    pub tokens_per_second: f64,
+    pub forward_passes: usize,
+    pub forced_tokens: usize,
+    /// Time spent computing masks (on the second thread).
+    pub mask_ms: f64,
+    /// Time the loop waited for a mask after the forward pass had finished.
+    pub mask_wait_ms: f64,
+}
+
+/// A finished request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Generation {
+    pub text: String,
+    pub finish_reason: FinishReason,
+    /// The grammar accepts the output (always true without a grammar).
+    pub grammar_complete: bool,
+    /// Output tokens (EOS excluded).
+    pub tokens: Vec<u32>,
+    pub timings: Timings,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<TokenLogprobs>,
+    /// Per sampled token, the pipeline's trace (when requested).
+    #[serde(skip)]
+    pub trace: Vec<StepTrace>,
+}
+
+/// Streamed as tokens arrive.
+#[derive(Debug, Clone)]
+pub enum Event<'a> {
+    /// New text of request `request`: whole UTF-8 characters only (a character split
+    /// across tokens is held back until it is complete).
+    Text { request: usize, text: &'a str },
+}
+
+/// The model and tokenizer every request shares.
+pub struct Generator {
+    model: Model,
+    tokenizer: ModelTokenizer,
+}
+
+/// Per-request running state.
+struct Running {
+    session: Session,
+    sampler: Sampler,
+    state: DecoderState,
+    matcher: Option<TokenMatcher>,
+    /// Tokens committed but not yet fed to the model.
+    pending: Vec<u32>,
+    jump_forward: bool,
+    stop_policy: StopPolicy,
+    logprobs: usize,
+    trace: Option<Vec<StepTrace>>,
+    eos: u32,
+    /// Output bytes not yet streamed (an incomplete UTF-8 character).
+    unstreamed: Vec<u8>,
+    output: Vec<u32>,
+    forced: Vec<bool>,
+    logprob_records: Vec<TokenLogprobs>,
+    timings: Timings,
+    first_forward_done: bool,
+    done: Option<(FinishReason, Option<String>)>,
+}
+
+impl Generator {
+    pub fn new(model: Model, tokenizer: ModelTokenizer) -> Generator {
+        Generator { model, tokenizer }
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub fn tokenizer(&self) -> &ModelTokenizer {
+        &self.tokenizer
+    }
+
+    /// Runs one request to the end.
+    pub fn generate(
+        &self,
+        request: Request,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Generation, DecodeError> {
+        let mut out = self.generate_batch(vec![request], on_event)?;
+        Ok(out.remove(0))
+    }
+
+    /// Runs several requests together; results come back in request order.
+    pub fn generate_batch(
+        &self,
+        requests: Vec<Request>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Vec<Generation>, DecodeError> {
+        let mut running = requests
+            .into_iter()
+            .map(|r| self.start(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        loop {
+            let mut any = false;
+            for (index, r) in running.iter_mut().enumerate() {
+                if r.done.is_some() {
+                    continue;
+                }
+                any = true;
+                if let Err(e) = self.step(r, index, on_event) {
+                    r.done = Some((FinishReason::Error, Some(e.to_string())));
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        Ok(running.into_iter().map(|r| self.finish(r)).collect())
+    }
+
+    fn start(&self, request: Request) -> Result<Running, DecodeError> {
+        let eos: Vec<u32> = self.tokenizer.vocab().eos_ids().to_vec();
+        let Some(&first_eos) = eos.first() else {
+            return Err(DecodeError::Tokenizer {
+                origin: "model".into(),
+                message: "the tokenizer names no EOS token".into(),
+            });
+        };
+        let mut sampling = request.sampling.clone();
+        sampling.max_tokens = Some(request.max_tokens);
+        let mut eos_ids = sampling.eos_token_ids.take().unwrap_or_default();
+        eos_ids.extend(&eos);
+        sampling.eos_token_ids = Some(eos_ids);
+        let sampler = Sampler::from_config(&sampling)?;
+        let state = sampler.new_state(request.prompt.clone(), None, None);
+        let matcher = request
+            .grammar
+            .map(|tables| TokenMatcher::with_policy(tables, request.stop_policy));
+        let r = Running {
+            session: self.model.session()?,
+            sampler,
+            state,
+            matcher,
+            pending: request.prompt.clone(),
+            jump_forward: request.jump_forward,
+            stop_policy: request.stop_policy,
+            logprobs: request.logprobs,
+            trace: request.trace.then(Vec::new),
+            eos: first_eos,
+            unstreamed: Vec::new(),
+            output: Vec::new(),
+            forced: Vec::new(),
+            logprob_records: Vec::new(),
+            timings: Timings {
+                prompt_tokens: request.prompt.len(),
+                ..Timings::default()
+            },
+            first_forward_done: false,
+            done: None,
+        };
+        if r.pending.is_empty() {
+            return Err(DecodeError::Forward("empty prompt".into()));
+        }
+        Ok(r)
+    }
+
+    /// One forward pass (overlapped with the mask), one sampled token, then any
+    /// forced continuation.
+    fn step(
+        &self,
+        r: &mut Running,
+        index: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), DecodeError> {
+        if !r.first_forward_done && r.jump_forward {
+            // Bytes forced at the very start ride along with the prompt.
+            self.jump_forward(r, index, on_event)?;
+            if r.done.is_some() {
+                return Ok(());
+            }
+        }
+        let width = self.model.logits_width();
+        let forward_started = Instant::now();
+        let pending = std::mem::take(&mut r.pending);
+        let (logits, mask, mask_time, forward_time) = std::thread::scope(|scope| {
+            let matcher = r.matcher.as_mut();
+            let mask_job = scope.spawn(move || {
+                let started = Instant::now();
+                let mask = matcher.map(|m| {
+                    let mut words = vec![0u32; mask_words(width)];
+                    m.fill_next_token_bitmask(&mut words);
+                    words
+                });
+                (mask, started.elapsed())
+            });
+            let logits = r.session.forward_tensor(&pending);
+            let forward_time = forward_started.elapsed();
+            let (mask, mask_time) = mask_job
+                .join()
+                .map_err(|_| DecodeError::Forward("the mask thread panicked".into()))?;
+            Ok::<_, DecodeError>((logits?, mask, mask_time, forward_time))
+        })?;
+        let waited = forward_started.elapsed().saturating_sub(forward_time);
+        r.timings.mask_ms += ms(mask_time);
+        r.timings.mask_wait_ms += ms(waited);
+        if r.first_forward_done {
+            r.timings.decode_ms += ms(forward_started.elapsed());
+        } else {
+            r.first_forward_done = true;
+            r.timings.prompt_ms = ms(forward_started.elapsed());
+        }
+        let sample_started = Instant::now();
+
+        let raw_for_logprobs = (r.logprobs > 0)
+            .then(|| logits.to_vec1::<f32>())
+            .transpose()
+            .map_err(|e| DecodeError::Forward(e.to_string()))?;
+        let row = super::mask::apply(&logits, mask.as_deref())?;
+        let opts = StepOptions::default();
+        let outcome = r.sampler.run(&r.state.view(mask.as_deref()), &row, &opts)?;
+        let token = outcome.token;
+        if let Some(trace) = &mut r.trace {
+            trace.push(outcome.trace.clone());
+        }
+        if let Some(raw) = raw_for_logprobs {
+            let mut logprobs: Vec<NamedLogprob> = outcome
+                .logprobs
+                .iter()
+                .map(|l| NamedLogprob {
+                    layer: l.layer,
+                    value: l.value,
+                })
+                .collect();
+            let raw_view = crate::sampling::RawLogits::new(&raw)?;
+            logprobs.push(NamedLogprob {
+                layer: Layer::Raw,
+                value: raw_view.logprob(token).value,
+            });
+            let mut selected = outcome.selection.pairs();
+            selected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            selected.truncate(r.logprobs);
+            r.logprob_records.push(TokenLogprobs {
+                token,
+                text: String::from_utf8_lossy(self.tokenizer.vocab().token_bytes(token))
+                    .into_owned(),
+                forced: false,
+                logprobs,
+                top_raw: top_raw(&raw, r.logprobs),
+                top_selected: selected.into_iter().map(|(id, p)| (id, p.ln())).collect(),
+            });
+        }
+        self.commit(r, token, false, index, on_event)?;
+        r.timings.decode_ms += ms(sample_started.elapsed());
+        if r.done.is_none() && r.jump_forward {
+            self.jump_forward(r, index, on_event)?;
+        }
+        Ok(())
+    }
+
+    /// Commits a token to the decoder state, the grammar and the output.
+    fn commit(
+        &self,
+        r: &mut Running,
+        token: u32,
+        forced: bool,
+        index: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), DecodeError> {
+        let processor_state = r.state.processor_state();
+        let status = r.state.commit(Commit {
+            token,
+            processor_state,
+        })?;
+        if let Some(m) = &mut r.matcher {
+            m.consume_token(token)
+                .map_err(|e| DecodeError::Grammar(e.to_string()))?;
+        }
+        let is_eos = matches!(status, FinishStatus::Eos(_));
+        if !is_eos {
+            r.output.push(token);
+            r.forced.push(forced);
+            r.pending.push(token);
+            r.unstreamed
+                .extend_from_slice(self.tokenizer.vocab().token_bytes(token));
+            stream(&mut r.unstreamed, index, on_event);
+        }
+        match status {
+            FinishStatus::Running => {}
+            FinishStatus::Length => r.done = Some((FinishReason::Length, None)),
+            _ => r.done = Some((FinishReason::Stop, None)),
+        }
+        Ok(())
+    }
+
+    /// Commits the canonical tokens of the bytes the grammar forces next; ends the
+    /// request when the grammar accepts and nothing may follow.
+    fn jump_forward(
+        &self,
+        r: &mut Running,
+        index: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), DecodeError> {
+        let Some(m) = &mut r.matcher else {
+            return Ok(());
+        };
+        let bytes = m.forced_bytes();
+        let tokens = if bytes.is_empty() {
+            Vec::new()
+        } else {
+            let valid = match std::str::from_utf8(&bytes) {
+                Ok(s) => s,
+                Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+            };
+            let mut tokens = self.tokenizer.encode(valid)?;
+            // The last token might merge with what the model writes next.
+            tokens.pop();
+            let accepted = m.validate_tokens(&tokens);
+            tokens.truncate(accepted);
+            tokens
+        };
+        for token in tokens {
+            if r.done.is_some() {
+                return Ok(());
+            }
+            r.timings.forced_tokens += 1;
+            if r.logprobs > 0 {
+                r.logprob_records.push(TokenLogprobs {
+                    token,
+                    text: String::from_utf8_lossy(self.tokenizer.vocab().token_bytes(token))
+                        .into_owned(),
+                    forced: true,
+                    logprobs: Vec::new(),
+                    top_raw: Vec::new(),
+                    top_selected: Vec::new(),
+                });
+            }
+            self.commit(r, token, true, index, on_event)?;
+        }
+        // Accepting with no possible continuation: only EOS is allowed.
+        let m = r.matcher.as_ref().expect("checked above");
+        if r.done.is_none()
+            && r.stop_policy == StopPolicy::Stop
+            && m.is_accepting()
+            && !m.byte_matcher().can_continue()
+        {
+            let eos = r.eos;
+            self.commit(r, eos, true, index, on_event)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&self, mut r: Running) -> Generation {
+        let (finish_reason, error) = r.done.take().unwrap_or((FinishReason::Error, None));
+        let grammar_complete = r
+            .matcher
+            .as_ref()
+            .is_none_or(|m| m.is_accepting() || m.is_terminated());
+        let bytes = self.tokenizer.vocab().decode(&r.output);
+        r.timings.forward_passes = r.session.forward_passes();
+        if r.timings.decode_ms > 0.0 {
+            r.timings.tokens_per_second = r.output.len() as f64 / (r.timings.decode_ms / 1000.0);
+        }
+        Generation {
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+            finish_reason,
+            grammar_complete,
+            tokens: r.output,
+            timings: r.timings,
+            error,
+            logprobs: r.logprob_records,
+            trace: r.trace.unwrap_or_default(),
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The `n` most likely tokens of a raw row, as natural-log probabilities.
+fn top_raw(raw: &[f32], n: usize) -> Vec<(u32, f64)> {
+    let max = raw.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = raw.iter().map(|&z| f64::from(z - max).exp()).sum();
+    let mut ids: Vec<u32> = (0..raw.len() as u32).collect();
+    let n = n.min(ids.len());
+    if n == 0 {
+        return Vec::new();
+    }
+    ids.select_nth_unstable_by(n - 1, |&a, &b| {
+        raw[b as usize].total_cmp(&raw[a as usize]).then(a.cmp(&b))
+    });
+    ids.truncate(n);
+    ids.sort_by(|&a, &b| raw[b as usize].total_cmp(&raw[a as usize]).then(a.cmp(&b)));
+    ids.into_iter()
+        .map(|id| (id, f64::from(raw[id as usize] - max) - sum.ln()))
+        .collect()
+}
+
+/// Emits the longest complete-UTF-8 prefix of `pending`; invalid bytes (which a
+/// grammar over valid UTF-8 never produces) are emitted as U+FFFD.
+fn stream(pending: &mut Vec<u8>, request: usize, on_event: &mut dyn FnMut(Event<'_>)) {
+    let cut = match std::str::from_utf8(pending) {
+        Ok(_) => pending.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => pending.len(),
+    };
+    if cut == 0 {
+        return;
+    }
+    let text = String::from_utf8_lossy(&pending[..cut]).into_owned();
+    pending.drain(..cut);
+    on_event(Event::Text {
+        request,
+        text: &text,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streaming_holds_back_split_characters() {
+        let mut seen = String::new();
+        let mut pending = Vec::new();
+        let mut push = |bytes: &[u8], pending: &mut Vec<u8>| {
+            pending.extend_from_slice(bytes);
+            stream(pending, 0, &mut |e| {
+                let Event::Text { text, .. } = e;
+                seen.push_str(text);
+            });
+        };
+        let euro = "€".as_bytes();
+        push(&euro[..1], &mut pending);
+        push(&euro[1..2], &mut pending);
+        assert_eq!(pending.len(), 2);
+        push(&euro[2..], &mut pending);
+        push(b"!", &mut pending);
+        assert!(pending.is_empty());
+        assert_eq!(seen, "€!");
+    }
+
+    #[test]
+    fn top_raw_orders_by_probability() {
+        let top = top_raw(&[0.0, 2.0, 1.0, 2.0], 3);
+        assert_eq!(top.iter().map(|t| t.0).collect::<Vec<_>>(), vec![1, 3, 2]);
+        let total: f64 = [0.0f64, 2.0, 1.0, 2.0].iter().map(|z| z.exp()).sum();
+        assert!((top[0].1 - (2.0 - total.ln())).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,54 @@
+//! The decode loop on candle: a real model writes, the grammar decides what it may
+//! write (`stencil generate`).
+//!
+//! This is the last stage of the pipeline and the only one that knows about models:
+//! [`model`] loads GGUF and safetensors checkpoints and gives each request its own
+//! session (KV cache); [`tokenizer`] reads the model's tokenizer (a `tokenizer.json`
+//! or the GGUF's own vocabulary) into the [`Vocabulary`](crate::vocab::Vocabulary)
+//! the masks are built on; [`template`] renders the chat template; [`fetch`] gets the
+//! built-in default model; [`mask`] writes grammar masks into logits on the device;
+//! [`generate`] is the batched loop that joins matcher, sampling and model.
+//!
+//! Behind the `decode` feature (on by default) so that engines embedding only the
+//! matcher do not build candle.
+
+pub mod fetch;
+pub mod generate;
+pub mod mask;
+pub mod model;
+pub mod template;
+pub mod tokenizer;
+
+pub use generate::{Event, FinishReason, Generation, Generator, Request, Timings};
+pub use model::{Model, Session};
+pub use template::{render_chat, Message};
+pub use tokenizer::ModelTokenizer;
+
+/// What can go wrong between a model file and a finished generation.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("model {path}: {message}")]
+    Model { path: String, message: String },
+    #[error("tokenizer {origin}: {message}")]
+    Tokenizer { origin: String, message: String },
+    #[error("chat template: {0}")]
+    Template(String),
+    #[error("default model: {0}")]
+    Fetch(String),
+    #[error("forward pass: {0}")]
+    Forward(String),
+    #[error("grammar: {0}")]
+    Grammar(String),
+    #[error("sampling: {0}")]
+    Sampling(#[from] crate::sampling::SamplingError),
+}
+
+/// The compute device: the first CUDA GPU when built with `cuda` and one is present,
+/// else the CPU.
+pub fn default_device() -> candle_core::Device {
+    #[cfg(feature = "cuda")]
+    if let Ok(device) = candle_core::Device::new_cuda(0) {
+        return device;
+    }
+    candle_core::Device::Cpu
+}

@@ -1,0 +1,243 @@
+//! The decode loop on a tiny random-weight Llama (a real GGUF file with GPT-2's
+//! vocabulary, written by the test): outputs are grammar-valid and validate with an
+//! independent JSON Schema validator, seeds reproduce, batches do not leak between
+//! requests, jump-forward saves forward passes, streaming is the text.
+#![cfg(feature = "decode")]
+
+#[path = "support/json_schema_common.rs"]
+mod json_schema_common;
+#[path = "support/tiny_model.rs"]
+mod tiny_model;
+
+use std::sync::Arc;
+
+use json_schema_common::compile;
+use serde_json::{json, Value};
+use stencil::decode::{FinishReason, Generation, Generator, Model, ModelTokenizer, Request};
+use stencil::frontend::json_schema::JsonSchemaOptions;
+use stencil::matcher::{StopPolicy, TokenMatcher};
+use stencil::sampling::order::OrderSpec;
+use stencil::sampling::SamplingConfig;
+use stencil::tables::TokenTables;
+use stencil::vocab::Vocabulary;
+use tiny_model::{gpt2_tokenizer_path, tiny_model};
+
+fn generator() -> &'static Generator {
+    static GENERATOR: std::sync::OnceLock<Generator> = std::sync::OnceLock::new();
+    GENERATOR.get_or_init(|| {
+        let path = tiny_model();
+        let model = Model::load(path, &candle_core::Device::Cpu).unwrap();
+        let tokenizer =
+            ModelTokenizer::from_gguf(model.gguf_metadata().unwrap(), "tiny model").unwrap();
+        Generator::new(model, tokenizer)
+    })
+}
+
+fn schemas() -> Vec<Value> {
+    vec![
+        json!({"type": "object",
+               "properties": {"name": {"type": "string", "maxLength": 8},
+                              "age": {"type": "integer", "minimum": 0, "maximum": 120}},
+               "required": ["name", "age"], "additionalProperties": false}),
+        json!({"enum": ["red", "green", "blue", 7, null]}),
+        json!({"type": "array", "items": {"type": "boolean"}, "maxItems": 4}),
+        json!({"type": "integer", "minimum": -5, "maximum": 5}),
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"},
+               "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+               "required": ["ok", "tags"], "additionalProperties": false}),
+    ]
+}
+
+fn tables(schema: &Value) -> Arc<TokenTables> {
+    let grammar = compile(schema, &generation_options()).unwrap();
+    Arc::new(TokenTables::new(
+        grammar,
+        Arc::clone(generator().tokenizer().vocab()),
+    ))
+}
+
+fn request(schema: &Value, seed: Option<u64>, preset: &str) -> Request {
+    let g = generator();
+    Request {
+        prompt: g.tokenizer().encode_prompt("Write JSON:").unwrap(),
+        grammar: Some(tables(schema)),
+        stop_policy: StopPolicy::Stop,
+        sampling: SamplingConfig {
+            order: Some(OrderSpec::Preset(preset.into())),
+            seed,
+            temperature: Some(if seed.is_some() { 1.0 } else { 0.0 }),
+            ..SamplingConfig::default()
+        },
+        max_tokens: 64,
+        jump_forward: true,
+        logprobs: 0,
+        trace: false,
+    }
+}
+
+fn run(r: Request) -> Generation {
+    generator().generate(r, &mut |_| {}).unwrap()
+}
+
+/// The grammar accepts every token of the output, in order, and then EOS-worthy.
+fn assert_tokens_allowed(schema: &Value, g: &Generation) {
+    let mut m = TokenMatcher::new(tables(schema));
+    for &t in &g.tokens {
+        m.consume_token(t)
+            .unwrap_or_else(|e| panic!("{e} in {:?}", g.text));
+    }
+    assert_eq!(m.is_accepting(), g.grammar_complete, "{:?}", g.text);
+}
+
+#[test]
+fn outputs_validate_and_seeds_reproduce() {
+    let mut stopped = 0;
+    for schema in schemas() {
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        for (seed, preset) in [
+            (None, "reference"),
+            (Some(1), "hf"),
+            (Some(2), "vllm"),
+            (Some(3), "llama.cpp"),
+        ] {
+            let g = run(request(&schema, seed, preset));
+            assert_tokens_allowed(&schema, &g);
+            assert!(g.error.is_none(), "{:?}", g.error);
+            if g.finish_reason == FinishReason::Stop {
+                stopped += 1;
+                assert!(g.grammar_complete);
+                let value: Value =
+                    serde_json::from_str(&g.text).unwrap_or_else(|e| panic!("{e}: {:?}", g.text));
+                assert!(validator.is_valid(&value), "{schema} rejects {}", g.text);
+            } else {
+                assert_eq!(g.finish_reason, FinishReason::Length);
+                assert_eq!(g.tokens.len(), 64);
+                eprintln!("length: {schema} {seed:?}: {:?}", g.text);
+            }
+            let again = run(request(&schema, seed, preset));
+            assert_eq!(again.tokens, g.tokens, "seed {seed:?} is not reproducible");
+        }
+    }
+    // Every schema above is bounded: a random model still finishes within budget.
+    assert_eq!(stopped, 20);
+}
+
+#[test]
+fn batch_composition_does_not_change_tokens() {
+    let schemas = schemas();
+    let presets = ["reference", "hf", "vllm", "llama.cpp"];
+    let requests: Vec<Request> = (0..8)
+        .map(|i| {
+            let seed = (i % 3 != 0).then_some(i as u64);
+            request(&schemas[i % schemas.len()], seed, presets[i % 4])
+        })
+        .collect();
+    let alone: Vec<Vec<u32>> = requests.iter().map(|r| run(r.clone()).tokens).collect();
+    let batch = generator().generate_batch(requests, &mut |_| {}).unwrap();
+    for (i, g) in batch.iter().enumerate() {
+        assert_eq!(g.tokens, alone[i], "request {i} changed inside the batch");
+    }
+}
+
+#[test]
+fn jump_forward_saves_forward_passes() {
+    let schema = &schemas()[0];
+    let with = run(request(schema, None, "reference"));
+    let mut r = request(schema, None, "reference");
+    r.jump_forward = false;
+    let without = run(r);
+    for g in [&with, &without] {
+        assert_eq!(g.finish_reason, FinishReason::Stop, "{:?}", g.text);
+        assert_tokens_allowed(schema, g);
+    }
+    assert_eq!(without.timings.forced_tokens, 0);
+    // Without jump-forward: one pass per output token plus the one that chose EOS.
+    assert_eq!(without.timings.forward_passes, without.tokens.len() + 1);
+    // `{"name":"` and `","age":` are forced.
+    assert!(with.timings.forced_tokens >= 4, "{:?}", with.timings);
+    assert!(
+        with.timings.forward_passes + with.timings.forced_tokens <= with.tokens.len() + 1,
+        "{:?}",
+        with.timings
+    );
+    assert!(with.timings.forward_passes < without.timings.forward_passes);
+}
+
+#[test]
+fn length_finish_is_explicit() {
+    let schema = &schemas()[0];
+    let mut r = request(schema, None, "reference");
+    r.max_tokens = 3;
+    let g = run(r);
+    assert_eq!(g.finish_reason, FinishReason::Length);
+    assert!(!g.grammar_complete);
+    assert_eq!(g.tokens.len(), 3);
+}
+
+#[test]
+fn streaming_yields_the_text_and_logprobs_name_their_layers() {
+    let schema = json!({"type": "string", "maxLength": 12});
+    let mut r = request(&schema, Some(7), "reference");
+    r.logprobs = 3;
+    let mut streamed = String::new();
+    let g = generator()
+        .generate(r, &mut |e| {
+            let stencil::decode::Event::Text { text, .. } = e;
+            streamed.push_str(text);
+        })
+        .unwrap();
+    assert_eq!(streamed, g.text);
+    let sampled: Vec<_> = g.logprobs.iter().filter(|l| !l.forced).collect();
+    assert!(!sampled.is_empty());
+    for l in sampled {
+        assert_eq!(l.top_raw.len(), 3);
+        assert!(l.top_selected.len() <= 3 && !l.top_selected.is_empty());
+        let layers: Vec<String> = l
+            .logprobs
+            .iter()
+            .map(|p| format!("{:?}", p.layer))
+            .collect();
+        assert!(layers.iter().any(|x| x == "Raw"), "{layers:?}");
+        assert!(l.logprobs.iter().all(|p| p.value <= 1e-9));
+        // The grammar only narrows: a token's selected probability is at least its raw one.
+        let raw = l
+            .logprobs
+            .iter()
+            .find(|p| format!("{:?}", p.layer) == "Raw")
+            .unwrap();
+        assert!(l.logprobs.iter().all(|p| p.value >= raw.value - 1e-6));
+    }
+}
+
+#[test]
+fn gguf_vocabulary_is_the_tokenizer_files() {
+    let from_gguf = generator().tokenizer();
+    let from_file = Vocabulary::from_tokenizer_file(gpt2_tokenizer_path()).unwrap();
+    let gguf_vocab = from_gguf.vocab();
+    assert_eq!(gguf_vocab.len(), from_file.len());
+    for id in 0..from_file.len() as u32 {
+        assert_eq!(
+            gguf_vocab.token_bytes(id),
+            from_file.token_bytes(id),
+            "token {id}"
+        );
+    }
+    assert_eq!(gguf_vocab.eos_ids(), &[50256]);
+    let reference = stencil::vocab::load_tokenizer(gpt2_tokenizer_path()).unwrap();
+    for text in [
+        "Hello world!",
+        "  {\"a\": [1, 2.5e-3]}\n",
+        "naïve café 東京 ☃",
+    ] {
+        let expected = reference.encode(text, false).unwrap().get_ids().to_vec();
+        assert_eq!(from_gguf.encode(text).unwrap(), expected, "{text:?}");
+    }
+}
+
+/// Generation compiles integers without a zero fraction (`1`, never `1.0`).
+fn generation_options() -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        plain_integers: true,
+        ..JsonSchemaOptions::default()
+    }
+}
