@@ -17,6 +17,7 @@
 
 pub mod lexer;
 mod lower;
+pub mod shortest;
 
 use std::fmt;
 
@@ -97,6 +98,8 @@ pub struct CompiledGrammar {
     /// Per nonterminal: `(production, dot)` of its predicted items, the dot moved
     /// over every nullable prefix, complete items left out.
     predicted_items: Vec<Vec<(ProductionId, u32)>>,
+    /// Shortest strings, built on first use (budget steering).
+    shortest: std::sync::OnceLock<shortest::ShortestStrings>,
 }
 
 impl fmt::Debug for CompiledGrammar {
@@ -234,7 +237,14 @@ impl CompiledGrammar {
             start: lowered.start,
             prediction_closure,
             predicted_items,
+            shortest: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Shortest strings of terminals and nonterminals (built on first call).
+    pub fn shortest(&self) -> &shortest::ShortestStrings {
+        self.shortest
+            .get_or_init(|| shortest::ShortestStrings::build(self))
     }
 
     pub fn terminals(&self) -> &[Terminal] {

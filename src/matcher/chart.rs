@@ -39,12 +39,12 @@ pub(super) struct Set {
 
 /// What an item after the dot waits for, as a sortable key.
 #[inline]
-fn terminal_key(t: TerminalId) -> u32 {
+pub(super) fn terminal_key(t: TerminalId) -> u32 {
     t.0 << 1 | 1
 }
 
 #[inline]
-fn nonterminal_key(n: NonTerminalId) -> u32 {
+pub(super) fn nonterminal_key(n: NonTerminalId) -> u32 {
     n.0 << 1
 }
 
@@ -132,6 +132,17 @@ impl Chart {
             }
         }
         out.push(CLOSE);
+    }
+
+    /// The items of `set` waiting on `key` (a terminal or nonterminal key).
+    pub fn items_waiting(&self, set: u32, key: u32) -> impl Iterator<Item = Item> + '_ {
+        let s = self.sets[set as usize];
+        let (start, end) = (s.waiting_start as usize, s.waiting_end as usize);
+        let first = start + self.waiting[start..end].partition_point(|&(k, _)| k < key);
+        self.waiting[first..end]
+            .iter()
+            .take_while(move |&&(k, _)| k == key)
+            .map(|&(_, i)| self.items[i as usize])
     }
 
     /// Terminals awaited by items of `set` (each once, ascending).

@@ -15,6 +15,7 @@
 //! History is kept per byte, so [`Matcher::rollback`] is a truncation.
 
 mod chart;
+mod complete;
 mod tokens;
 
 use std::fmt;

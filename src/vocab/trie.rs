@@ -112,6 +112,28 @@ impl TokenTrie {
         &self.token_ids[self.ranks_under(node)]
     }
 
+    /// The token with the longest byte string that is a prefix of `bytes`, and that
+    /// length (the lowest id among tokens with the same bytes).
+    pub fn longest_prefix(&self, bytes: &[u8]) -> Option<(u32, usize)> {
+        let mut best = None;
+        let (mut i, mut end) = (0usize, self.nodes.len());
+        for (depth, &byte) in bytes.iter().enumerate() {
+            // Siblings are in byte order; each jump skips a whole subtree.
+            while i < end && self.nodes[i].byte < byte {
+                i = self.nodes[i].subtree_end as usize;
+            }
+            if i >= end || self.nodes[i].byte != byte {
+                break;
+            }
+            let node = self.nodes[i];
+            if let Some(&id) = self.tokens_at(i).iter().min() {
+                best = Some((id, depth + 1));
+            }
+            (i, end) = (i + 1, node.subtree_end as usize);
+        }
+        best
+    }
+
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
@@ -145,5 +167,10 @@ mod tests {
         assert_eq!(trie.tokens_at(1), &[0, 4], "duplicates share a node");
         assert_eq!(trie.tokens_under(0), &[1, 0, 4, 2]);
         assert_eq!(trie.tokens_under(3), &[3]);
+        assert_eq!(trie.longest_prefix(b"abd"), Some((0, 2)));
+        assert_eq!(trie.longest_prefix(b"abcx"), Some((2, 3)));
+        assert_eq!(trie.longest_prefix(b"ba"), Some((3, 1)));
+        assert_eq!(trie.longest_prefix(b"c"), None);
+        assert_eq!(trie.longest_prefix(b""), None);
     }
 }
