@@ -72,6 +72,7 @@ fn request(schema: &Value, seed: Option<u64>, preset: &str) -> Request {
         jump_forward: true,
         logprobs: 0,
         trace: false,
+        budget_steering: true,
     }
 }
 
@@ -240,4 +241,33 @@ fn generation_options() -> JsonSchemaOptions {
         plain_integers: true,
         ..JsonSchemaOptions::default()
     }
+}
+
+#[test]
+fn budget_steering_closes_within_max_tokens() {
+    // Unbounded strings and arrays: a random model rarely closes them by itself.
+    let schema = json!({"type": "object",
+        "properties": {"note": {"type": "string"},
+                       "items": {"type": "array", "items": {"type": "string"}}},
+        "required": ["note", "items"], "additionalProperties": false});
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let (mut steered, mut unsteered_length) = (0, 0);
+    for seed in 0..6u64 {
+        for max_tokens in [16, 40] {
+            let mut r = request(&schema, Some(seed), "reference");
+            r.max_tokens = max_tokens;
+            let g = run(r.clone());
+            assert_eq!(g.finish_reason, FinishReason::Stop, "seed {seed}: {:?}", g.text);
+            assert!(g.tokens.len() < max_tokens, "EOS counts: {}", g.tokens.len());
+            assert_tokens_allowed(&schema, &g);
+            let value: Value = serde_json::from_str(&g.text).unwrap();
+            assert!(validator.is_valid(&value), "{}", g.text);
+            steered += usize::from(g.timings.steered);
+
+            r.budget_steering = false;
+            let free = run(r);
+            unsteered_length += usize::from(free.finish_reason == FinishReason::Length);
+        }
+    }
+    assert!(steered > 0 && unsteered_length > 0, "{steered} {unsteered_length}");
 }

@@ -95,6 +95,7 @@ fn request(g: &Generator, schema: &Value, seed: Option<u64>, preset: &str) -> Re
         jump_forward: true,
         logprobs: 0,
         trace: false,
+        budget_steering: true,
     }
 }
 

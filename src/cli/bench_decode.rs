@@ -96,6 +96,7 @@ fn run_mode(
             jump_forward,
             logprobs: 0,
             trace: false,
+            budget_steering: true,
         };
         let g = generator
             .generate(request, &mut |_| {})

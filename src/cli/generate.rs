@@ -69,6 +69,9 @@ pub struct GenerateArgs {
     /// Sample every token, even those the grammar forces.
     #[arg(long)]
     no_jump_forward: bool,
+    /// Do not force the output closed when max_tokens is about to run out.
+    #[arg(long)]
+    no_budget_steering: bool,
     /// Print text as it is generated.
     #[arg(long)]
     stream: bool,
@@ -194,6 +197,7 @@ fn build_request(args: &GenerateArgs, generator: &Generator) -> Result<Request, 
         jump_forward: !args.no_jump_forward,
         logprobs: args.logprobs,
         trace: args.trace.is_some(),
+        budget_steering: !args.no_budget_steering,
     })
 }
 

@@ -14,6 +14,14 @@
 //! with the sampled token; the output is then the canonical tokenization of forced
 //! text rather than whatever split the model might have sampled, and forced tokens
 //! take no draw from the RNG stream.
+//!
+//! Budget steering: before a sampled token is committed, the loop checks that the
+//! output could still be closed within `max_tokens` afterwards (the matcher's
+//! shortest completion, cut into vocabulary tokens, plus EOS). If it could not, the
+//! sampled token is dropped and the closing tokens and EOS are committed instead, so
+//! every output closes within its budget whenever the budget allowed it at the start.
+//! Only the last few steps of a long output are affected; forced closings are
+//! reported (`Timings::steered`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,6 +53,9 @@ pub struct Request {
     pub logprobs: usize,
     /// Keep the sampling pipeline's per-step trace.
     pub trace: bool,
+    /// Close the output within `max_tokens` whenever the grammar allows it (see the
+    /// module docs).
+    pub budget_steering: bool,
 }
 
 /// Why a request ended.
@@ -90,6 +101,8 @@ pub struct Timings {
     pub mask_ms: f64,
     /// Time the loop waited for a mask after the forward pass had finished.
     pub mask_wait_ms: f64,
+    /// Budget steering forced the end of the output.
+    pub steered: bool,
 }
 
 /// A finished request.
@@ -134,6 +147,8 @@ struct Running {
     /// Tokens committed but not yet fed to the model.
     pending: Vec<u32>,
     jump_forward: bool,
+    budget_steering: bool,
+    max_tokens: usize,
     stop_policy: StopPolicy,
     logprobs: usize,
     trace: Option<Vec<StepTrace>>,
@@ -224,6 +239,8 @@ impl Generator {
             matcher,
             pending: request.prompt.clone(),
             jump_forward: request.jump_forward,
+            budget_steering: request.budget_steering && request.stop_policy == StopPolicy::Stop,
+            max_tokens: request.max_tokens,
             stop_policy: request.stop_policy,
             logprobs: request.logprobs,
             trace: request.trace.then(Vec::new),
@@ -330,12 +347,73 @@ impl Generator {
                 top_selected: selected.into_iter().map(|(id, p)| (id, p.ln())).collect(),
             });
         }
-        self.commit(r, token, false, index, on_event)?;
+        match self.steer(r, token)? {
+            None => self.commit(r, token, false, index, on_event)?,
+            Some(closing) => {
+                r.timings.steered = true;
+                for t in closing {
+                    if r.done.is_some() {
+                        break;
+                    }
+                    r.timings.forced_tokens += 1;
+                    self.commit(r, t, true, index, on_event)?;
+                }
+            }
+        }
         r.timings.decode_ms += ms(sample_started.elapsed());
         if r.done.is_none() && r.jump_forward {
             self.jump_forward(r, index, on_event)?;
         }
         Ok(())
+    }
+
+    /// Tokens left before `max_tokens` (EOS counts as a token).
+    fn budget(r: &Running) -> usize {
+        r.max_tokens
+            .saturating_sub(r.state.selected_token_ids().len())
+    }
+
+    /// The tokens of a shortest completion from the matcher's state, EOS not
+    /// included: the bytes cut greedily into the longest vocabulary tokens, which
+    /// the grammar must accept.
+    fn closing_tokens(&self, m: &mut TokenMatcher) -> Option<Vec<u32>> {
+        let bytes = m.byte_matcher().shortest_completion(1 << 16)?;
+        let trie = self.tokenizer.vocab().trie();
+        let mut tokens = Vec::new();
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let (id, len) = trie.longest_prefix(rest)?;
+            tokens.push(id);
+            rest = &rest[len..];
+        }
+        (m.validate_tokens(&tokens) == tokens.len()).then_some(tokens)
+    }
+
+    /// Budget steering: when committing `token` would leave too few tokens to close
+    /// the output, the closing tokens (and EOS) from here instead. `None`: go on.
+    fn steer(&self, r: &mut Running, token: u32) -> Result<Option<Vec<u32>>, DecodeError> {
+        if !r.budget_steering || self.tokenizer.vocab().is_eos(token) {
+            return Ok(None);
+        }
+        let budget = Self::budget(r);
+        let Some(m) = r.matcher.as_mut() else {
+            return Ok(None);
+        };
+        m.consume_token(token)
+            .map_err(|e| DecodeError::Grammar(e.to_string()))?;
+        let need_after = self.closing_tokens(m).map(|t| t.len() + 1);
+        m.rollback(1);
+        if need_after.is_some_and(|need| need < budget) {
+            return Ok(None);
+        }
+        Ok(match self.closing_tokens(m) {
+            Some(mut closing) if closing.len() < budget => {
+                closing.push(r.eos);
+                Some(closing)
+            }
+            // No completion fits any more: nothing to steer towards.
+            _ => None,
+        })
     }
 
     /// Commits a token to the decoder state, the grammar and the output.
@@ -397,6 +475,20 @@ impl Generator {
             tokens.pop();
             let accepted = m.validate_tokens(&tokens);
             tokens.truncate(accepted);
+            if r.budget_steering && !tokens.is_empty() {
+                // Forced text is in every completion, but its canonical split may
+                // cost more tokens than the closing split: keep the budget closable.
+                let budget = r
+                    .max_tokens
+                    .saturating_sub(r.state.selected_token_ids().len());
+                m.consume_tokens(&tokens)
+                    .map_err(|e| DecodeError::Grammar(e.to_string()))?;
+                let need = self.closing_tokens(m).map(|t| t.len() + 1);
+                m.rollback(tokens.len());
+                if need.is_none_or(|need| need + tokens.len() > budget) {
+                    tokens.clear();
+                }
+            }
             tokens
         };
         for token in tokens {
