@@ -314,3 +314,25 @@ fn bad_tokenizer_files_give_clear_errors() {
         .to_string();
     assert!(not_gzip.contains("tokenizer.json.gz"), "{not_gzip}");
 }
+
+/// Right-linear self-recursive rules (`rest ::= [a-z] rest | ""`, the shape the
+/// JSON Schema front-end gives a pattern's `.*`) are lowered to one looping
+/// terminal; the masks around them, and around a fixed-count part between two of
+/// them, must still be the brute-force ones.
+#[test]
+fn right_linear_rules_match_the_oracle() {
+    let v = vocab("gpt2");
+    let text = r#"
+root ::= "\"" rest [0-9a-f] [0-9a-f] [0-9a-f] [0-9a-f] rest "\"" tail
+rest ::= [ !#-\[\]-~] rest | ""
+tail ::= "ab" tail | "," | "}" | ""
+"#;
+    let compiled = compile_gbnf(text).unwrap();
+    let t = tables(compiled, &v);
+    let samples: &[&[u8]] = &[
+        b"\"hello cafe world 12ab x\"ababab}",
+        b"\"deadbeef\",",
+        b"\"x1234",
+    ];
+    assert_masks_agree("right-linear", &t, samples, 12);
+}
