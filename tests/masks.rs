@@ -336,3 +336,17 @@ tail ::= "ab" tail | "," | "}" | ""
     ];
     assert_masks_agree("right-linear", &t, samples, 12);
 }
+
+/// A long counted repetition (kept as a parser counter) shares cached candidate
+/// checks between positions whose count is far from its bounds; close to `max`
+/// the count matters again and the masks must stay the brute-force ones.
+#[test]
+fn long_counted_repetitions_match_the_oracle() {
+    let v = vocab("gpt2");
+    let compiled = compile_gbnf("root ::= \"\\\"\" [a-z ]{3,4990} \"\\\"\"\n").unwrap();
+    let t = tables(compiled, &v);
+    let closed = format!("\"{}\"", "the cat sat ".repeat(420).split_at(4990).0);
+    let near_max = format!("\"{}", "ab ".repeat(1662).split_at(4985).0);
+    let samples: &[&[u8]] = &[b"\"a", closed.as_bytes(), near_max.as_bytes()];
+    assert_masks_agree("long repetition", &t, samples, 12);
+}
