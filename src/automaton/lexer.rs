@@ -10,8 +10,6 @@
 //! state can reach the match state; hence a DFA state that is not dead always has a
 //! completion, which is what makes "some lexeme is alive" mean "still viable".
 
-use std::collections::HashMap;
-
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
     nfa::thompson,
@@ -108,22 +106,33 @@ impl Terminal {
         }
         let stride = representatives.len();
 
-        // Number the reachable states and record their transitions.
-        let mut index: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
+        // Number the reachable states and record their transitions. Dense state
+        // ids are multiples of the stride, so a vector indexes them.
+        let shift = dfa.stride2();
+        let mut index: Vec<u32> = Vec::new();
         let mut order = vec![start];
-        index.insert(start, 0);
         let mut raw_transitions: Vec<u32> = Vec::new();
+        let slot = |index: &mut Vec<u32>, id: regex_automata::util::primitives::StateID| {
+            let k = id.as_usize() >> shift;
+            if k >= index.len() {
+                index.resize(k + 1, u32::MAX);
+            }
+            k
+        };
+        let k = slot(&mut index, start);
+        index[k] = 0;
         let mut i = 0;
         while i < order.len() {
             let state = order[i];
             i += 1;
             for &b in &representatives {
                 let next = dfa.next_state(state, b);
-                let id = *index.entry(next).or_insert_with(|| {
+                let k = slot(&mut index, next);
+                if index[k] == u32::MAX {
+                    index[k] = order.len() as u32;
                     order.push(next);
-                    order.len() as u32 - 1
-                });
-                raw_transitions.push(id);
+                }
+                raw_transitions.push(index[k]);
             }
         }
         let matching_raw: Vec<bool> = order
@@ -131,18 +140,27 @@ impl Terminal {
             .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
             .collect();
 
-        // Keep the states from which a match is reachable (backwards from matches).
+        // Keep the states from which a match is reachable (backwards from matches),
+        // predecessors as one array with offsets.
         let n = order.len();
-        let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for from in 0..n {
-            for &to in &raw_transitions[from * stride..(from + 1) * stride] {
-                reverse[to as usize].push(from as u32);
-            }
+        let mut offsets = vec![0u32; n + 1];
+        for &to in &raw_transitions {
+            offsets[to as usize + 1] += 1;
+        }
+        for s in 1..=n {
+            offsets[s] += offsets[s - 1];
+        }
+        let mut predecessors = vec![0u32; raw_transitions.len()];
+        let mut fill = offsets.clone();
+        for (t, &to) in raw_transitions.iter().enumerate() {
+            predecessors[fill[to as usize] as usize] = (t / stride) as u32;
+            fill[to as usize] += 1;
         }
         let mut viable = matching_raw.clone();
         let mut stack: Vec<u32> = (0..n as u32).filter(|&s| viable[s as usize]).collect();
         while let Some(s) = stack.pop() {
-            for &from in &reverse[s as usize] {
+            let (lo, hi) = (offsets[s as usize], offsets[s as usize + 1]);
+            for &from in &predecessors[lo as usize..hi as usize] {
                 if !viable[from as usize] {
                     viable[from as usize] = true;
                     stack.push(from);
