@@ -420,8 +420,8 @@ fn minimize(
     // Renumber: DEAD's block is 0, the others by their first state.
     let mut number = vec![u32::MAX; blocks.len()];
     let mut count = 0u32;
-    for q in 0..n {
-        let b = block_of[q] as usize;
+    for &b in &block_of {
+        let b = b as usize;
         if number[b] == u32::MAX {
             number[b] = count;
             count += 1;
