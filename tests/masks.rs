@@ -314,3 +314,39 @@ fn bad_tokenizer_files_give_clear_errors() {
         .to_string();
     assert!(not_gzip.contains("tokenizer.json.gz"), "{not_gzip}");
 }
+
+/// Right-linear self-recursive rules (`rest ::= [a-z] rest | ""`, the shape the
+/// JSON Schema front-end gives a pattern's `.*`) are lowered to one looping
+/// terminal; the masks around them, and around a fixed-count part between two of
+/// them, must still be the brute-force ones.
+#[test]
+fn right_linear_rules_match_the_oracle() {
+    let v = vocab("gpt2");
+    let text = r#"
+root ::= "\"" rest [0-9a-f] [0-9a-f] [0-9a-f] [0-9a-f] rest "\"" tail
+rest ::= [ !#-\[\]-~] rest | ""
+tail ::= "ab" tail | "," | "}" | ""
+"#;
+    let compiled = compile_gbnf(text).unwrap();
+    let t = tables(compiled, &v);
+    let samples: &[&[u8]] = &[
+        b"\"hello cafe world 12ab x\"ababab}",
+        b"\"deadbeef\",",
+        b"\"x1234",
+    ];
+    assert_masks_agree("right-linear", &t, samples, 12);
+}
+
+/// A long counted repetition (kept as a parser counter) shares cached candidate
+/// checks between positions whose count is far from its bounds; close to `max`
+/// the count matters again and the masks must stay the brute-force ones.
+#[test]
+fn long_counted_repetitions_match_the_oracle() {
+    let v = vocab("gpt2");
+    let compiled = compile_gbnf("root ::= \"\\\"\" [a-z ]{3,4990} \"\\\"\"\n").unwrap();
+    let t = tables(compiled, &v);
+    let closed = format!("\"{}\"", "the cat sat ".repeat(420).split_at(4990).0);
+    let near_max = format!("\"{}", "ab ".repeat(1662).split_at(4985).0);
+    let samples: &[&[u8]] = &[b"\"a", closed.as_bytes(), near_max.as_bytes()];
+    assert_masks_agree("long repetition", &t, samples, 12);
+}

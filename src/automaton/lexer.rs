@@ -10,8 +10,6 @@
 //! state can reach the match state; hence a DFA state that is not dead always has a
 //! completion, which is what makes "some lexeme is alive" mean "still viable".
 
-use std::collections::HashMap;
-
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
     nfa::thompson,
@@ -108,22 +106,33 @@ impl Terminal {
         }
         let stride = representatives.len();
 
-        // Number the reachable states and record their transitions.
-        let mut index: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
+        // Number the reachable states and record their transitions. Dense state
+        // ids are multiples of the stride, so a vector indexes them.
+        let shift = dfa.stride2();
+        let mut index: Vec<u32> = Vec::new();
         let mut order = vec![start];
-        index.insert(start, 0);
         let mut raw_transitions: Vec<u32> = Vec::new();
+        let slot = |index: &mut Vec<u32>, id: regex_automata::util::primitives::StateID| {
+            let k = id.as_usize() >> shift;
+            if k >= index.len() {
+                index.resize(k + 1, u32::MAX);
+            }
+            k
+        };
+        let k = slot(&mut index, start);
+        index[k] = 0;
         let mut i = 0;
         while i < order.len() {
             let state = order[i];
             i += 1;
             for &b in &representatives {
                 let next = dfa.next_state(state, b);
-                let id = *index.entry(next).or_insert_with(|| {
+                let k = slot(&mut index, next);
+                if index[k] == u32::MAX {
+                    index[k] = order.len() as u32;
                     order.push(next);
-                    order.len() as u32 - 1
-                });
-                raw_transitions.push(id);
+                }
+                raw_transitions.push(index[k]);
             }
         }
         let matching_raw: Vec<bool> = order
@@ -131,18 +140,27 @@ impl Terminal {
             .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
             .collect();
 
-        // Keep the states from which a match is reachable (backwards from matches).
+        // Keep the states from which a match is reachable (backwards from matches),
+        // predecessors as one array with offsets.
         let n = order.len();
-        let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for from in 0..n {
-            for &to in &raw_transitions[from * stride..(from + 1) * stride] {
-                reverse[to as usize].push(from as u32);
-            }
+        let mut offsets = vec![0u32; n + 1];
+        for &to in &raw_transitions {
+            offsets[to as usize + 1] += 1;
+        }
+        for s in 1..=n {
+            offsets[s] += offsets[s - 1];
+        }
+        let mut predecessors = vec![0u32; raw_transitions.len()];
+        let mut fill = offsets.clone();
+        for (t, &to) in raw_transitions.iter().enumerate() {
+            predecessors[fill[to as usize] as usize] = (t / stride) as u32;
+            fill[to as usize] += 1;
         }
         let mut viable = matching_raw.clone();
         let mut stack: Vec<u32> = (0..n as u32).filter(|&s| viable[s as usize]).collect();
         while let Some(s) = stack.pop() {
-            for &from in &reverse[s as usize] {
+            let (lo, hi) = (offsets[s as usize], offsets[s as usize + 1]);
+            for &from in &predecessors[lo as usize..hi as usize] {
                 if !viable[from as usize] {
                     viable[from as usize] = true;
                     stack.push(from);
@@ -169,6 +187,7 @@ impl Terminal {
                 transitions[new * stride + c] = renumber[raw_transitions[s * stride + c] as usize];
             }
         }
+        let (transitions, matching, start) = minimize(stride, &transitions, &matching, renumber[0]);
         Ok(Terminal {
             label,
             pattern: hir.to_string(),
@@ -176,7 +195,7 @@ impl Terminal {
             stride,
             transitions,
             matching,
-            start: renumber[0],
+            start,
         })
     }
 
@@ -268,5 +287,196 @@ impl Terminal {
             let cut: String = self.label.chars().take(MAX).collect();
             format!("{cut}...")
         }
+    }
+}
+
+/// Merges equivalent states (Hopcroft's partition refinement over blocks), keeping
+/// [`DEAD`] = 0 and numbering the others by their first state.
+///
+/// `regex-automata` DFAs are not minimal for this matcher's semantics: a state
+/// reached by a completed match and the same position reached otherwise differ
+/// there (its matches are reported one byte late), and alternatives that end in
+/// different NFA states but continue alike stay apart. Merged, the string body of
+/// `(char | escape)*` is one state that loops on every character (which the token
+/// tables take in one OR), and equivalent positions share one token table.
+fn minimize(
+    stride: usize,
+    transitions: &[State],
+    matching: &[bool],
+    start: State,
+) -> (Vec<State>, Vec<bool>, State) {
+    let n = matching.len();
+    // Predecessors by (target, class), as one array with offsets.
+    let mut offsets = vec![0u32; n * stride + 1];
+    for (i, &to) in transitions.iter().enumerate() {
+        offsets[to as usize * stride + i % stride + 1] += 1;
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    let mut sources = vec![0u32; transitions.len()];
+    let mut fill = offsets.clone();
+    for (i, &to) in transitions.iter().enumerate() {
+        let key = to as usize * stride + i % stride;
+        sources[fill[key] as usize] = (i / stride) as u32;
+        fill[key] += 1;
+    }
+
+    // Blocks are ranges of `elems`; `marked` counts the marked states moved to the
+    // front of their block.
+    struct Block {
+        start: u32,
+        end: u32,
+        marked: u32,
+        in_work: bool,
+    }
+    let mut elems: Vec<u32> = (0..n as u32).collect();
+    elems.sort_by_key(|&q| matching[q as usize]);
+    let split_at = elems.partition_point(|&q| !matching[q as usize]) as u32;
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut block_of = vec![0u32; n];
+    for (lo, hi) in [(0, split_at), (split_at, n as u32)] {
+        if lo < hi {
+            for &q in &elems[lo as usize..hi as usize] {
+                block_of[q as usize] = blocks.len() as u32;
+            }
+            blocks.push(Block {
+                start: lo,
+                end: hi,
+                marked: 0,
+                in_work: true,
+            });
+        }
+    }
+    let mut location = vec![0u32; n];
+    for (i, &q) in elems.iter().enumerate() {
+        location[q as usize] = i as u32;
+    }
+    let mut work: Vec<u32> = (0..blocks.len() as u32).collect();
+    let mut splitter: Vec<u32> = Vec::new();
+    let mut touched: Vec<u32> = Vec::new();
+    while let Some(b) = work.pop() {
+        blocks[b as usize].in_work = false;
+        splitter.clear();
+        let block = &blocks[b as usize];
+        splitter.extend_from_slice(&elems[block.start as usize..block.end as usize]);
+        for class in 0..stride {
+            touched.clear();
+            for &q in &splitter {
+                let key = q as usize * stride + class;
+                for &p in &sources[offsets[key] as usize..offsets[key + 1] as usize] {
+                    let y = block_of[p as usize] as usize;
+                    let block = &mut blocks[y];
+                    let at = location[p as usize];
+                    if at < block.start + block.marked {
+                        continue; // already marked
+                    }
+                    if block.marked == 0 {
+                        touched.push(y as u32);
+                    }
+                    let swap_at = block.start + block.marked;
+                    let other = elems[swap_at as usize];
+                    elems.swap(at as usize, swap_at as usize);
+                    location[other as usize] = at;
+                    location[p as usize] = swap_at;
+                    block.marked += 1;
+                }
+            }
+            for &y in &touched {
+                let (start, end, marked, in_work) = {
+                    let block = &mut blocks[y as usize];
+                    let info = (block.start, block.end, block.marked, block.in_work);
+                    block.marked = 0;
+                    info
+                };
+                if marked == end - start {
+                    continue;
+                }
+                // Split: the marked front becomes a new block.
+                let new = blocks.len() as u32;
+                blocks[y as usize].start = start + marked;
+                blocks.push(Block {
+                    start,
+                    end: start + marked,
+                    marked: 0,
+                    in_work: false,
+                });
+                for &q in &elems[start as usize..(start + marked) as usize] {
+                    block_of[q as usize] = new;
+                }
+                let rest = end - start - marked;
+                let pick = if in_work || marked <= rest { new } else { y };
+                if in_work {
+                    blocks[new as usize].in_work = true;
+                    work.push(new);
+                } else {
+                    blocks[pick as usize].in_work = true;
+                    work.push(pick);
+                }
+            }
+        }
+    }
+
+    // Renumber: DEAD's block is 0, the others by their first state.
+    let mut number = vec![u32::MAX; blocks.len()];
+    let mut count = 0u32;
+    for &b in &block_of {
+        let b = b as usize;
+        if number[b] == u32::MAX {
+            number[b] = count;
+            count += 1;
+        }
+    }
+    debug_assert_eq!(number[block_of[DEAD as usize] as usize], DEAD);
+    let states = count as usize;
+    let mut out = vec![DEAD; states * stride];
+    let mut out_matching = vec![false; states];
+    for q in 0..n {
+        let new = number[block_of[q] as usize] as usize;
+        out_matching[new] = matching[q];
+        for c in 0..stride {
+            out[new * stride + c] = number[block_of[transitions[q * stride + c] as usize] as usize];
+        }
+    }
+    (out, out_matching, number[block_of[start as usize] as usize])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terminal(pattern: &str) -> Terminal {
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(pattern)
+            .unwrap();
+        Terminal::build(pattern.into(), &hir, &LexerLimits::default()).unwrap()
+    }
+
+    fn accepts(t: &Terminal, bytes: &[u8]) -> bool {
+        t.is_match(bytes.iter().fold(t.start(), |q, &b| t.next(q, b)))
+    }
+
+    #[test]
+    fn minimal_automata_merge_equivalent_states() {
+        // One state for "inside the body" whether or not a character or an escape
+        // was just read, so it loops on every character.
+        let ascii = terminal(r#"(?:[ !#-\[\]-~]|\\["\\n])*"#);
+        assert_eq!(ascii.state_count(), 3); // DEAD, body, after a backslash
+        let body = terminal(r#"(?:[ !#-\[\]-\x{10FFFF}]|\\["\\n])*"#);
+        assert!(body.loops_on_string_body(body.start()));
+        // `a*` after `x` or after `y`: the two branches share their future.
+        let t = terminal("(?:xa*b|ya*b)");
+        assert_eq!(t.state_count(), 4);
+        for (text, ok) in [
+            (&b"xaab"[..], true),
+            (b"yb", true),
+            (b"xa", false),
+            (b"ab", false),
+        ] {
+            assert_eq!(accepts(&t, text), ok, "{:?}", String::from_utf8_lossy(text));
+        }
+        assert!(t.is_dead(t.next(t.start(), b'z')));
     }
 }

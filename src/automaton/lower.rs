@@ -57,7 +57,10 @@ pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
         let alternatives = match lowering.expr_hir(expr) {
             // A regular rule lowered on its own is one terminal named after it.
             Some((hir, _)) => lowering.hir_alternatives(hir, name),
-            None => lowering.alternatives(expr),
+            None => match lowering.right_linear_hir(rule) {
+                Some(hir) => lowering.hir_alternatives(hir, name),
+                None => lowering.alternatives(expr),
+            },
         };
         lowering.add_productions(nt, alternatives);
     }
@@ -237,6 +240,62 @@ impl Lowering<'_> {
         let result = self.expr_hir(&grammar.rule(rule).expr);
         self.rule_hir[rule.index()] = Some(result.clone());
         result
+    }
+
+    /// A rule that recurses only on itself, at the very end of some alternatives
+    /// (`R ::= X1 R | ... | Y1 | ...`, every `Xi` and `Yj` regular), is the
+    /// regular language `(X1 | ...)* (Y1 | ...)`: one terminal for the rule alone.
+    /// The rule stays recursive for its neighbours, so it is never fused into a
+    /// larger terminal (what keeps a pattern's `.*P.*` from becoming one search
+    /// automaton), but the parser no longer builds a completion chain as long as
+    /// the text (Earley right recursion is quadratic) and the lexer sees one
+    /// looping terminal instead of a one-character terminal restarted at every byte.
+    fn right_linear_hir(&mut self, rule: RuleId) -> Option<Hir> {
+        let grammar = self.grammar;
+        let expr = &grammar.rule(rule).expr;
+        let items: &[Expr] = match expr {
+            Expr::Alt(items) => items,
+            other => std::slice::from_ref(other),
+        };
+        let mut heads = Vec::new();
+        let mut tails = Vec::new();
+        let mut weight = 1usize;
+        for item in items {
+            let (head, recursive) = match item {
+                Expr::Seq(parts) if matches!(parts.last(), Some(Expr::Ref(r)) if *r == rule) => {
+                    (&parts[..parts.len() - 1], true)
+                }
+                Expr::Ref(r) if *r == rule => return None,
+                other => (std::slice::from_ref(other), false),
+            };
+            let mut hirs = Vec::with_capacity(head.len());
+            for part in head {
+                let (hir, w) = self.expr_hir(part)?;
+                weight = weight.saturating_add(w);
+                hirs.push(hir);
+            }
+            let hir = Hir::concat(hirs);
+            if recursive {
+                if only_empty(&hir) || has_variable_count(&hir) {
+                    return None;
+                }
+                heads.push(hir);
+            } else {
+                tails.push(hir);
+            }
+        }
+        if heads.is_empty() || tails.is_empty() || weight > self.max_weight {
+            return None;
+        }
+        Some(Hir::concat(vec![
+            Hir::repetition(Repetition {
+                min: 0,
+                max: None,
+                greedy: true,
+                sub: Box::new(Hir::alternation(heads)),
+            }),
+            Hir::alternation(tails),
+        ]))
     }
 
     fn hir_alternatives(&mut self, hir: Hir, label: String) -> Alternatives {

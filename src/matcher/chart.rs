@@ -89,17 +89,25 @@ impl Chart {
     /// Appends to `out` a serialization of everything the parse can still do with
     /// the items of `set` waiting on terminal `t`: those items, and recursively the
     /// items their completion would advance. Two charts that serialize the same way
-    /// accept the same continuations, whatever their positions; `memo` numbers the
-    /// (set, key) nodes already written, so shared and cyclic parts are references.
+    /// accept the same continuations of at most `horizon` bytes, whatever their
+    /// positions; `memo` numbers the (set, key) nodes already written, so shared and
+    /// cyclic parts are references.
+    ///
+    /// A repetition count is written only where it can matter within `horizon`
+    /// bytes: an iteration that counts consumes at least one byte, so a count that
+    /// has reached `min` and is more than `horizon` below `max` behaves like any
+    /// other such count. Inside a long `x{0,1024}` every position then has the same
+    /// signature.
     pub fn write_future(
         &self,
         grammar: &CompiledGrammar,
         set: u32,
         t: TerminalId,
+        horizon: u32,
         memo: &mut FxHashMap<(u32, u32), u32>,
         out: &mut Vec<u32>,
     ) {
-        self.write_node(grammar, set, terminal_key(t), memo, out);
+        self.write_node(grammar, set, terminal_key(t), horizon, memo, out);
     }
 
     fn write_node(
@@ -107,6 +115,7 @@ impl Chart {
         grammar: &CompiledGrammar,
         set: u32,
         key: u32,
+        horizon: u32,
         memo: &mut FxHashMap<(u32, u32), u32>,
         out: &mut Vec<u32>,
     ) {
@@ -125,10 +134,28 @@ impl Chart {
         while i < end && self.waiting[i].0 == key {
             let item = self.items[self.waiting[i].1 as usize];
             i += 1;
-            out.extend([item.prod.0, item.dot, item.count]);
-            let lhs = grammar.production(item.prod).lhs;
+            let production = grammar.production(item.prod);
+            let count_matters = match production.rhs[item.dot as usize] {
+                Symbol::Repeat { min, max, .. } => {
+                    item.count < min || max.is_some_and(|m| m - item.count <= horizon)
+                }
+                _ => true,
+            };
+            if count_matters {
+                out.extend([item.prod.0, item.dot, 0, item.count]);
+            } else {
+                out.extend([item.prod.0, item.dot, 1]);
+            }
+            let lhs = production.lhs;
             if lhs != grammar.start() {
-                self.write_node(grammar, item.origin, nonterminal_key(lhs), memo, out);
+                self.write_node(
+                    grammar,
+                    item.origin,
+                    nonterminal_key(lhs),
+                    horizon,
+                    memo,
+                    out,
+                );
             }
         }
         out.push(CLOSE);

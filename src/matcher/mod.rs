@@ -236,19 +236,28 @@ impl Matcher {
 
     /// Appends to `out` a position-free serialization of the parse state: the live
     /// lexemes and everything their completions can reach in the chart. Equal
-    /// serializations accept exactly the same continuations, which is what lets
-    /// results computed for one state be reused for another.
+    /// serializations accept exactly the same continuations of at most `horizon`
+    /// bytes (repetition counts far from their bounds are not told apart), which is
+    /// what lets results computed for one state be reused for another.
     pub fn future_signature(
         &self,
+        horizon: usize,
         memo: &mut rustc_hash::FxHashMap<(u32, u32), u32>,
         out: &mut Vec<u32>,
     ) {
         out.clear();
         memo.clear();
+        let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
         for lexeme in self.active_lexemes() {
             out.extend([lexeme.terminal.0, lexeme.state]);
-            self.chart
-                .write_future(&self.grammar, lexeme.set, lexeme.terminal, memo, out);
+            self.chart.write_future(
+                &self.grammar,
+                lexeme.set,
+                lexeme.terminal,
+                horizon,
+                memo,
+                out,
+            );
         }
     }
 

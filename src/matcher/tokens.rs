@@ -146,10 +146,14 @@ impl TokenMatcher {
         let n = mask.len().min(masks.allowed.len());
         mask[..n].copy_from_slice(&masks.allowed[..n]);
         if !masks.candidates.is_empty() {
-            // The walk's result depends only on the parse state's future, so it is
-            // cached under the matcher's position-free signature.
-            self.bytes
-                .future_signature(&mut self.signature_memo, &mut self.signature);
+            // The walk's result depends only on the parse state's future over the
+            // next token's bytes, so it is cached under the matcher's position-free
+            // signature for the longest token.
+            self.bytes.future_signature(
+                vocab.trie().max_depth(),
+                &mut self.signature_memo,
+                &mut self.signature,
+            );
             match self.tables.accepted_candidates(&self.signature) {
                 Some(accepted) => accepted.iter().for_each(|&id| Self::set(mask, id)),
                 None => {
