@@ -33,7 +33,7 @@ fn brute_force_len(start: &Matcher, limit: usize) -> Option<usize> {
                 let mut child = m.clone();
                 child.consume_byte(b).unwrap();
                 let mut signature = Vec::new();
-                child.future_signature(&mut memo, &mut signature);
+                child.future_signature(usize::MAX, &mut memo, &mut signature);
                 signature.push(u32::from(child.is_accepting()));
                 if seen.insert(signature) {
                     next.push(child);

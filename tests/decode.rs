@@ -257,8 +257,17 @@ fn budget_steering_closes_within_max_tokens() {
             let mut r = request(&schema, Some(seed), "reference");
             r.max_tokens = max_tokens;
             let g = run(r.clone());
-            assert_eq!(g.finish_reason, FinishReason::Stop, "seed {seed}: {:?}", g.text);
-            assert!(g.tokens.len() < max_tokens, "EOS counts: {}", g.tokens.len());
+            assert_eq!(
+                g.finish_reason,
+                FinishReason::Stop,
+                "seed {seed}: {:?}",
+                g.text
+            );
+            assert!(
+                g.tokens.len() < max_tokens,
+                "EOS counts: {}",
+                g.tokens.len()
+            );
             assert_tokens_allowed(&schema, &g);
             let value: Value = serde_json::from_str(&g.text).unwrap();
             assert!(validator.is_valid(&value), "{}", g.text);
@@ -269,5 +278,8 @@ fn budget_steering_closes_within_max_tokens() {
             unsteered_length += usize::from(free.finish_reason == FinishReason::Length);
         }
     }
-    assert!(steered > 0 && unsteered_length > 0, "{steered} {unsteered_length}");
+    assert!(
+        steered > 0 && unsteered_length > 0,
+        "{steered} {unsteered_length}"
+    );
 }

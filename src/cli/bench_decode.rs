@@ -5,6 +5,10 @@
 //! jump-forward. Greedy decoding, so every mode is deterministic. Decode time excludes
 //! the prompt's forward pass; tokens/s is output tokens over decode time, summed over
 //! the prompts. Forward passes per output token show what jump-forward saves.
+//!
+//! When the Python package `llama-cpp-python` is importable, llama.cpp decodes the
+//! same prompt tokens from the same GGUF file, greedy and unconstrained, with as many
+//! threads as candle uses, and its tokens/s is printed beside ours.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -116,6 +120,68 @@ fn run_mode(
     Ok(totals)
 }
 
+/// llama.cpp through `llama-cpp-python`: greedy decoding of the same prompt tokens.
+const LLAMA_CPP_SCRIPT: &str = r#"
+import json, sys, time
+from llama_cpp import Llama
+path, threads, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+prompts = json.load(sys.stdin)
+llm = Llama(model_path=path, n_threads=threads, n_threads_batch=threads, n_ctx=4096, verbose=False)
+tokens, seconds = 0, 0.0
+for prompt in prompts:
+    llm.reset()
+    first = None
+    n = 0
+    for token in llm.generate(prompt, temp=0.0, top_k=1, reset=True):
+        if first is None:
+            first = time.perf_counter()
+        if token == llm.token_eos() or n + 1 >= max_tokens:
+            break
+        n += 1
+    if first is not None:
+        seconds += time.perf_counter() - first
+        tokens += n
+print(json.dumps({"tokens": tokens, "decode_ms": seconds * 1000.0}))
+"#;
+
+/// llama.cpp's decode tokens/s on the same model and prompts, if it is installed.
+fn llama_cpp(model: &std::path::Path, prompts: &[Vec<u32>], max_tokens: usize) -> Option<Totals> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    if model.is_dir() {
+        return None;
+    }
+    let threads = std::env::var("CANDLE_NUM_THREADS")
+        .ok()
+        .and_then(|t| t.parse::<usize>().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut child = Command::new("python3")
+        .args(["-c", LLAMA_CPP_SCRIPT])
+        .arg(model)
+        .arg(threads.to_string())
+        .arg(max_tokens.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()?
+        .write_all(serde_json::to_string(prompts).ok()?.as_bytes())
+        .ok()?;
+    let output = child.wait_with_output().ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+    Some(Totals {
+        tokens: v["tokens"].as_u64()? as usize,
+        decode_ms: v["decode_ms"].as_f64()?,
+        ..Totals::default()
+    })
+}
+
 pub fn run(args: &BenchDecodeArgs) -> i32 {
     match bench(args) {
         Ok(()) => 0,
@@ -173,6 +239,7 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         ));
     }
     let base = results[0].1.tokens_per_second();
+    let peer = llama_cpp(generator.model().path(), &prompts, args.max_tokens);
     if args.json {
         let mut modes = serde_json::Map::new();
         for (name, t) in &results {
@@ -188,6 +255,11 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
                 "prompts": args.prompts,
                 "max_tokens": args.max_tokens,
                 "modes": modes,
+                "peers": {"llama.cpp": peer.map(|t| json!({
+                    "tokens": t.tokens,
+                    "tokens_per_second": t.tokens_per_second(),
+                    "ratio_stencil_unconstrained_to_llama_cpp": base / t.tokens_per_second(),
+                }))},
             })
         );
     } else {
@@ -213,6 +285,16 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
                 t.mask_ms,
                 t.mask_wait_ms
             );
+        }
+        match peer {
+            Some(t) => println!(
+                "{:<26} {:>7} {:>9.1}   (stencil unconstrained / llama.cpp = {:.3})",
+                "llama.cpp (unconstrained)",
+                t.tokens,
+                t.tokens_per_second(),
+                base / t.tokens_per_second()
+            ),
+            None => println!("llama.cpp: not measured (python3 cannot import llama_cpp)"),
         }
     }
     Ok(())
