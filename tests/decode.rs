@@ -283,3 +283,45 @@ fn budget_steering_closes_within_max_tokens() {
         "{steered} {unsteered_length}"
     );
 }
+
+#[test]
+fn safetensors_llama_and_qwen2_checkpoints_generate() {
+    let schema = json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9},
+                        "minItems": 2, "maxItems": 3});
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for model_type in ["llama", "qwen2"] {
+        let dir = tiny_model::tiny_safetensors(model_type);
+        let model = Model::load(&dir, &candle_core::Device::Cpu).unwrap();
+        assert_eq!(model.logits_width(), 50257);
+        let tokenizer = ModelTokenizer::from_file(&dir.join("tokenizer.json")).unwrap();
+        assert_eq!(tokenizer.vocab().eos_ids(), &[50256]);
+        let generator = Generator::new(model, tokenizer);
+        let grammar = compile(&schema, &generation_options()).unwrap();
+        let tables = Arc::new(TokenTables::new(
+            grammar,
+            Arc::clone(generator.tokenizer().vocab()),
+        ));
+        let request = Request {
+            prompt: generator.tokenizer().encode_prompt("Numbers:").unwrap(),
+            grammar: Some(tables),
+            stop_policy: StopPolicy::Stop,
+            sampling: SamplingConfig {
+                temperature: Some(0.0),
+                ..SamplingConfig::default()
+            },
+            max_tokens: 32,
+            jump_forward: true,
+            logprobs: 0,
+            trace: false,
+            budget_steering: true,
+        };
+        let g = generator.generate(request.clone(), &mut |_| {}).unwrap();
+        assert_eq!(g.finish_reason, FinishReason::Stop, "{model_type}: {:?}", g);
+        let value: Value = serde_json::from_str(&g.text).unwrap();
+        assert!(validator.is_valid(&value), "{model_type}: {}", g.text);
+        // Greedy twice: the same text (the session's KV cache starts empty each time).
+        let again = generator.generate(request, &mut |_| {}).unwrap();
+        assert_eq!(again.tokens, g.tokens, "{model_type}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -167,3 +167,91 @@ fn write_tiny_model(path: &Path) {
     let mut file = std::fs::File::create(path).unwrap();
     gguf_file::write(&mut file, &metadata_refs, &tensor_refs).unwrap();
 }
+
+/// A tiny random-weight safetensors checkpoint (`model_type` "llama" or "qwen2"),
+/// with `config.json` and GPT-2's `tokenizer.json` beside it, tied embeddings.
+pub fn tiny_safetensors(model_type: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("stencil-tiny-{model_type}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokenizer = gpt2_tokenizer_json();
+    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        r#"{"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>"}"#,
+    )
+    .unwrap();
+    let vocab = 50257;
+    let head_dim = HIDDEN / HEADS;
+    let config = serde_json::json!({
+        "model_type": model_type,
+        "vocab_size": vocab,
+        "hidden_size": HIDDEN,
+        "intermediate_size": FEED_FORWARD,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": true,
+        "sliding_window": 4096,
+        "max_window_layers": LAYERS,
+        "use_sliding_window": false,
+        "hidden_act": "silu",
+        "bos_token_id": 50256,
+        "eos_token_id": 50256,
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let mut tensors = std::collections::HashMap::new();
+    tensors.insert(
+        "model.embed_tokens.weight".to_string(),
+        random(&[vocab, HIDDEN], 11, 1.0),
+    );
+    tensors.insert("model.norm.weight".to_string(), ones(HIDDEN));
+    for layer in 0..LAYERS {
+        let seed = 1000 * (layer as u64 + 1);
+        let p = |name: &str| format!("model.layers.{layer}.{name}");
+        let kv = KV_HEADS * head_dim;
+        let mut put = |name: String, t: Tensor| {
+            tensors.insert(name, t);
+        };
+        put(p("input_layernorm.weight"), ones(HIDDEN));
+        put(p("post_attention_layernorm.weight"), ones(HIDDEN));
+        put(
+            p("self_attn.q_proj.weight"),
+            random(&[HIDDEN, HIDDEN], seed + 1, 0.2),
+        );
+        put(
+            p("self_attn.k_proj.weight"),
+            random(&[kv, HIDDEN], seed + 2, 0.2),
+        );
+        put(
+            p("self_attn.v_proj.weight"),
+            random(&[kv, HIDDEN], seed + 3, 0.2),
+        );
+        put(
+            p("self_attn.o_proj.weight"),
+            random(&[HIDDEN, HIDDEN], seed + 4, 0.2),
+        );
+        put(
+            p("mlp.gate_proj.weight"),
+            random(&[FEED_FORWARD, HIDDEN], seed + 5, 0.2),
+        );
+        put(
+            p("mlp.up_proj.weight"),
+            random(&[FEED_FORWARD, HIDDEN], seed + 6, 0.2),
+        );
+        put(
+            p("mlp.down_proj.weight"),
+            random(&[HIDDEN, FEED_FORWARD], seed + 7, 0.2),
+        );
+        if model_type == "qwen2" {
+            put(p("self_attn.q_proj.bias"), random(&[HIDDEN], seed + 8, 0.1));
+            put(p("self_attn.k_proj.bias"), random(&[kv], seed + 9, 0.1));
+            put(p("self_attn.v_proj.bias"), random(&[kv], seed + 10, 0.1));
+        }
+    }
+    candle_core::safetensors::save(&tensors, dir.join("model.safetensors")).unwrap();
+    dir
+}
