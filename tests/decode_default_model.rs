@@ -116,6 +116,13 @@ fn default_model_outputs_validate() {
     let (mut runs, mut stopped, mut tokens) = (0, 0, 0);
     let started = std::time::Instant::now();
     for (k, (name, schema)) in schemas.iter().enumerate() {
+        if k % 20 == 0 {
+            eprintln!(
+                "  schema {k}/{}: {runs} runs, {stopped} stopped, {tokens} tokens, {:.0} s",
+                schemas.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
         let validator = jsonschema::validator_for(schema).unwrap();
         let mut settings: Vec<(Option<u64>, &str)> = vec![(None, "reference")];
         if full {

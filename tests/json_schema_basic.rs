@@ -357,4 +357,22 @@ fn plain_integers_drop_the_zero_fraction_for_generation() {
         &["7.0", "70e-1"],
     );
     check(json!({"enum": [7]}), &["7", "7.0"], &["8"]);
+    // Unbounded sides stop at I-JSON's exact range when generating.
+    check_with(
+        json!({"type": "integer", "multipleOf": 1e-8}),
+        &plain,
+        &["9007199254740991", "-9007199254740991", "0"],
+        &[
+            "9007199254740992",
+            "-9007199254740992",
+            "123456789012345678901",
+        ],
+    );
+    check_with(
+        json!({"type": "integer", "multipleOf": 3, "minimum": 0}),
+        &plain,
+        &["12", "9007199254740990"],
+        &["-3", "13", "12.0"],
+    );
+    check(json!({"type": "integer"}), &["123456789012345678901"], &[]);
 }

@@ -112,9 +112,12 @@ pub struct JsonSchemaOptions {
     pub lenient: bool,
     /// Draft used when the schema has no `$schema` (default 2020-12).
     pub default_draft: Option<Draft>,
-    /// Integers are written without a fraction (`1`, never `1.0`), as a generator
-    /// should write them. Off by default: checking follows the spec, where `1.0` is an
-    /// integer (drafts 6 and later).
+    /// Integers are written as a generator should write them: without a fraction
+    /// (`1`, never `1.0`), and, where the schema sets no bound (and no integer
+    /// `multipleOf`), within I-JSON's exact range of +-(2^53 - 1) (RFC 7493), which
+    /// every consumer reads exactly. Off by
+    /// default: checking follows the spec, where `1.0` and any integer length are
+    /// valid.
     pub plain_integers: bool,
     pub limits: JsonSchemaLimits,
 }

@@ -552,9 +552,16 @@ impl<'a> Compiler<'a> {
         if int_only && frac_only {
             return Ok(super::nothing());
         }
-        let (lo, hi) = (node.num.lo.clone(), node.num.hi.clone());
+        let (mut lo, mut hi) = (node.num.lo.clone(), node.num.hi.clone());
         if let Some(m) = int_multiple.filter(|m| *m > 1) {
+            // Remainder automata take no upper bound this large: left unbounded.
             return self.multiple_of(m, lo, hi, node);
+        }
+        if int_only && self.opts.plain_integers {
+            // Generation: an unbounded side stops at I-JSON's exact range, where every
+            // consumer (and every f64-based validator) reads the integer exactly.
+            lo = lo.or_else(|| Dec::parse("-9007199254740991").map(|d| (d, false)));
+            hi = hi.or_else(|| Dec::parse("9007199254740991").map(|d| (d, false)));
         }
         if frac_only {
             if lo.is_some() || hi.is_some() || decimals.is_some() {
