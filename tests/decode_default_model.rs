@@ -17,7 +17,7 @@ use std::sync::Arc;
 use json_schema_common::{compile, shared_data};
 use serde_json::Value;
 use stencil::decode::{FinishReason, Generator, Message, Model, ModelTokenizer, Request};
-use stencil::frontend::json_schema::JsonSchemaOptions;
+use stencil::frontend::json_schema::{Draft, JsonSchemaOptions};
 use stencil::matcher::StopPolicy;
 use stencil::sampling::order::OrderSpec;
 use stencil::sampling::SamplingConfig;
@@ -30,24 +30,51 @@ fn model_path() -> PathBuf {
     shared_data().join("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf")
 }
 
+/// A fixture schema: its name, its draft (from the fixture folder) and the schema.
+type Fixture = (String, Draft, Value);
+
+fn options(draft: Draft) -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        default_draft: Some(draft),
+        ..generation_options()
+    }
+}
+
+fn validator(draft: Draft, schema: &Value) -> jsonschema::Validator {
+    let draft = match draft {
+        Draft::Draft7 => jsonschema::Draft::Draft7,
+        _ => jsonschema::Draft::Draft202012,
+    };
+    jsonschema::options()
+        .with_draft(draft)
+        .build(schema)
+        .unwrap()
+}
+
 /// Compilable schemas from the vendored fixtures, evenly spread over them.
-fn fixture_schemas() -> Vec<(String, Value)> {
+fn fixture_schemas() -> Vec<Fixture> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/json-schema");
-    let mut files: Vec<PathBuf> = ["draft2020-12", "draft7"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(dir.join(d)).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let mut files: Vec<(PathBuf, Draft)> = [
+        ("draft2020-12", Draft::Draft202012),
+        ("draft7", Draft::Draft7),
+    ]
+    .iter()
+    .flat_map(|&(d, draft)| {
+        std::fs::read_dir(dir.join(d))
+            .unwrap()
+            .map(move |e| (e.unwrap().path(), draft))
+    })
+    .filter(|(p, _)| p.extension().is_some_and(|x| x == "json"))
+    .collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut all = Vec::new();
-    for file in files {
+    for (file, draft) in files {
         let groups: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         for (i, group) in groups.as_array().unwrap().iter().enumerate() {
             let schema = group["schema"].clone();
-            if compile(&schema, &Default::default()).is_ok() {
+            if compile(&schema, &options(draft)).is_ok() {
                 let name = format!("{}#{i}", file.file_name().unwrap().to_string_lossy());
-                all.push((name, schema));
+                all.push((name, draft, schema));
             }
         }
     }
@@ -64,7 +91,12 @@ fn load() -> Generator {
     Generator::new(model, tokenizer)
 }
 
-fn request(g: &Generator, schema: &Value, seed: Option<u64>, preset: &str) -> Request {
+fn request(
+    g: &Generator,
+    (_, draft, schema): &Fixture,
+    seed: Option<u64>,
+    preset: &str,
+) -> Request {
     let tokenizer = g.tokenizer();
     let prompt = format!(
         "Write one JSON document that validates against this JSON Schema. Reply with the JSON only.\n\n{schema}"
@@ -76,7 +108,7 @@ fn request(g: &Generator, schema: &Value, seed: Option<u64>, preset: &str) -> Re
         None,
     )
     .unwrap();
-    let grammar = compile(schema, &generation_options()).unwrap();
+    let grammar = compile(schema, &options(*draft)).unwrap();
     Request {
         prompt: tokenizer.encode_prompt(&text).unwrap(),
         grammar: Some(Arc::new(TokenTables::new(
@@ -115,7 +147,8 @@ fn default_model_outputs_validate() {
         .collect();
     let (mut runs, mut stopped, mut tokens) = (0, 0, 0);
     let started = std::time::Instant::now();
-    for (k, (name, schema)) in schemas.iter().enumerate() {
+    for (k, fixture) in schemas.iter().enumerate() {
+        let (name, draft, schema) = fixture;
         if k % 20 == 0 {
             eprintln!(
                 "  schema {k}/{}: {runs} runs, {stopped} stopped, {tokens} tokens, {:.0} s",
@@ -123,7 +156,7 @@ fn default_model_outputs_validate() {
                 started.elapsed().as_secs_f64()
             );
         }
-        let validator = jsonschema::validator_for(schema).unwrap();
+        let validator = validator(*draft, schema);
         let mut settings: Vec<(Option<u64>, &str)> = vec![(None, "reference")];
         if full {
             settings.extend(combos.iter().map(|&(s, p)| (Some(s), p)));
@@ -133,7 +166,7 @@ fn default_model_outputs_validate() {
         }
         for (seed, preset) in settings {
             let out = g
-                .generate(request(&g, schema, seed, preset), &mut |_| {})
+                .generate(request(&g, fixture, seed, preset), &mut |_| {})
                 .unwrap();
             runs += 1;
             tokens += out.tokens.len();
@@ -143,7 +176,7 @@ fn default_model_outputs_validate() {
                 let value: Value = serde_json::from_str(&out.text)
                     .unwrap_or_else(|e| panic!("{name}: {e}: {:?}", out.text));
                 assert!(
-                    validator.is_valid(&value),
+                    is_valid(&validator, &value),
                     "{name} {seed:?} {preset}: {schema} rejects {}",
                     out.text
                 );
@@ -172,7 +205,7 @@ fn default_model_outputs_validate() {
         .enumerate()
         .map(|(i, &k)| {
             let (s, p) = combos[i % combos.len()];
-            request(&g, &schemas[k].1, (i % 4 != 0).then_some(s), p)
+            request(&g, &schemas[k], (i % 4 != 0).then_some(s), p)
         })
         .collect();
     let alone: Vec<_> = requests
@@ -199,4 +232,59 @@ fn generation_options() -> JsonSchemaOptions {
         plain_integers: true,
         ..JsonSchemaOptions::default()
     }
+}
+
+/// `jsonschema` 0.33 decides a fractional `multipleOf` in binary floating point and
+/// rejects every negative instance outright (`value < multiple`): its `multipleOf`
+/// errors are re-decided here in exact decimal arithmetic; every other error stands.
+fn is_valid(validator: &jsonschema::Validator, value: &Value) -> bool {
+    validator
+        .iter_errors(value)
+        .all(|e| match (&e.kind, e.instance.as_ref()) {
+            (
+                jsonschema::error::ValidationErrorKind::MultipleOf { multiple_of },
+                Value::Number(n),
+            ) => exact_multiple(&n.to_string(), &multiple_of.to_string()) == Some(true),
+            _ => false,
+        })
+}
+
+/// `text` as `mantissa * 10^exponent`.
+fn parse_decimal(text: &str) -> Option<(i128, i32)> {
+    let (number, exponent) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let digits = format!("{int}{frac}");
+    Some((digits.parse().ok()?, exponent - frac.len() as i32))
+}
+
+/// Whether `value / divisor` is an integer, exactly (None: out of i128 range).
+fn exact_multiple(value: &str, divisor: &str) -> Option<bool> {
+    let (a, ea) = parse_decimal(value)?;
+    let (b, eb) = parse_decimal(divisor)?;
+    if b == 0 {
+        return None;
+    }
+    let shift = ea - eb;
+    let pow = |e: i32| 10i128.checked_pow(e.unsigned_abs());
+    Some(if shift >= 0 {
+        a.checked_mul(pow(shift)?)? % b == 0
+    } else {
+        a % b.checked_mul(pow(shift)?)? == 0
+    })
+}
+
+#[test]
+fn exact_multiple_decides_in_decimal() {
+    assert_eq!(
+        exact_multiple("-2021002084035265", "0.00000001"),
+        Some(true)
+    );
+    assert_eq!(exact_multiple("0.3", "0.1"), Some(true));
+    assert_eq!(exact_multiple("0.35", "0.1"), Some(false));
+    assert_eq!(exact_multiple("12e2", "7"), Some(false));
+    assert_eq!(exact_multiple("14e2", "7"), Some(true));
+    assert_eq!(exact_multiple("-1.5", "0.5"), Some(true));
 }
