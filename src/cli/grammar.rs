@@ -11,6 +11,7 @@ use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whi
 use stencil::frontend::{self, gbnf::GbnfOptions};
 
 /// The built-in JSON grammar (`generate --json`).
+#[cfg(feature = "decode")]
 pub const JSON_GBNF: &str = include_str!("../../grammars/json.gbnf");
 
 #[derive(Args, Debug, Clone)]
