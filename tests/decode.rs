@@ -325,3 +325,83 @@ fn safetensors_llama_and_qwen2_checkpoints_generate() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// `stencil generate` as users call it (the contract's flags and `--output-json` keys).
+#[test]
+fn generate_command_contract() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("stencil-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema_path = dir.join("schema.json");
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
+                        "required": ["ok"], "additionalProperties": false});
+    std::fs::write(&schema_path, schema.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_stencil"))
+            .arg("generate")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let model = tiny_model().to_str().unwrap();
+    let schema_arg = schema_path.to_str().unwrap();
+    let out = run(&[
+        "--model",
+        model,
+        "--schema",
+        schema_arg,
+        "--raw",
+        "--prompt",
+        "JSON:",
+        "--max-tokens",
+        "24",
+        "--seed",
+        "3",
+        "--temperature",
+        "0.7",
+        "--top-p",
+        "0.9",
+        "--top-k",
+        "40",
+        "--min-p",
+        "0.01",
+        "--preset",
+        "hf",
+        "--output-json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "text",
+        "finish_reason",
+        "grammar_complete",
+        "tokens",
+        "timings",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key} in {v}");
+    }
+    assert_eq!(v["finish_reason"], "stop");
+    assert_eq!(v["grammar_complete"], true);
+    let text: Value = serde_json::from_str(v["text"].as_str().unwrap()).unwrap();
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&text));
+
+    // A bad grammar fails before any model is loaded; a bad model path names it.
+    let out = run(&[
+        "--model",
+        "/nonexistent.gguf",
+        "--regex",
+        "(",
+        "--output-json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid grammar"));
+    let out = run(&["--model", "/nonexistent.gguf", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.gguf"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

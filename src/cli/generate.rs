@@ -15,6 +15,7 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::json;
 
+use stencil::automaton::CompiledGrammar;
 use stencil::decode::{
     self, fetch, render_chat, Event, Generation, Generator, Message, Model, ModelTokenizer, Request,
 };
@@ -165,14 +166,22 @@ fn sampling_config(args: &GenerateArgs) -> SamplingConfig {
     }
 }
 
-fn build_request(args: &GenerateArgs, generator: &Generator) -> Result<Request, String> {
+/// The grammar, compiled before the model loads so that a bad one fails at once.
+fn compile_grammar(args: &GenerateArgs) -> Result<Arc<CompiledGrammar>, String> {
     let grammar_args = GrammarArgs {
         for_generation: true,
         ..args.grammar.clone()
     };
-    let grammar = grammar_args
+    grammar_args
         .compile(args.json_grammar.then_some(JSON_GBNF))
-        .map_err(|e| format!("invalid grammar: {e}"))?;
+        .map_err(|e| format!("invalid grammar: {e}"))
+}
+
+fn build_request(
+    args: &GenerateArgs,
+    generator: &Generator,
+    grammar: Arc<CompiledGrammar>,
+) -> Result<Request, String> {
     let tables = Arc::new(TokenTables::new(
         grammar,
         Arc::clone(generator.tokenizer().vocab()),
@@ -202,6 +211,13 @@ fn build_request(args: &GenerateArgs, generator: &Generator) -> Result<Request, 
 }
 
 pub fn run(args: &GenerateArgs) -> i32 {
+    let grammar = match compile_grammar(args) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
     let generator = match load_generator(args.model.as_deref(), args.tokenizer.as_deref()) {
         Ok(g) => g,
         Err(e) => {
@@ -209,7 +225,7 @@ pub fn run(args: &GenerateArgs) -> i32 {
             return 2;
         }
     };
-    let request = match build_request(args, &generator) {
+    let request = match build_request(args, &generator, grammar) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

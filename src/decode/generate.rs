@@ -312,7 +312,7 @@ impl Generator {
         let raw_for_logprobs = (r.logprobs > 0)
             .then(|| logits.to_vec1::<f32>())
             .transpose()
-            .map_err(|e| DecodeError::Forward(e.to_string()))?;
+            .map_err(|e| DecodeError::Forward(super::model::candle_message(&e)))?;
         let row = super::mask::apply(&logits, mask.as_deref())?;
         let opts = StepOptions::default();
         let outcome = r.sampler.run(&r.state.view(mask.as_deref()), &row, &opts)?;

@@ -10,7 +10,7 @@ use candle_core::{DType, Device, Tensor};
 use super::DecodeError;
 
 fn forward_error(e: candle_core::Error) -> DecodeError {
-    DecodeError::Forward(e.to_string())
+    DecodeError::Forward(super::model::candle_message(&e))
 }
 
 /// The masked row on the host. Ids past the mask's width are disallowed.

@@ -68,10 +68,15 @@ enum SessionWeights {
     Qwen2(qwen2::ModelForCausalLM),
 }
 
+/// candle's message without the backtrace it appends under `RUST_BACKTRACE`.
+pub(crate) fn candle_message(e: &candle_core::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
 fn candle(path: &Path) -> impl Fn(candle_core::Error) -> DecodeError + '_ {
     move |e| DecodeError::Model {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message: candle_message(&e),
     }
 }
 
@@ -107,14 +112,15 @@ impl Model {
                 ),
             });
         }
-        let logits_width = match content.tensor_infos.get("output.weight") {
-            Some(info) => info.shape.dims()[0],
-            None => content
-                .tensor_infos
-                .get("token_embd.weight")
-                .map(|info| info.shape.dims()[0])
-                .unwrap_or(0),
-        };
+        let logits_width = content
+            .tensor_infos
+            .get("output.weight")
+            .or_else(|| content.tensor_infos.get("token_embd.weight"))
+            .and_then(|info| info.shape.dims().first().copied())
+            .ok_or_else(|| DecodeError::Model {
+                path: path.display().to_string(),
+                message: "no output.weight or token_embd.weight tensor".into(),
+            })?;
         let metadata = content.metadata.clone();
         let weights = if needs_requantization(&content) {
             let (content, mut rewritten) = requantize(content, &mut file).map_err(&err)?;
@@ -304,7 +310,7 @@ impl Session {
     /// Feeds `tokens` (one forward pass, however many) and returns the logits for the
     /// position after the last one, still on the model's device.
     pub fn forward_tensor(&mut self, tokens: &[u32]) -> Result<Tensor, DecodeError> {
-        let to_error = |e: candle_core::Error| DecodeError::Forward(e.to_string());
+        let to_error = |e: candle_core::Error| DecodeError::Forward(candle_message(&e));
         if tokens.is_empty() {
             return Err(DecodeError::Forward("forward pass over no tokens".into()));
         }
