@@ -43,6 +43,9 @@ pub struct BenchDecodeArgs {
     prompts: usize,
     #[arg(long, default_value_t = 128)]
     max_tokens: usize,
+    /// Measure the constrained modes without budget steering.
+    #[arg(long)]
+    no_budget_steering: bool,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -87,7 +90,7 @@ fn run_mode(
     generator: &Generator,
     prompts: &[Vec<u32>],
     grammar: Option<&Arc<TokenTables>>,
-    jump_forward: bool,
+    (jump_forward, budget_steering): (bool, bool),
     max_tokens: &[usize],
 ) -> Result<(Totals, Vec<usize>), String> {
     let mut totals = Totals::default();
@@ -105,7 +108,7 @@ fn run_mode(
             jump_forward,
             logprobs: 0,
             trace: false,
-            budget_steering: true,
+            budget_steering,
         };
         let g = generator
             .generate(request, &mut |_| {})
@@ -232,12 +235,14 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
     // Warm-up: the constrained run once, untimed, so that every mode sees warm
     // token tables (a server's steady state) and warm pages.
     let caps = vec![args.max_tokens; prompts.len()];
-    run_mode(&generator, &prompts, Some(&tables), false, &caps)?;
-    let (constrained, lengths) = run_mode(&generator, &prompts, Some(&tables), false, &caps)?;
-    let (jump, _) = run_mode(&generator, &prompts, Some(&tables), true, &caps)?;
+    let steer = !args.no_budget_steering;
+    run_mode(&generator, &prompts, Some(&tables), (false, steer), &caps)?;
+    let (constrained, lengths) =
+        run_mode(&generator, &prompts, Some(&tables), (false, steer), &caps)?;
+    let (jump, _) = run_mode(&generator, &prompts, Some(&tables), (true, steer), &caps)?;
     // Unconstrained decoding writes as many tokens per prompt as the constrained run
     // did: a token's cost grows with its position, so equal lengths compare fairly.
-    let (free, _) = run_mode(&generator, &prompts, None, false, &lengths)?;
+    let (free, _) = run_mode(&generator, &prompts, None, (false, false), &lengths)?;
     let results = [
         ("unconstrained", free),
         ("constrained", constrained),
