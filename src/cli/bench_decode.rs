@@ -133,11 +133,11 @@ fn run_mode(
 const LLAMA_CPP_SCRIPT: &str = r#"
 import json, sys, time
 from llama_cpp import Llama
-path, threads, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, threads = sys.argv[1], int(sys.argv[2])
 prompts = json.load(sys.stdin)
 llm = Llama(model_path=path, n_threads=threads, n_threads_batch=threads, n_ctx=4096, verbose=False)
 tokens, seconds = 0, 0.0
-for prompt in prompts:
+for prompt, max_tokens in prompts:
     llm.reset()
     first = None
     n = 0
@@ -153,8 +153,9 @@ for prompt in prompts:
 print(json.dumps({"tokens": tokens, "decode_ms": seconds * 1000.0}))
 "#;
 
-/// llama.cpp's decode tokens/s on the same model and prompts, if it is installed.
-fn llama_cpp(model: &std::path::Path, prompts: &[Vec<u32>], max_tokens: usize) -> Option<Totals> {
+/// llama.cpp's decode tokens/s on the same model and prompts, each capped at the
+/// length stencil wrote for it, if `llama-cpp-python` is installed.
+fn llama_cpp(model: &std::path::Path, prompts: &[Vec<u32>], lengths: &[usize]) -> Option<Totals> {
     use std::io::Write;
     use std::process::{Command, Stdio};
     if model.is_dir() {
@@ -168,7 +169,6 @@ fn llama_cpp(model: &std::path::Path, prompts: &[Vec<u32>], max_tokens: usize) -
         .args(["-c", LLAMA_CPP_SCRIPT])
         .arg(model)
         .arg(threads.to_string())
-        .arg(max_tokens.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -177,7 +177,11 @@ fn llama_cpp(model: &std::path::Path, prompts: &[Vec<u32>], max_tokens: usize) -
     child
         .stdin
         .take()?
-        .write_all(serde_json::to_string(prompts).ok()?.as_bytes())
+        .write_all(
+            serde_json::to_string(&prompts.iter().zip(lengths).collect::<Vec<_>>())
+                .ok()?
+                .as_bytes(),
+        )
         .ok()?;
     let output = child.wait_with_output().ok()?;
     if !output.status.success() {
@@ -249,7 +253,7 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         ("constrained+jump-forward", jump),
     ];
     let base = results[0].1.tokens_per_second();
-    let peer = llama_cpp(generator.model().path(), &prompts, args.max_tokens);
+    let peer = llama_cpp(generator.model().path(), &prompts, &lengths);
     if args.json {
         let mut modes = serde_json::Map::new();
         for (name, t) in &results {
