@@ -339,8 +339,7 @@ impl Generator {
             selected.truncate(r.logprobs);
             r.logprob_records.push(TokenLogprobs {
                 token,
-                text: String::from_utf8_lossy(self.tokenizer.vocab().token_bytes(token))
-                    .into_owned(),
+                text: self.token_text(token),
                 forced: false,
                 logprobs,
                 top_raw: top_raw(&raw, r.logprobs),
@@ -365,6 +364,11 @@ impl Generator {
             self.jump_forward(r, index, on_event)?;
         }
         Ok(())
+    }
+
+    /// A token's bytes as text, for logprob records.
+    fn token_text(&self, token: u32) -> String {
+        String::from_utf8_lossy(self.tokenizer.vocab().token_bytes(token)).into_owned()
     }
 
     /// Tokens left before `max_tokens` (EOS counts as a token).
@@ -499,8 +503,7 @@ impl Generator {
             if r.logprobs > 0 {
                 r.logprob_records.push(TokenLogprobs {
                     token,
-                    text: String::from_utf8_lossy(self.tokenizer.vocab().token_bytes(token))
-                        .into_owned(),
+                    text: self.token_text(token),
                     forced: true,
                     logprobs: Vec::new(),
                     top_raw: Vec::new(),

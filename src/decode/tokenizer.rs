@@ -218,24 +218,23 @@ impl GgufVocab {
         if tokens.is_empty() {
             return Err("the GGUF file has no tokenizer.ggml.tokens; pass --tokenizer".into());
         }
-        let token_types = match get("tokenizer.ggml.token_type") {
-            Some(v) => v
-                .to_vec()
-                .map_err(|e| e.to_string())?
-                .iter()
-                .map(|t| t.to_i32().map_err(|e| e.to_string()))
-                .collect::<Result<_, _>>()?,
-            None => Vec::new(),
-        };
-        let scores = match get("tokenizer.ggml.scores") {
-            Some(v) => v
-                .to_vec()
-                .map_err(|e| e.to_string())?
-                .iter()
-                .map(|t| t.to_f32().map_err(|e| e.to_string()))
-                .collect::<Result<_, _>>()?,
-            None => Vec::new(),
-        };
+        // A GGUF array of numbers, each read with `read` (empty when the key is absent).
+        fn numbers<T>(
+            value: Option<&GgufValue>,
+            read: impl Fn(&GgufValue) -> candle_core::Result<T>,
+        ) -> Result<Vec<T>, String> {
+            match value {
+                Some(v) => v
+                    .to_vec()
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|t| read(t).map_err(|e| e.to_string()))
+                    .collect(),
+                None => Ok(Vec::new()),
+            }
+        }
+        let token_types = numbers(get("tokenizer.ggml.token_type"), GgufValue::to_i32)?;
+        let scores = numbers(get("tokenizer.ggml.scores"), GgufValue::to_f32)?;
         let eot = ["tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"]
             .iter()
             .filter_map(|k| id(k))
