@@ -463,6 +463,7 @@ impl Generator {
         index: usize,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), DecodeError> {
+        let budget = Self::budget(r);
         let Some(m) = &mut r.matcher else {
             return Ok(());
         };
@@ -482,9 +483,6 @@ impl Generator {
             if r.budget_steering && !tokens.is_empty() {
                 // Forced text is in every completion, but its canonical split may
                 // cost more tokens than the closing split: keep the budget closable.
-                let budget = r
-                    .max_tokens
-                    .saturating_sub(r.state.selected_token_ids().len());
                 m.consume_tokens(&tokens)
                     .map_err(|e| DecodeError::Grammar(e.to_string()))?;
                 let need = self.closing_tokens(m).map(|t| t.len() + 1);
