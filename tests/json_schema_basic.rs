@@ -348,7 +348,31 @@ fn plain_integers_drop_the_zero_fraction_for_generation() {
         json!({"type": "integer"}),
         &plain,
         &["0", "-12"],
-        &["0.0", "7.00"],
+        &["0.0", "7.00", "-0"],
+    );
+    // Zero is written unsigned when generating; checking still accepts `-0`.
+    check_with(
+        json!({"type": "integer", "minimum": 0, "maximum": 120}),
+        &plain,
+        &["0", "120"],
+        &["-0", "-1"],
+    );
+    check_with(
+        json!({"type": "integer", "minimum": -5, "maximum": 0}),
+        &plain,
+        &["0", "-5", "-1"],
+        &["-0", "1"],
+    );
+    check_with(
+        json!({"type": "integer", "multipleOf": 4, "minimum": -8, "maximum": 8}),
+        &plain,
+        &["0", "-8", "8", "-4"],
+        &["-0", "2"],
+    );
+    check(
+        json!({"type": "integer", "maximum": 0}),
+        &["-0", "0", "-3"],
+        &["1"],
     );
     check_with(
         json!({"enum": [7, 2.5]}),

@@ -652,10 +652,15 @@ impl<'a> Compiler<'a> {
             .as_ref()
             .is_none_or(|(d, s)| d.neg || (d.is_zero() && !s));
         if neg_ok {
-            let (ylo, ys) = match &hi {
+            let (mut ylo, ys) = match &hi {
                 Some((d, s)) if d.neg || d.is_zero() => (d.neg(), *s),
                 _ => (Dec::zero(), false),
             };
+            // Generation writes zero once, unsigned: `-0` is valid JSON (and equal
+            // to 0), but no writer's choice. Zero, when in range, is on the x >= 0 side.
+            if int_only && self.opts.plain_integers && ylo.is_zero() {
+                ylo = ylo.add_int(1);
+            }
             let yhi = lo.as_ref().map(|(d, s)| (d.neg(), *s));
             if let Some(h) = side(&ylo, ys, yhi.as_ref().map(|(d, s)| (d, *s))) {
                 alts.push(Hir::concat(vec![lit("-"), h]));
@@ -711,7 +716,7 @@ impl<'a> Compiler<'a> {
                         lit(&v.to_string()),
                         zero_frac.clone(),
                     ])));
-                    if v == 0 {
+                    if v == 0 && !self.opts.plain_integers {
                         alts.push(Expr::Regex(Hir::concat(vec![lit("-0"), zero_frac.clone()])));
                     }
                 }
@@ -820,7 +825,11 @@ impl<'a> Compiler<'a> {
             .collect());
         let mut alts = Vec::new();
         if allow_zero {
-            alts.push(Expr::Regex(re(r"-?0")));
+            alts.push(Expr::Regex(if self.opts.plain_integers {
+                re("0")
+            } else {
+                re(r"-?0")
+            }));
         }
         if allow_pos {
             alts.push(magnitude.clone());
