@@ -38,6 +38,9 @@ use crate::sampling::trace::StepTrace;
 use crate::sampling::{DecoderState, Layer, Sampler, SamplingConfig, StepOptions};
 use crate::tables::TokenTables;
 
+/// Bytes the shortest-completion search (budget steering) may explore before giving up.
+const CLOSING_SEARCH_LIMIT: usize = 1 << 16;
+
 /// One generation request.
 #[derive(Clone)]
 pub struct Request {
@@ -381,10 +384,14 @@ impl Generator {
     /// included: the bytes cut greedily into the longest vocabulary tokens, which
     /// the grammar must accept.
     fn closing_tokens(&self, m: &mut TokenMatcher) -> Option<Vec<u32>> {
-        let bytes = m.byte_matcher().shortest_completion(1 << 16)?;
+        let bytes = m.byte_matcher().shortest_completion(CLOSING_SEARCH_LIMIT)?;
+        self.cut_into_tokens(m, &bytes)
+    }
+
+    fn cut_into_tokens(&self, m: &mut TokenMatcher, bytes: &[u8]) -> Option<Vec<u32>> {
         let trie = self.tokenizer.vocab().trie();
         let mut tokens = Vec::new();
-        let mut rest = &bytes[..];
+        let mut rest = bytes;
         while !rest.is_empty() {
             let (id, len) = trie.longest_prefix(rest)?;
             tokens.push(id);
@@ -405,7 +412,18 @@ impl Generator {
         };
         m.consume_token(token)
             .map_err(|e| DecodeError::Grammar(e.to_string()))?;
-        let need_after = self.closing_tokens(m).map(|t| t.len() + 1);
+        let need_after = m
+            .byte_matcher()
+            .shortest_completion(CLOSING_SEARCH_LIMIT)
+            .and_then(|bytes| {
+                // Every token holds at least one byte: while the bytes (and EOS) fit,
+                // so do their tokens, and the cut can wait for the last steps.
+                if bytes.len() + 1 < budget {
+                    Some(bytes.len() + 1)
+                } else {
+                    self.cut_into_tokens(m, &bytes).map(|t| t.len() + 1)
+                }
+            });
         m.rollback(1);
         if need_after.is_some_and(|need| need < budget) {
             return Ok(None);
