@@ -405,3 +405,139 @@ fn generate_command_contract() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.gguf"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `stencil generate --requests FILE`: lines override the flags, run as one batch,
+/// and a line's text is what the same request writes alone.
+#[test]
+fn generate_requests_file_runs_as_one_batch() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("stencil-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
+                        "required": ["ok"], "additionalProperties": false});
+    let schema_path = dir.join("schema.json");
+    std::fs::write(&schema_path, schema.to_string()).unwrap();
+    let numbers = json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9},
+                         "minItems": 1, "maxItems": 3});
+    let lines = [
+        json!({"prompt": "JSON:", "seed": 1, "temperature": 0.9}),
+        json!({"prompt": "Numbers:", "schema": numbers, "temperature": 0}),
+        json!({"prompt": "Letters:", "regex": "[a-c]{2,4}", "seed": 5, "temperature": 1.0}),
+        json!({"prompt": "JSON:", "seed": 1, "temperature": 0.9}),
+    ];
+    let requests_path = dir.join("requests.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&requests_path, text).unwrap();
+    let model = tiny_model().to_str().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_stencil"))
+            .arg("generate")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let common = [
+        "--model",
+        model,
+        "--raw",
+        "--max-tokens",
+        "24",
+        "--device",
+        "cpu",
+    ];
+    let mut args = common.to_vec();
+    args.extend([
+        "--schema",
+        schema_path.to_str().unwrap(),
+        "--requests",
+        requests_path.to_str().unwrap(),
+    ]);
+    let out = run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), 4, "{stderr}");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["index"], i);
+        assert_eq!(r["finish_reason"], "stop", "{r}");
+    }
+    let parse = |r: &Value| serde_json::from_str::<Value>(r["text"].as_str().unwrap()).unwrap();
+    let ok = jsonschema::validator_for(&schema).unwrap();
+    assert!(ok.is_valid(&parse(&results[0])));
+    assert!(jsonschema::validator_for(&numbers)
+        .unwrap()
+        .is_valid(&parse(&results[1])));
+    let letters = results[2]["text"].as_str().unwrap();
+    assert!(
+        (2..=4).contains(&letters.len()) && letters.bytes().all(|b| (b'a'..=b'c').contains(&b)),
+        "{letters:?}"
+    );
+    assert_eq!(results[0]["text"], results[3]["text"]);
+    assert_eq!(out.status.code(), Some(0));
+
+    // The first line alone, as a plain request: the same text.
+    let mut alone = common.to_vec();
+    alone.extend([
+        "--schema",
+        schema_path.to_str().unwrap(),
+        "--prompt",
+        "JSON:",
+        "--seed",
+        "1",
+        "--temperature",
+        "0.9",
+        "--output-json",
+    ]);
+    let out = run(&alone);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["text"], results[0]["text"]);
+
+    // Bad lines fail before the model loads, naming the line.
+    let bad = |line: &str| {
+        std::fs::write(&requests_path, format!("{{\"prompt\": \"x\"}}\n{line}\n")).unwrap();
+        let out = run(&[
+            "--model",
+            "/nonexistent.gguf",
+            "--json",
+            "--requests",
+            requests_path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{line}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(bad(r#"{"promt": "typo"}"#).contains(":2:"));
+    assert!(bad(r#"{"regex": "a", "json": true}"#).contains("at most one"));
+    assert!(bad(r#"{"preset": "nope"}"#).contains("unknown preset"));
+    assert!(bad("not json").contains(":2:"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn device_flag_is_checked() {
+    use std::process::Command;
+    let run = |device: &str| {
+        Command::new(env!("CARGO_BIN_EXE_stencil"))
+            .args(["generate", "--json", "--device", device, "--model"])
+            .arg(tiny_model())
+            .args(["--raw", "--prompt", "x", "--max-tokens", "4"])
+            .output()
+            .unwrap()
+    };
+    let out = run("tpu");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown device"));
+    if !cfg!(feature = "cuda") {
+        let out = run("cuda:0");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("without the `cuda` feature"));
+    }
+    let out = run("cpu");
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,12 +1,15 @@
-//! `stencil bench-decode [--model PATH] [--schema FILE] [--prompts N] [--max-tokens N] [--json]`
+//! `stencil bench-decode [--model PATH] [--device D] [--schema FILE] [--prompts N]
+//! [--rounds N] [--max-tokens N] [--json]`
 //!
 //! Tokens per second of the decode loop on the same prompts, same model, same run, in
 //! three modes: unconstrained, constrained by the schema, and constrained with
 //! jump-forward. Greedy decoding, so every mode is deterministic. Token tables are
 //! warmed by one untimed constrained pass; unconstrained runs write as many tokens per
-//! prompt as the constrained run did. Decode time excludes
-//! the prompt's forward pass; tokens/s is output tokens over decode time, summed over
-//! the prompts. Forward passes per output token show what jump-forward saves.
+//! prompt as the constrained run did. Decode time excludes the prompt's forward pass;
+//! tokens/s is output tokens over decode time. The modes take turns prompt by prompt
+//! (the order rotating), for several rounds: the machine is shared and its speed
+//! drifts, so the ratio reported is the median of each round's ratio, with its range.
+//! Forward passes per output token show what jump-forward saves.
 //!
 //! When the Python package `llama-cpp-python` is importable, llama.cpp decodes the
 //! same prompt tokens from the same GGUF file, greedy and unconstrained, with as many
@@ -35,6 +38,9 @@ pub struct BenchDecodeArgs {
     /// GGUF file or safetensors folder; the built-in default model when absent.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
+    /// auto, cpu, cuda or cuda:N (as `stencil generate`).
+    #[arg(long, value_name = "DEVICE", default_value = "auto")]
+    device: String,
     /// Schema for the constrained modes.
     #[arg(long, value_name = "FILE", default_value = "grammars/city.schema.json")]
     schema: String,
@@ -43,6 +49,9 @@ pub struct BenchDecodeArgs {
     prompts: usize,
     #[arg(long, default_value_t = 128)]
     max_tokens: usize,
+    /// Rounds over all prompts and modes; ratios are medians over rounds.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Measure the constrained modes without budget steering.
     #[arg(long)]
     no_budget_steering: bool,
@@ -84,49 +93,73 @@ impl Totals {
     }
 }
 
-/// Runs every prompt; `max_tokens[i]` caps prompt `i`. Returns the totals and each
-/// prompt's output length.
-fn run_mode(
+/// The three modes, in the order results are printed.
+const MODES: [&str; 3] = ["unconstrained", "constrained", "constrained+jump-forward"];
+
+impl Totals {
+    fn add(&mut self, other: &Totals) {
+        self.tokens += other.tokens;
+        self.decode_ms += other.decode_ms;
+        self.forward_passes += other.forward_passes;
+        self.forced += other.forced;
+        self.mask_ms += other.mask_ms;
+        self.mask_wait_ms += other.mask_wait_ms;
+        self.prompt_ms += other.prompt_ms;
+    }
+}
+
+/// One greedy generation from `prompt`, at most `max_tokens` long.
+fn run_one(
     generator: &Generator,
-    prompts: &[Vec<u32>],
+    prompt: &[u32],
     grammar: Option<&Arc<TokenTables>>,
     (jump_forward, budget_steering): (bool, bool),
-    max_tokens: &[usize],
-) -> Result<(Totals, Vec<usize>), String> {
-    let mut totals = Totals::default();
-    let mut lengths = Vec::new();
-    for (prompt, &max_tokens) in prompts.iter().zip(max_tokens) {
-        let request = Request {
-            prompt: prompt.clone(),
-            grammar: grammar.cloned(),
-            stop_policy: StopPolicy::Stop,
-            sampling: SamplingConfig {
-                temperature: Some(0.0),
-                ..SamplingConfig::default()
-            },
-            max_tokens,
-            jump_forward,
-            logprobs: 0,
-            trace: false,
-            budget_steering,
-        };
-        let g = generator
-            .generate(request, &mut |_| {})
-            .map_err(|e| e.to_string())?;
-        if let Some(e) = g.error {
-            return Err(e);
-        }
-        let t = &g.timings;
-        lengths.push(g.tokens.len());
-        totals.tokens += g.tokens.len();
-        totals.decode_ms += t.decode_ms;
-        totals.forward_passes += t.forward_passes.saturating_sub(1);
-        totals.forced += t.forced_tokens;
-        totals.mask_ms += t.mask_ms;
-        totals.mask_wait_ms += t.mask_wait_ms;
-        totals.prompt_ms += t.prompt_ms;
+    max_tokens: usize,
+) -> Result<Totals, String> {
+    let request = Request {
+        prompt: prompt.to_vec(),
+        grammar: grammar.cloned(),
+        stop_policy: StopPolicy::Stop,
+        sampling: SamplingConfig {
+            temperature: Some(0.0),
+            ..SamplingConfig::default()
+        },
+        max_tokens,
+        jump_forward,
+        logprobs: 0,
+        trace: false,
+        budget_steering,
+    };
+    let g = generator
+        .generate(request, &mut |_| {})
+        .map_err(|e| e.to_string())?;
+    if let Some(e) = g.error {
+        return Err(e);
     }
-    Ok((totals, lengths))
+    let t = &g.timings;
+    Ok(Totals {
+        tokens: g.tokens.len(),
+        decode_ms: t.decode_ms,
+        forward_passes: t.forward_passes.saturating_sub(1),
+        forced: t.forced_tokens,
+        mask_ms: t.mask_ms,
+        mask_wait_ms: t.mask_wait_ms,
+        prompt_ms: t.prompt_ms,
+    })
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
 }
 
 /// llama.cpp through `llama-cpp-python`: greedy decoding of the same prompt tokens.
@@ -206,7 +239,7 @@ pub fn run(args: &BenchDecodeArgs) -> i32 {
 }
 
 fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
-    let generator = load_generator(args.model.as_deref(), None)?;
+    let generator = load_generator(args.model.as_deref(), None, &args.device)?;
     let grammar_args = GrammarArgs {
         gbnf: None,
         regex: None,
@@ -237,28 +270,82 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     // Warm-up: the constrained run once, untimed, so that every mode sees warm
-    // token tables (a server's steady state) and warm pages.
-    let caps = vec![args.max_tokens; prompts.len()];
+    // token tables (a server's steady state) and warm pages. Greedy decoding is
+    // deterministic, so it also gives each prompt's constrained length: unconstrained
+    // runs write as many tokens (a token's cost grows with its position).
     let steer = !args.no_budget_steering;
-    run_mode(&generator, &prompts, Some(&tables), (false, steer), &caps)?;
-    let (constrained, lengths) =
-        run_mode(&generator, &prompts, Some(&tables), (false, steer), &caps)?;
-    let (jump, _) = run_mode(&generator, &prompts, Some(&tables), (true, steer), &caps)?;
-    // Unconstrained decoding writes as many tokens per prompt as the constrained run
-    // did: a token's cost grows with its position, so equal lengths compare fairly.
-    let (free, _) = run_mode(&generator, &prompts, None, (false, false), &lengths)?;
-    let results = [
-        ("unconstrained", free),
-        ("constrained", constrained),
-        ("constrained+jump-forward", jump),
-    ];
+    let lengths = prompts
+        .iter()
+        .map(|p| {
+            run_one(
+                &generator,
+                p,
+                Some(&tables),
+                (false, steer),
+                args.max_tokens,
+            )
+        })
+        .map(|t| t.map(|t| t.tokens))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Rounds of (prompt x mode), the mode order rotated at every prompt, so that
+    // drift in the machine's speed (shared, noisy) falls on every mode alike.
+    let mut rounds: Vec<[Totals; 3]> = Vec::new();
+    for round in 0..args.rounds.max(1) {
+        let mut totals = [Totals::default(); 3];
+        for (i, prompt) in prompts.iter().enumerate() {
+            for k in 0..3 {
+                let mode = (round + i + k) % 3;
+                let t = match mode {
+                    0 => run_one(&generator, prompt, None, (false, false), lengths[i])?,
+                    1 => run_one(
+                        &generator,
+                        prompt,
+                        Some(&tables),
+                        (false, steer),
+                        args.max_tokens,
+                    )?,
+                    _ => run_one(
+                        &generator,
+                        prompt,
+                        Some(&tables),
+                        (true, steer),
+                        args.max_tokens,
+                    )?,
+                };
+                totals[mode].add(&t);
+            }
+        }
+        rounds.push(totals);
+    }
+    let mut pooled = [Totals::default(); 3];
+    for round in &rounds {
+        for (sum, t) in pooled.iter_mut().zip(round) {
+            sum.add(t);
+        }
+    }
+    // Each round's ratio to its own unconstrained run; the median over rounds.
+    let ratios: Vec<Vec<f64>> = (0..3)
+        .map(|mode| {
+            rounds
+                .iter()
+                .map(|r| r[mode].tokens_per_second() / r[0].tokens_per_second())
+                .collect()
+        })
+        .collect();
+    let results: Vec<(&str, Totals, &Vec<f64>)> = MODES
+        .iter()
+        .zip(pooled)
+        .zip(&ratios)
+        .map(|((name, t), r)| (*name, t, r))
+        .collect();
     let base = results[0].1.tokens_per_second();
     let peer = llama_cpp(generator.model().path(), &prompts, &lengths);
     if args.json {
         let mut modes = serde_json::Map::new();
-        for (name, t) in &results {
+        for (name, t, r) in &results {
             let mut v = t.to_json();
-            v["ratio_to_unconstrained"] = json!(t.tokens_per_second() / base);
+            v["ratio_to_unconstrained"] = json!(median(r.to_vec()));
+            v["ratio_per_round"] = json!(r);
             modes.insert(name.to_string(), v);
         }
         println!(
@@ -266,7 +353,9 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
             json!({
                 "model": generator.model().path().display().to_string(),
                 "schema": args.schema,
+                "device": format!("{:?}", generator.model().device()),
                 "prompts": args.prompts,
+                "rounds": rounds.len(),
                 "max_tokens": args.max_tokens,
                 "modes": modes,
                 "peers": {"llama.cpp": peer.map(|t| json!({
@@ -278,22 +367,36 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         );
     } else {
         println!(
-            "model {}, {} prompts, max_tokens {}, greedy",
+            "model {} on {:?}, {} prompts x {} rounds, max_tokens {}, greedy",
             generator.model().path().display(),
+            generator.model().device(),
             args.prompts,
+            rounds.len(),
             args.max_tokens
         );
+        println!("ratio: the median over rounds of each round's tokens/s over its unconstrained tokens/s [min-max]");
         println!(
-            "{:<26} {:>7} {:>9} {:>7} {:>13} {:>7} {:>9} {:>9}",
-            "mode", "tokens", "tokens/s", "ratio", "passes/token", "forced", "mask ms", "wait ms"
+            "{:<26} {:>7} {:>9} {:>21} {:>13} {:>7} {:>9} {:>9}",
+            "mode",
+            "tokens",
+            "tokens/s",
+            "ratio [min-max]",
+            "passes/token",
+            "forced",
+            "mask ms",
+            "wait ms"
         );
-        for (name, t) in &results {
+        for (name, t, r) in &results {
+            let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             println!(
-                "{:<26} {:>7} {:>9.1} {:>7.3} {:>13.3} {:>7} {:>9.1} {:>9.1}",
+                "{:<26} {:>7} {:>9.1} {:>7.3} [{:.3}-{:.3}] {:>13.3} {:>7} {:>9.1} {:>9.1}",
                 name,
                 t.tokens,
                 t.tokens_per_second(),
-                t.tokens_per_second() / base,
+                median(r.to_vec()),
+                lo,
+                hi,
                 t.passes_per_token(),
                 t.forced,
                 t.mask_ms,

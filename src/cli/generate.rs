@@ -26,8 +26,8 @@ use stencil::tables::TokenTables;
 
 use super::grammar::{GrammarArgs, JSON_GBNF};
 
-#[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("grammar").required(true)))]
+#[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("grammar")))]
 pub struct GenerateArgs {
     /// GGUF file or safetensors folder; the built-in default model when absent.
     #[arg(long, value_name = "PATH")]
@@ -35,35 +35,44 @@ pub struct GenerateArgs {
     /// tokenizer.json to use instead of the one beside the model or in the GGUF.
     #[arg(long, value_name = "FILE")]
     tokenizer: Option<PathBuf>,
+    /// Where the model runs: auto (the first CUDA GPU in a `cuda` build, else the
+    /// CPU), cpu, cuda or cuda:N.
+    #[arg(long, value_name = "DEVICE", default_value = "auto")]
+    device: String,
     #[command(flatten)]
-    grammar: GrammarArgs,
+    pub(super) grammar: GrammarArgs,
     /// Any JSON value (the built-in JSON grammar).
     #[arg(long = "json", group = "grammar")]
     json_grammar: bool,
+    /// Many requests as one batch: a JSON object per line whose keys override these
+    /// flags (prompt, schema, gbnf, regex, json, raw, max_tokens, seed, temperature,
+    /// top_p, top_k, min_p, preset); prints one --output-json object per line.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["stream", "trace"])]
+    requests: Option<PathBuf>,
     /// The user message (a default asking for the grammar's output when absent).
     #[arg(long, value_name = "TEXT", conflicts_with = "prompt_file")]
-    prompt: Option<String>,
+    pub(super) prompt: Option<String>,
     #[arg(long, value_name = "FILE")]
-    prompt_file: Option<PathBuf>,
+    pub(super) prompt_file: Option<PathBuf>,
     /// Feed the prompt as is, without the model's chat template.
     #[arg(long)]
-    raw: bool,
+    pub(super) raw: bool,
     #[arg(long, default_value_t = 256)]
-    max_tokens: usize,
+    pub(super) max_tokens: usize,
     #[arg(long, default_value_t = 0)]
-    seed: u64,
+    pub(super) seed: u64,
     /// 0 means greedy.
     #[arg(long)]
-    temperature: Option<f32>,
+    pub(super) temperature: Option<f32>,
     #[arg(long)]
-    top_p: Option<f64>,
+    pub(super) top_p: Option<f64>,
     #[arg(long)]
-    top_k: Option<i64>,
+    pub(super) top_k: Option<i64>,
     #[arg(long)]
-    min_p: Option<f64>,
+    pub(super) min_p: Option<f64>,
     /// Processor order (see `stencil sample`).
     #[arg(long, value_parser = ["reference", "hf", "vllm", "llama.cpp"])]
-    preset: Option<String>,
+    pub(super) preset: Option<String>,
     /// What may follow once the grammar accepts.
     #[arg(long, value_enum, default_value = "stop")]
     stop_policy: StopPolicyArg,
@@ -95,12 +104,16 @@ enum StopPolicyArg {
 }
 
 /// Model and tokenizer, from `--model`/`--tokenizer` or the default model.
-pub fn load_generator(model: Option<&Path>, tokenizer: Option<&Path>) -> Result<Generator, String> {
+pub fn load_generator(
+    model: Option<&Path>,
+    tokenizer: Option<&Path>,
+    device: &str,
+) -> Result<Generator, String> {
+    let device = decode::device_by_name(device).map_err(|e| e.to_string())?;
     let path = match model {
         Some(p) => p.to_path_buf(),
         None => fetch::default_model(true).map_err(|e| e.to_string())?,
     };
-    let device = decode::default_device();
     let model = Model::load(&path, &device).map_err(|e| e.to_string())?;
     let tokenizer = match tokenizer {
         Some(t) => ModelTokenizer::from_file(t),
@@ -135,23 +148,32 @@ pub fn prompt_tokens(generator: &Generator, text: &str, raw: bool) -> Result<Vec
         .map_err(|e| e.to_string())
 }
 
+/// The user message when none is given: asks for the grammar's output.
 fn default_prompt(args: &GenerateArgs) -> Result<String, String> {
     let g = &args.grammar;
+    let read =
+        |path: &str| std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"));
     Ok(if let Some(path) = &g.schema {
-        let schema =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        format!("Write one JSON document that validates against this JSON Schema. Reply with the JSON only.\n\n{}", schema.trim())
+        schema_prompt(read(path)?.trim())
     } else if let Some(path) = &g.gbnf {
-        let grammar =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        format!("Write text in the language of this GBNF grammar (start rule `{}`). Reply with the text only.\n\n{}", g.root, grammar.trim())
+        gbnf_prompt(read(path)?.trim(), &g.root)
     } else if let Some(regex) = &g.regex {
-        format!(
-            "Write text that matches the regular expression `{regex}`. Reply with the text only."
-        )
+        regex_prompt(regex)
     } else {
         "Describe a city as a JSON object. Reply with the JSON only.".to_string()
     })
+}
+
+pub(super) fn schema_prompt(schema: &str) -> String {
+    format!("Write one JSON document that validates against this JSON Schema. Reply with the JSON only.\n\n{schema}")
+}
+
+pub(super) fn gbnf_prompt(grammar: &str, root: &str) -> String {
+    format!("Write text in the language of this GBNF grammar (start rule `{root}`). Reply with the text only.\n\n{grammar}")
+}
+
+pub(super) fn regex_prompt(regex: &str) -> String {
+    format!("Write text that matches the regular expression `{regex}`. Reply with the text only.")
 }
 
 fn sampling_config(args: &GenerateArgs) -> SamplingConfig {
@@ -166,26 +188,33 @@ fn sampling_config(args: &GenerateArgs) -> SamplingConfig {
     }
 }
 
+impl GenerateArgs {
+    /// The grammar flags, compiling for generation (plain integers).
+    pub(super) fn grammar_for_generation(&self) -> GrammarArgs {
+        GrammarArgs {
+            for_generation: true,
+            ..self.grammar.clone()
+        }
+    }
+
+    fn has_grammar(&self) -> bool {
+        let g = &self.grammar;
+        self.json_grammar || g.schema.is_some() || g.gbnf.is_some() || g.regex.is_some()
+    }
+}
+
 /// The grammar, compiled before the model loads so that a bad one fails at once.
 fn compile_grammar(args: &GenerateArgs) -> Result<Arc<CompiledGrammar>, String> {
-    let grammar_args = GrammarArgs {
-        for_generation: true,
-        ..args.grammar.clone()
-    };
-    grammar_args
+    args.grammar_for_generation()
         .compile(args.json_grammar.then_some(JSON_GBNF))
         .map_err(|e| format!("invalid grammar: {e}"))
 }
 
-fn build_request(
+pub(super) fn build_request(
     args: &GenerateArgs,
     generator: &Generator,
-    grammar: Arc<CompiledGrammar>,
+    tables: Arc<TokenTables>,
 ) -> Result<Request, String> {
-    let tables = Arc::new(TokenTables::new(
-        grammar,
-        Arc::clone(generator.tokenizer().vocab()),
-    ));
     let prompt_text = match (&args.prompt, &args.prompt_file) {
         (Some(p), _) => p.clone(),
         (None, Some(f)) => {
@@ -210,27 +239,58 @@ fn build_request(
     })
 }
 
+/// Prints the error and gives the exit code of a wrong request.
+fn bad_request(e: String) -> i32 {
+    eprintln!("error: {e}");
+    2
+}
+
 pub fn run(args: &GenerateArgs) -> i32 {
-    let grammar = match compile_grammar(args) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
+    if args.requests.is_none() && !args.has_grammar() {
+        return bad_request(
+            "give one of --schema, --gbnf, --regex, --json (or --requests FILE)".into(),
+        );
+    }
+    // Grammars and request lines are checked before the model loads: a bad one fails
+    // in milliseconds, not after a download.
+    let grammar = if args.has_grammar() {
+        match compile_grammar(args) {
+            Ok(g) => Some(g),
+            Err(e) => return bad_request(e),
         }
+    } else {
+        None
     };
-    let generator = match load_generator(args.model.as_deref(), args.tokenizer.as_deref()) {
+    let lines = match &args.requests {
+        Some(path) => match super::requests::read_lines(path) {
+            Ok(lines) => Some(lines),
+            Err(e) => return bad_request(e),
+        },
+        None => None,
+    };
+    let generator = match load_generator(
+        args.model.as_deref(),
+        args.tokenizer.as_deref(),
+        &args.device,
+    ) {
         Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
+        Err(e) => return bad_request(e),
     };
-    let request = match build_request(args, &generator, grammar) {
+    let tables = grammar.map(|grammar| {
+        Arc::new(TokenTables::new(
+            grammar,
+            Arc::clone(generator.tokenizer().vocab()),
+        ))
+    });
+    if let Some(lines) = lines {
+        return run_batch(args, &lines, &generator, tables);
+    }
+    let Some(tables) = tables else {
+        unreachable!("checked above: a grammar or --requests")
+    };
+    let request = match build_request(args, &generator, tables) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
+        Err(e) => return bad_request(e),
     };
     let stdout = std::io::stdout();
     let mut on_event = |event: Event<'_>| {
@@ -270,22 +330,61 @@ fn write_trace(path: &Path, generation: &Generation) -> std::io::Result<()> {
     out.flush()
 }
 
-fn report(args: &GenerateArgs, g: &Generation) -> i32 {
-    if args.output_json {
-        let mut value = json!({
-            "text": g.text,
-            "finish_reason": g.finish_reason,
-            "grammar_complete": g.grammar_complete,
-            "tokens": g.tokens.len(),
-            "timings": g.timings,
-        });
-        if let Some(e) = &g.error {
-            value["error"] = json!(e);
-        }
-        if args.logprobs > 0 {
-            value["logprobs"] = json!(g.logprobs);
+/// The `--output-json` object of one generation.
+fn generation_json(g: &Generation, logprobs: bool) -> serde_json::Value {
+    let mut value = json!({
+        "text": g.text,
+        "finish_reason": g.finish_reason,
+        "grammar_complete": g.grammar_complete,
+        "tokens": g.tokens.len(),
+        "timings": g.timings,
+    });
+    if let Some(e) = &g.error {
+        value["error"] = json!(e);
+    }
+    if logprobs {
+        value["logprobs"] = json!(g.logprobs);
+    }
+    value
+}
+
+/// `--requests`: every line as one batch, one JSON object per line in input order.
+/// Exit 0 when every request stopped, 1 when any ran out of tokens or failed.
+fn run_batch(
+    args: &GenerateArgs,
+    lines: &[super::requests::RequestLine],
+    generator: &Generator,
+    tables: Option<Arc<TokenTables>>,
+) -> i32 {
+    let requests = match super::requests::build_requests(args, lines, generator, tables) {
+        Ok(r) => r,
+        Err(e) => return bad_request(e),
+    };
+    let generations = match generator.generate_batch(requests, &mut |_| {}) {
+        Ok(g) => g,
+        Err(e) => return bad_request(e.to_string()),
+    };
+    let mut all_stopped = true;
+    for (index, g) in generations.iter().enumerate() {
+        all_stopped &= g.finish_reason == stencil::decode::FinishReason::Stop;
+        let mut value = json!({"index": index});
+        if let (Some(object), serde_json::Value::Object(fields)) =
+            (value.as_object_mut(), generation_json(g, args.logprobs > 0))
+        {
+            object.extend(fields);
         }
         println!("{value}");
+    }
+    if all_stopped {
+        0
+    } else {
+        1
+    }
+}
+
+fn report(args: &GenerateArgs, g: &Generation) -> i32 {
+    if args.output_json {
+        println!("{}", generation_json(g, args.logprobs > 0));
     } else {
         if args.stream {
             println!();

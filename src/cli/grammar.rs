@@ -80,38 +80,62 @@ impl GrammarArgs {
     /// Compiles the chosen grammar (`fallback_gbnf` when none of the three flags is
     /// given); warnings from `--lenient` are printed to standard error.
     pub fn compile(&self, fallback_gbnf: Option<&str>) -> Result<Arc<CompiledGrammar>, String> {
-        let grammar = if let Some(path) = &self.schema {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let read = |path: &str| {
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))
+        };
+        let source = if let Some(path) = &self.schema {
+            let text = read(path)?;
             let schema: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| format!("{path}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
-            let (grammar, warnings) = json_schema::compile_schema(&schema, &self.schema_options())
-                .map_err(|e| format!("{path}: {e}"))?;
-            for warning in warnings {
-                eprintln!("warning: {path}: {warning}");
-            }
-            grammar
+            GrammarSource::Schema(path.clone(), schema)
         } else if let Some(regex) = &self.regex {
-            frontend::regex::parse(regex, &frontend::Limits::default())
-                .map_err(|e| e.to_string())?
+            GrammarSource::Regex(regex.clone())
         } else {
-            let (origin, text) = match (&self.gbnf, fallback_gbnf) {
-                (Some(path), _) => (
-                    path.clone(),
-                    std::fs::read_to_string(path)
-                        .map_err(|e| format!("cannot read {path}: {e}"))?,
-                ),
-                (None, Some(text)) => ("<built-in JSON grammar>".to_string(), text.to_string()),
+            match (&self.gbnf, fallback_gbnf) {
+                (Some(path), _) => GrammarSource::Gbnf(path.clone(), read(path)?),
+                (None, Some(text)) => {
+                    GrammarSource::Gbnf("<built-in JSON grammar>".into(), text.to_string())
+                }
                 (None, None) => return Err("no grammar given".into()),
-            };
-            let options = GbnfOptions {
-                root: self.root.clone(),
-                ..GbnfOptions::default()
-            };
-            frontend::gbnf::parse(&text, &options).map_err(|e| format!("{origin}:{e}"))?
+            }
+        };
+        self.compile_source(&source)
+    }
+
+    /// Compiles a grammar given as text or value (with this command line's options).
+    pub fn compile_source(&self, source: &GrammarSource) -> Result<Arc<CompiledGrammar>, String> {
+        let grammar = match source {
+            GrammarSource::Schema(origin, schema) => {
+                let (grammar, warnings) =
+                    json_schema::compile_schema(schema, &self.schema_options())
+                        .map_err(|e| format!("{origin}: {e}"))?;
+                for warning in warnings {
+                    eprintln!("warning: {origin}: {warning}");
+                }
+                grammar
+            }
+            GrammarSource::Regex(regex) => {
+                frontend::regex::parse(regex, &frontend::Limits::default())
+                    .map_err(|e| e.to_string())?
+            }
+            GrammarSource::Gbnf(origin, text) => {
+                let options = GbnfOptions {
+                    root: self.root.clone(),
+                    ..GbnfOptions::default()
+                };
+                frontend::gbnf::parse(text, &options).map_err(|e| format!("{origin}:{e}"))?
+            }
         };
         CompiledGrammar::compile(&grammar, &CompileOptions::default())
             .map(Arc::new)
             .map_err(|e| e.to_string())
     }
+}
+
+/// A grammar's text or value and where it came from (for error messages).
+#[derive(Debug, Clone)]
+pub enum GrammarSource {
+    Schema(String, serde_json::Value),
+    Regex(String),
+    Gbnf(String, String),
 }

@@ -12,6 +12,8 @@ mod generate;
 mod grammar;
 #[cfg(feature = "peers")]
 mod peers;
+#[cfg(feature = "decode")]
+mod requests;
 
 use clap::{Parser, Subcommand};
 
@@ -36,7 +38,7 @@ enum Command {
     Sample(stencil::sampling::cli::SampleArgs),
     /// Grammar-constrained generation with a real model (the default: SmolLM2-135M).
     #[cfg(feature = "decode")]
-    Generate(generate::GenerateArgs),
+    Generate(Box<generate::GenerateArgs>),
     /// Decode tokens/s: unconstrained vs constrained vs jump-forward, same run.
     #[cfg(feature = "decode")]
     BenchDecode(bench_decode::BenchDecodeArgs),

@@ -33,6 +33,8 @@ pub enum DecodeError {
     Tokenizer { origin: String, message: String },
     #[error("chat template: {0}")]
     Template(String),
+    #[error("device: {0}")]
+    Device(String),
     #[error("default model: {0}")]
     Fetch(String),
     #[error("forward pass: {0}")]
@@ -51,4 +53,43 @@ pub fn default_device() -> candle_core::Device {
         return device;
     }
     candle_core::Device::Cpu
+}
+
+/// The device named by `--device`: `auto` (as [`default_device`]), `cpu`, `cuda` or
+/// `cuda:N`. A CUDA name in a build without the `cuda` feature is an error, not a
+/// silent fallback to the CPU.
+pub fn device_by_name(name: &str) -> Result<candle_core::Device, DecodeError> {
+    let unknown = || {
+        DecodeError::Device(format!(
+            "unknown device {name:?} (expected auto, cpu, cuda or cuda:N)"
+        ))
+    };
+    match name {
+        "auto" => Ok(default_device()),
+        "cpu" => Ok(candle_core::Device::Cpu),
+        _ => {
+            let ordinal = match name.strip_prefix("cuda") {
+                Some("") => 0,
+                Some(rest) => rest
+                    .strip_prefix(':')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .ok_or_else(unknown)?,
+                None => return Err(unknown()),
+            };
+            cuda_device(ordinal)
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_device(ordinal: usize) -> Result<candle_core::Device, DecodeError> {
+    candle_core::Device::new_cuda(ordinal)
+        .map_err(|e| DecodeError::Device(format!("cuda:{ordinal}: {}", model::candle_message(&e))))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_device(_ordinal: usize) -> Result<candle_core::Device, DecodeError> {
+    Err(DecodeError::Device(
+        "this stencil was built without the `cuda` feature".into(),
+    ))
 }

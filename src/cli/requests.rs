@@ -1,0 +1,196 @@
+//! `stencil generate --requests FILE`: many requests decoded together as one batch.
+//!
+//! FILE (`-` for standard input) holds one JSON object per line. A line's keys
+//! override the command line's flags for that request, so the flags are the batch's
+//! defaults: `prompt`, `schema` (a JSON Schema value), `gbnf` (grammar text), `regex`,
+//! `json` (true: any JSON), `raw`, `max_tokens`, `seed`, `temperature`, `top_p`,
+//! `top_k`, `min_p`, `preset`. Unknown keys are errors (a typo must not silently fall
+//! back to a default). Every line is checked, and every grammar compiled, before the
+//! model runs; lines with the same grammar share one set of token tables.
+//!
+//! Each request keeps its own matcher, sampler, RNG stream and budget, so a line's
+//! output does not depend on the other lines. One `--output-json` object per line is
+//! printed, in input order, with the line's `index` (from 0).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use stencil::decode::{Generator, Request};
+use stencil::tables::TokenTables;
+
+use super::generate::GenerateArgs;
+use super::grammar::{GrammarSource, JSON_GBNF};
+
+/// One line of the requests file.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RequestLine {
+    pub prompt: Option<String>,
+    pub schema: Option<Value>,
+    pub gbnf: Option<String>,
+    pub regex: Option<String>,
+    pub json: Option<bool>,
+    pub raw: Option<bool>,
+    pub max_tokens: Option<usize>,
+    pub seed: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<i64>,
+    pub min_p: Option<f64>,
+    pub preset: Option<String>,
+}
+
+const PRESETS: [&str; 4] = ["reference", "hf", "vllm", "llama.cpp"];
+
+/// Reads and checks the lines of `path` (`-`: standard input); errors name the line.
+pub fn read_lines(path: &Path) -> Result<Vec<RequestLine>, String> {
+    let origin = path.display().to_string();
+    let text = if origin == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("standard input: {e}"))?;
+        text
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read {origin}: {e}"))?
+    };
+    let mut lines = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |message: String| format!("{origin}:{}: {message}", number + 1);
+        let request: RequestLine =
+            serde_json::from_str(line).map_err(|e| at(format!("column {}: {e}", e.column())))?;
+        let grammars = [
+            request.schema.is_some(),
+            request.gbnf.is_some(),
+            request.regex.is_some(),
+            request.json == Some(true),
+        ];
+        if grammars.iter().filter(|g| **g).count() > 1 {
+            return Err(at("give at most one of schema, gbnf, regex, json".into()));
+        }
+        if let Some(preset) = &request.preset {
+            if !PRESETS.contains(&preset.as_str()) {
+                return Err(at(format!(
+                    "unknown preset {preset:?} (expected one of {})",
+                    PRESETS.join(", ")
+                )));
+            }
+        }
+        lines.push(request);
+    }
+    if lines.is_empty() {
+        return Err(format!("{origin}: no requests"));
+    }
+    Ok(lines)
+}
+
+impl RequestLine {
+    /// The line's own grammar, if it names one.
+    fn grammar_source(&self, index: usize) -> Option<GrammarSource> {
+        let origin = format!("request {index}");
+        if let Some(schema) = &self.schema {
+            Some(GrammarSource::Schema(origin, schema.clone()))
+        } else if let Some(text) = &self.gbnf {
+            Some(GrammarSource::Gbnf(origin, text.clone()))
+        } else if let Some(regex) = &self.regex {
+            Some(GrammarSource::Regex(regex.clone()))
+        } else if self.json == Some(true) {
+            Some(GrammarSource::Gbnf(
+                "<built-in JSON grammar>".into(),
+                JSON_GBNF.into(),
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// The command line's flags with this line's keys laid over them.
+    fn apply_to(&self, args: &GenerateArgs) -> GenerateArgs {
+        let mut merged = args.clone();
+        if let Some(p) = &self.prompt {
+            merged.prompt = Some(p.clone());
+            merged.prompt_file = None;
+        }
+        merged.raw = self.raw.unwrap_or(args.raw);
+        merged.max_tokens = self.max_tokens.unwrap_or(args.max_tokens);
+        merged.seed = self.seed.unwrap_or(args.seed);
+        merged.temperature = self.temperature.or(args.temperature);
+        merged.top_p = self.top_p.or(args.top_p);
+        merged.top_k = self.top_k.or(args.top_k);
+        merged.min_p = self.min_p.or(args.min_p);
+        merged.preset = self.preset.clone().or(args.preset.clone());
+        merged
+    }
+}
+
+/// The user message for a line that names a grammar but no prompt.
+fn default_prompt(source: &GrammarSource, root: &str) -> String {
+    match source {
+        GrammarSource::Schema(_, schema) => super::generate::schema_prompt(
+            &serde_json::to_string_pretty(schema).unwrap_or_default(),
+        ),
+        GrammarSource::Gbnf(_, text) if text == JSON_GBNF => {
+            "Write one JSON document. Reply with the JSON only.".into()
+        }
+        GrammarSource::Gbnf(_, text) => super::generate::gbnf_prompt(text.trim(), root),
+        GrammarSource::Regex(regex) => super::generate::regex_prompt(regex),
+    }
+}
+
+/// Builds every line's request (grammars compiled, one token-table set per distinct
+/// grammar). `default_tables` is the command line's grammar, for lines without one.
+pub fn build_requests(
+    args: &GenerateArgs,
+    lines: &[RequestLine],
+    generator: &Generator,
+    default_tables: Option<Arc<TokenTables>>,
+) -> Result<Vec<Request>, String> {
+    let mut shared: HashMap<String, Arc<TokenTables>> = HashMap::new();
+    let mut requests = Vec::with_capacity(lines.len());
+    for (index, line) in lines.iter().enumerate() {
+        let tables = match line.grammar_source(index) {
+            Some(source) => {
+                let key = format!("{source:?}");
+                match shared.get(&key) {
+                    Some(tables) => Arc::clone(tables),
+                    None => {
+                        let grammar = args
+                            .grammar_for_generation()
+                            .compile_source(&source)
+                            .map_err(|e| format!("request {index}: invalid grammar: {e}"))?;
+                        let tables = Arc::new(TokenTables::new(
+                            grammar,
+                            Arc::clone(generator.tokenizer().vocab()),
+                        ));
+                        shared.insert(key, Arc::clone(&tables));
+                        tables
+                    }
+                }
+            }
+            None => default_tables.clone().ok_or_else(|| {
+                format!(
+                    "request {index}: no grammar (give schema, gbnf, regex or json on the line, \
+                     or --schema/--gbnf/--regex/--json on the command line)"
+                )
+            })?,
+        };
+        let mut merged = line.apply_to(args);
+        if merged.prompt.is_none() && merged.prompt_file.is_none() {
+            if let Some(source) = line.grammar_source(index) {
+                merged.prompt = Some(default_prompt(&source, &args.grammar.root));
+            }
+        }
+        let request = super::generate::build_request(&merged, generator, tables)
+            .map_err(|e| format!("request {index}: {e}"))?;
+        requests.push(request);
+    }
+    Ok(requests)
+}
