@@ -5,8 +5,9 @@
 //! three modes: unconstrained, constrained by the schema, and constrained with
 //! jump-forward. Greedy decoding, so every mode is deterministic. Token tables are
 //! warmed by one untimed constrained pass; unconstrained runs write as many tokens per
-//! prompt as the constrained run did. Decode time excludes the prompt's forward pass;
-//! tokens/s is output tokens over decode time. The modes take turns prompt by prompt
+//! prompt as the constrained run did, counting the EOS that ended it (a decode step
+//! like any other). Decode time excludes the prompt's forward pass; tokens/s is
+//! sampled tokens over decode time. The modes take turns prompt by prompt
 //! (the order rotating), for several rounds: the machine is shared and its speed
 //! drifts, so the ratio reported is the median of each round's ratio, with its range.
 //! Forward passes per output token show what jump-forward saves.
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::json;
 
-use stencil::decode::{Generator, Request};
+use stencil::decode::{FinishReason, Generator, Request};
 use stencil::matcher::StopPolicy;
 use stencil::sampling::SamplingConfig;
 use stencil::tables::TokenTables;
@@ -137,8 +138,12 @@ fn run_one(
         return Err(e);
     }
     let t = &g.timings;
+    // The EOS that ends a stopped output is a sampled token like the others (it
+    // takes a decode step), so it counts: a constrained output of N tokens plus EOS
+    // and an unconstrained one of N + 1 tokens cut by the cap do the same work.
+    let stopped = g.finish_reason == FinishReason::Stop;
     Ok(Totals {
-        tokens: g.tokens.len(),
+        tokens: g.tokens.len() + usize::from(stopped),
         decode_ms: t.decode_ms,
         forward_passes: t.forward_passes.saturating_sub(1),
         forced: t.forced_tokens,
@@ -181,8 +186,10 @@ for prompt, max_tokens in prompts:
             break
         n += 1
     if first is not None:
+        # As stencil counts: every sampled token (the first, whose forward pass is
+        # the prompt's, and a final EOS) over the time after the prompt.
         seconds += time.perf_counter() - first
-        tokens += n
+        tokens += n + 1
 print(json.dumps({"tokens": tokens, "decode_ms": seconds * 1000.0}))
 "#;
 
