@@ -477,6 +477,24 @@ fn generate_requests_file_runs_as_one_batch() {
     assert_eq!(results[0]["text"], results[3]["text"]);
     assert_eq!(out.status.code(), Some(0));
 
+    // Streamed: delta lines per request, whose concatenation is the final text.
+    args.push("--stream");
+    let out = run(&args);
+    let mut deltas = vec![String::new(); 4];
+    let mut finals = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        match v.get("delta") {
+            Some(d) => deltas[v["index"].as_u64().unwrap() as usize] += d.as_str().unwrap(),
+            None => finals.push(v),
+        }
+    }
+    assert_eq!(finals.len(), 4);
+    for (i, f) in finals.iter().enumerate() {
+        assert_eq!(f["text"], results[i]["text"]);
+        assert_eq!(deltas[i], results[i]["text"].as_str().unwrap());
+    }
+
     // The first line alone, as a plain request: the same text.
     let mut alone = common.to_vec();
     alone.extend([

@@ -47,7 +47,7 @@ pub struct GenerateArgs {
     /// Many requests as one batch: a JSON object per line whose keys override these
     /// flags (prompt, schema, gbnf, regex, json, raw, max_tokens, seed, temperature,
     /// top_p, top_k, min_p, preset); prints one --output-json object per line.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["stream", "trace"])]
+    #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     requests: Option<PathBuf>,
     /// The user message (a default asking for the grammar's output when absent).
     #[arg(long, value_name = "TEXT", conflicts_with = "prompt_file")]
@@ -82,7 +82,8 @@ pub struct GenerateArgs {
     /// Do not force the output closed when max_tokens is about to run out.
     #[arg(long)]
     no_budget_steering: bool,
-    /// Print text as it is generated.
+    /// Print text as it is generated (with --output-json or --requests: JSON lines
+    /// `{"index": i, "delta": text}` before the final objects).
     #[arg(long)]
     stream: bool,
     /// Report the N most likely alternatives per token (raw and selected layers).
@@ -239,6 +240,25 @@ pub(super) fn build_request(
     })
 }
 
+/// What `--stream` prints as text arrives: the text itself, or with `--output-json`
+/// (and always for `--requests`) one `{"index": i, "delta": text}` line per piece,
+/// before the final objects. Without `--stream`, nothing.
+fn stream_sink(stream: bool, as_json: bool) -> impl FnMut(Event<'_>) {
+    move |event: Event<'_>| {
+        if !stream {
+            return;
+        }
+        let Event::Text { request, text } = event;
+        let mut out = std::io::stdout().lock();
+        let _ = if as_json {
+            writeln!(out, "{}", json!({"index": request, "delta": text}))
+        } else {
+            out.write_all(text.as_bytes())
+        };
+        let _ = out.flush();
+    }
+}
+
 /// Prints the error and gives the exit code of a wrong request.
 fn bad_request(e: String) -> i32 {
     eprintln!("error: {e}");
@@ -292,20 +312,8 @@ pub fn run(args: &GenerateArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
-    let stdout = std::io::stdout();
-    let mut on_event = |event: Event<'_>| {
-        let Event::Text { text, .. } = event;
-        let mut out = stdout.lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-    };
-    let mut quiet = |_: Event<'_>| {};
-    let sink: &mut dyn FnMut(Event<'_>) = if args.stream && !args.output_json {
-        &mut on_event
-    } else {
-        &mut quiet
-    };
-    let generation = match generator.generate(request, sink) {
+    let mut sink = stream_sink(args.stream, args.output_json);
+    let generation = match generator.generate(request, &mut sink) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("error: {e}");
@@ -360,7 +368,8 @@ fn run_batch(
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
-    let generations = match generator.generate_batch(requests, &mut |_| {}) {
+    let mut sink = stream_sink(args.stream, true);
+    let generations = match generator.generate_batch(requests, &mut sink) {
         Ok(g) => g,
         Err(e) => return bad_request(e.to_string()),
     };
