@@ -156,6 +156,13 @@ fn objects_any_order() {
             r#"{"b":1}"#,
         ],
     );
+    // One declared property: undeclared ones may come before it.
+    check_with(
+        json!({"required": ["b"], "additionalProperties": {"type": "integer"}}),
+        &opts,
+        &[r#"{"a":1,"b":2}"#, r#"{"b":2,"a":1}"#, r#"{"b":2}"#],
+        &[r#"{"a":1}"#, r#"{"a":1,"b":"x"}"#, r#"{"b":2,"b":3}"#],
+    );
 }
 
 #[test]

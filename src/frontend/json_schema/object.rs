@@ -328,7 +328,9 @@ impl<'a> Compiler<'a> {
             shape.min = 0;
             shape.max = None;
         }
-        let any = self.opts.property_order == PropertyOrder::Any && n > 1;
+        // One declared property beside undeclared ones has an order too.
+        let any = self.opts.property_order == PropertyOrder::Any
+            && (n > 1 || n == 1 && shape.extra.is_some());
         let body = if any && n <= self.opts.limits.max_any_order_properties.min(20) {
             self.any_order(&shape, &comma)?
         } else {
