@@ -175,6 +175,20 @@ fn additional_properties_schema_and_counts() {
 }
 
 #[test]
+fn enum_values_checked_against_properties_and_patterns() {
+    // `foo` is declared and matches `f.o`: both schemas apply to the enum's values.
+    check(
+        json!({
+            "properties": {"foo": {}},
+            "patternProperties": {"f.o": {"minItems": 2}},
+            "enum": [{"foo": [1]}, {"foo": [1, 2]}]
+        }),
+        &[r#"{"foo":[1,2]}"#],
+        &[r#"{"foo":[1]}"#],
+    );
+}
+
+#[test]
 fn arrays() {
     check(
         json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}),

@@ -69,11 +69,13 @@ impl<'a> Compiler<'a> {
             let mut conj: Vec<Sref<'a>> = Vec::new();
             let mut allowed = !(o.forbidden.contains(name) || strict && o.parts.is_empty());
             for part in &o.parts {
+                // `properties` and every matching pattern apply; `additionalProperties`
+                // only when neither does.
+                let mut matched = false;
                 if let Some((_, s)) = part.props.iter().find(|(k, _)| k == name) {
                     conj.push(s.clone());
-                    continue;
+                    matched = true;
                 }
-                let mut matched = false;
                 for (pat, s, pptr) in &part.patterns {
                     if self.pattern_matches(pat, pptr, name)? {
                         conj.push(s.clone());
