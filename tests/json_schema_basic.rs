@@ -175,6 +175,137 @@ fn additional_properties_schema_and_counts() {
 }
 
 #[test]
+fn pattern_properties_beside_additional_properties() {
+    // additionalProperties absent (true): names matching no pattern are free.
+    check(
+        json!({"patternProperties": {"f.*o": {"type": "integer"}}}),
+        &[
+            r#"{"foo":1}"#,
+            r#"{"foooooo":2,"bar":"x"}"#,
+            r#"{"bar":[]}"#,
+            "{}",
+            r#"{"of":"x"}"#,
+        ],
+        &[
+            r#"{"foo":"bar"}"#,
+            r#"{"fooooo":"x"}"#,
+            r#"{"xfyoz":1.5}"#,
+            r#"{"bar":1,"foo":null}"#,
+        ],
+    );
+    // A name matching several patterns takes all their schemas.
+    check(
+        json!({"patternProperties": {"a*": {"type": "integer"}, "aaa*": {"maximum": 20}}}),
+        // Unanchored `a*` matches every name.
+        &[r#"{"a":21}"#, r#"{"aaaa":18}"#, r#"{"b":1}"#],
+        &[
+            r#"{"aaaa":31}"#,
+            r#"{"aaa":"foo"}"#,
+            r#"{"a":"x"}"#,
+            r#"{"b":"x"}"#,
+        ],
+    );
+    // properties, patternProperties and additionalProperties together: a declared
+    // name also takes the patterns it matches.
+    check(
+        json!({
+            "properties": {"foo": {"type": "array", "maxItems": 3}, "bar": {"type": "array"}},
+            "patternProperties": {"f.o": {"minItems": 2}},
+            "additionalProperties": {"type": "integer"}
+        }),
+        &[
+            r#"{"foo":[1,2]}"#,
+            r#"{"fxo":[1,2]}"#,
+            r#"{"quux":3}"#,
+            r#"{"bar":[]}"#,
+            r#"{"foo":[1,2],"bar":[],"fzo":[3,4],"x":1}"#,
+            r#"{"fxo":1}"#, // minItems says nothing about a number
+        ],
+        &[
+            r#"{"foo":[]}"#,
+            r#"{"foo":[1,2,3,4]}"#,
+            r#"{"fxo":[]}"#,
+            r#"{"quux":"foo"}"#,
+            r#"{"bar":1}"#,
+        ],
+    );
+    // Names are compared decoded: an escaped quote matches `"`.
+    check(
+        json!({
+            "patternProperties": {"\"": {"type": "null"}},
+            "additionalProperties": {"type": "integer"}
+        }),
+        &[r#"{"a\"b":null}"#, r#"{"ab":1}"#, r#"{"\\":2}"#],
+        &[r#"{"a\"b":1}"#, r#"{"ab":null}"#, r#"{"\"":3}"#],
+    );
+    // A declared name is never an undeclared one, whatever the escape's case.
+    check(
+        json!({
+            "properties": {"\u{1f}": {"type": "integer"}},
+            "patternProperties": {"x": {"type": "boolean"}},
+            "additionalProperties": {"type": "string"}
+        }),
+        &[
+            r#"{"\u001f":1}"#,
+            r#"{"\u001e":"s"}"#,
+            r#"{"x\u001F":true}"#,
+        ],
+        &[r#"{"\u001F":"s"}"#, r#"{"\u001f":"s"}"#, r#"{"\u001E":1}"#],
+    );
+    check(
+        json!({
+            "patternProperties": {"^\\p{Letter}+$": {"type": "number"}},
+            "additionalProperties": {"type": "string"}
+        }),
+        &[
+            r#"{"é":1}"#,
+            r#"{"1":"x"}"#,
+            r#"{"aé1":"x"}"#,
+            r#"{"":"x"}"#,
+        ],
+        &[r#"{"é":"x"}"#, r#"{"1":2}"#, r#"{"ab":"x"}"#, r#"{"":1}"#],
+    );
+    // Two merged schemas with patterns: each part decides on its own.
+    check(
+        json!({"allOf": [
+            {"patternProperties": {"^a": {"type": "integer"}}},
+            {"patternProperties": {"b$": {"minimum": 5}}, "additionalProperties": {"type": "string"}}
+        ]}),
+        &[r#"{"ab":7}"#, r#"{"b":"x"}"#, r#"{"b":9}"#, r#"{"c":"x"}"#],
+        &[
+            r#"{"ab":3}"#,
+            r#"{"a":1}"#,
+            r#"{"a":"x"}"#,
+            r#"{"c":1}"#,
+            r#"{"ab":"x"}"#,
+        ],
+    );
+    // Pattern schemas `false` forbid the names they match.
+    check(
+        json!({"patternProperties": {"f.*": true, "b.*": false}}),
+        &[r#"{"foo":1}"#, r#"{"x":1}"#, r#"{"fa":1}"#],
+        &[r#"{"bar":1}"#, r#"{"foobar":1}"#, r#"{"fb":1}"#],
+    );
+    // Closed objects: a declared name that matches a pattern, patterns with
+    // different schemas.
+    check(
+        json!({
+            "properties": {"x1": {"type": "integer"}},
+            "patternProperties": {"^x": {"minimum": 0}, "^y": {"type": "string"}},
+            "additionalProperties": false
+        }),
+        &[r#"{"x1":3}"#, r#"{"x2":"s","y":"t"}"#, "{}"],
+        &[
+            r#"{"x1":-3}"#,
+            r#"{"x1":1.5}"#,
+            r#"{"y":1}"#,
+            r#"{"z":1}"#,
+            r#"{"x2":-1}"#,
+        ],
+    );
+}
+
+#[test]
 fn enum_values_checked_against_properties_and_patterns() {
     // `foo` is declared and matches `f.o`: both schemas apply to the enum's values.
     check(
@@ -294,6 +425,18 @@ fn errors_name_keyword_and_pointer() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("look-around"), "{e}");
+    // A property-name language over the automaton's bounds is an error naming
+    // patternProperties, never an approximation.
+    let e = compile_schema(
+        &json!({"patternProperties": {"^[ab]*a[ab]{20}$": {"type": "integer"}}}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("unsupported keyword \"patternProperties\" at /patternProperties:"),
+        "{e}"
+    );
 }
 
 #[test]

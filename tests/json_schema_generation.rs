@@ -199,3 +199,74 @@ fn random_documents_validate() {
         failures.join("\n")
     );
 }
+
+/// patternProperties beside additionalProperties: every short name over a small
+/// alphabet (escapes and a non-ASCII letter included), with values of each type,
+/// accepted exactly when the independent validator says valid.
+#[test]
+fn pattern_property_names_agree_with_the_validator() {
+    let schemas = [
+        serde_json::json!({"patternProperties": {"f.*o": {"type": "integer"}}}),
+        serde_json::json!({
+            "properties": {"fo": {"type": "array"}, "b": {"type": "string"}},
+            "patternProperties": {"^f": {"minItems": 2}, "o$": {"type": ["array", "null"]}},
+            "additionalProperties": {"type": "integer"}
+        }),
+        serde_json::json!({
+            "patternProperties": {"\"": {"type": "null"}, "^\\p{L}+$": {"type": "string"}},
+            "additionalProperties": false
+        }),
+        serde_json::json!({"allOf": [
+            {"patternProperties": {"^a": {"type": "integer"}}, "required": ["b"]},
+            {"patternProperties": {"\\\\": false}, "additionalProperties": {"not": {"type": "string"}}}
+        ]}),
+    ];
+    let alphabet = ["a", "b", "f", "o", "é", "\"", "\\", "\n"];
+    let mut names = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..3 {
+        frontier = frontier
+            .iter()
+            .flat_map(|n| alphabet.iter().map(move |c| format!("{n}{c}")))
+            .collect();
+        names.extend(frontier.iter().cloned());
+    }
+    let values = [
+        serde_json::json!(1),
+        serde_json::json!("x"),
+        serde_json::json!(null),
+        serde_json::json!([1, 2]),
+    ];
+    let mut disagreements = Vec::new();
+    for schema in &schemas {
+        let grammar = common::compile(
+            schema,
+            &JsonSchemaOptions {
+                property_order: PropertyOrder::Any,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{schema}: {e}"));
+        let validator = jsonschema::validator_for(schema).unwrap();
+        for name in &names {
+            for value in &values {
+                let mut doc = serde_json::Map::new();
+                doc.insert(name.clone(), value.clone());
+                if name != "b" {
+                    doc.insert("b".into(), serde_json::json!(2));
+                }
+                let doc = Value::Object(doc);
+                let text = serde_json::to_string(&doc).unwrap();
+                if common::accepts(&grammar, &text) != validator.is_valid(&doc) {
+                    disagreements.push(format!("{schema}: {text}"));
+                }
+            }
+        }
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements:\n{}",
+        disagreements.len(),
+        disagreements[..disagreements.len().min(20)].join("\n")
+    );
+}
