@@ -106,6 +106,43 @@ fn enums_and_consts() {
 }
 
 #[test]
+fn literal_numbers_in_every_spelling() {
+    // Equal values are equal (JSON Schema compares numbers mathematically).
+    check(
+        json!({"enum": [7, "a"]}),
+        &[
+            "7", "7.0", "70e-1", "0.7e1", "7e0", "7E+0", "7e-0", "700E-2", "7.00e00", "0.07e2",
+            "7e+000",
+        ],
+        &["7e1", "71e-1", "0.7e2", "7e", "07", "-7e0"],
+    );
+    check(
+        json!({"const": -2.5}),
+        &["-2.5", "-25e-1", "-0.25E1", "-2.50e0", "-250e-2"],
+        &["-25e-2", "25e-1", "-2.5e1"],
+    );
+    check(
+        json!({"const": 0}),
+        &["0", "-0", "0.0", "0e5", "-0.0E-3", "0E+99"],
+        &["1e0", "00", "0e"],
+    );
+    check(
+        json!({"enum": [1e-30, 1e20]}),
+        &[
+            "1e-30",
+            "1.0E-30",
+            "10e-31",
+            "0.1e-29",
+            "1e20",
+            "1E+20",
+            "100000000000000000000",
+            "0.000000000000000000000000000001",
+        ],
+        &["1e-29", "1e21", "1e2"],
+    );
+}
+
+#[test]
 fn objects_schema_order() {
     let s = json!({
         "type": "object",
