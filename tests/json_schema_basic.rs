@@ -106,6 +106,43 @@ fn enums_and_consts() {
 }
 
 #[test]
+fn literal_numbers_in_every_spelling() {
+    // Equal values are equal (JSON Schema compares numbers mathematically).
+    check(
+        json!({"enum": [7, "a"]}),
+        &[
+            "7", "7.0", "70e-1", "0.7e1", "7e0", "7E+0", "7e-0", "700E-2", "7.00e00", "0.07e2",
+            "7e+000",
+        ],
+        &["7e1", "71e-1", "0.7e2", "7e", "07", "-7e0"],
+    );
+    check(
+        json!({"const": -2.5}),
+        &["-2.5", "-25e-1", "-0.25E1", "-2.50e0", "-250e-2"],
+        &["-25e-2", "25e-1", "-2.5e1"],
+    );
+    check(
+        json!({"const": 0}),
+        &["0", "-0", "0.0", "0e5", "-0.0E-3", "0E+99"],
+        &["1e0", "00", "0e"],
+    );
+    check(
+        json!({"enum": [1e-30, 1e20]}),
+        &[
+            "1e-30",
+            "1.0E-30",
+            "10e-31",
+            "0.1e-29",
+            "1e20",
+            "1E+20",
+            "100000000000000000000",
+            "0.000000000000000000000000000001",
+        ],
+        &["1e-29", "1e21", "1e2"],
+    );
+}
+
+#[test]
 fn objects_schema_order() {
     let s = json!({
         "type": "object",
@@ -156,6 +193,13 @@ fn objects_any_order() {
             r#"{"b":1}"#,
         ],
     );
+    // One declared property: undeclared ones may come before it.
+    check_with(
+        json!({"required": ["b"], "additionalProperties": {"type": "integer"}}),
+        &opts,
+        &[r#"{"a":1,"b":2}"#, r#"{"b":2,"a":1}"#, r#"{"b":2}"#],
+        &[r#"{"a":1}"#, r#"{"a":1,"b":"x"}"#, r#"{"b":2,"b":3}"#],
+    );
 }
 
 #[test]
@@ -164,6 +208,151 @@ fn additional_properties_schema_and_counts() {
         json!({"additionalProperties": {"type": "integer"}, "minProperties": 1, "maxProperties": 2}),
         &[r#"{"a":1}"#, r#"{"a":1,"b":2}"#, "1", r#""s""#],
         &["{}", r#"{"a":1,"b":2,"c":3}"#, r#"{"a":"x"}"#],
+    );
+}
+
+#[test]
+fn pattern_properties_beside_additional_properties() {
+    // additionalProperties absent (true): names matching no pattern are free.
+    check(
+        json!({"patternProperties": {"f.*o": {"type": "integer"}}}),
+        &[
+            r#"{"foo":1}"#,
+            r#"{"foooooo":2,"bar":"x"}"#,
+            r#"{"bar":[]}"#,
+            "{}",
+            r#"{"of":"x"}"#,
+        ],
+        &[
+            r#"{"foo":"bar"}"#,
+            r#"{"fooooo":"x"}"#,
+            r#"{"xfyoz":1.5}"#,
+            r#"{"bar":1,"foo":null}"#,
+        ],
+    );
+    // A name matching several patterns takes all their schemas.
+    check(
+        json!({"patternProperties": {"a*": {"type": "integer"}, "aaa*": {"maximum": 20}}}),
+        // Unanchored `a*` matches every name.
+        &[r#"{"a":21}"#, r#"{"aaaa":18}"#, r#"{"b":1}"#],
+        &[
+            r#"{"aaaa":31}"#,
+            r#"{"aaa":"foo"}"#,
+            r#"{"a":"x"}"#,
+            r#"{"b":"x"}"#,
+        ],
+    );
+    // properties, patternProperties and additionalProperties together: a declared
+    // name also takes the patterns it matches.
+    check(
+        json!({
+            "properties": {"foo": {"type": "array", "maxItems": 3}, "bar": {"type": "array"}},
+            "patternProperties": {"f.o": {"minItems": 2}},
+            "additionalProperties": {"type": "integer"}
+        }),
+        &[
+            r#"{"foo":[1,2]}"#,
+            r#"{"fxo":[1,2]}"#,
+            r#"{"quux":3}"#,
+            r#"{"bar":[]}"#,
+            r#"{"foo":[1,2],"bar":[],"fzo":[3,4],"x":1}"#,
+            r#"{"fxo":1}"#, // minItems says nothing about a number
+        ],
+        &[
+            r#"{"foo":[]}"#,
+            r#"{"foo":[1,2,3,4]}"#,
+            r#"{"fxo":[]}"#,
+            r#"{"quux":"foo"}"#,
+            r#"{"bar":1}"#,
+        ],
+    );
+    // Names are compared decoded: an escaped quote matches `"`.
+    check(
+        json!({
+            "patternProperties": {"\"": {"type": "null"}},
+            "additionalProperties": {"type": "integer"}
+        }),
+        &[r#"{"a\"b":null}"#, r#"{"ab":1}"#, r#"{"\\":2}"#],
+        &[r#"{"a\"b":1}"#, r#"{"ab":null}"#, r#"{"\"":3}"#],
+    );
+    // A declared name is never an undeclared one, whatever the escape's case.
+    check(
+        json!({
+            "properties": {"\u{1f}": {"type": "integer"}},
+            "patternProperties": {"x": {"type": "boolean"}},
+            "additionalProperties": {"type": "string"}
+        }),
+        &[
+            r#"{"\u001f":1}"#,
+            r#"{"\u001e":"s"}"#,
+            r#"{"x\u001F":true}"#,
+        ],
+        &[r#"{"\u001F":"s"}"#, r#"{"\u001f":"s"}"#, r#"{"\u001E":1}"#],
+    );
+    check(
+        json!({
+            "patternProperties": {"^\\p{Letter}+$": {"type": "number"}},
+            "additionalProperties": {"type": "string"}
+        }),
+        &[
+            r#"{"é":1}"#,
+            r#"{"1":"x"}"#,
+            r#"{"aé1":"x"}"#,
+            r#"{"":"x"}"#,
+        ],
+        &[r#"{"é":"x"}"#, r#"{"1":2}"#, r#"{"ab":"x"}"#, r#"{"":1}"#],
+    );
+    // Two merged schemas with patterns: each part decides on its own.
+    check(
+        json!({"allOf": [
+            {"patternProperties": {"^a": {"type": "integer"}}},
+            {"patternProperties": {"b$": {"minimum": 5}}, "additionalProperties": {"type": "string"}}
+        ]}),
+        &[r#"{"ab":7}"#, r#"{"b":"x"}"#, r#"{"b":9}"#, r#"{"c":"x"}"#],
+        &[
+            r#"{"ab":3}"#,
+            r#"{"a":1}"#,
+            r#"{"a":"x"}"#,
+            r#"{"c":1}"#,
+            r#"{"ab":"x"}"#,
+        ],
+    );
+    // Pattern schemas `false` forbid the names they match.
+    check(
+        json!({"patternProperties": {"f.*": true, "b.*": false}}),
+        &[r#"{"foo":1}"#, r#"{"x":1}"#, r#"{"fa":1}"#],
+        &[r#"{"bar":1}"#, r#"{"foobar":1}"#, r#"{"fb":1}"#],
+    );
+    // Closed objects: a declared name that matches a pattern, patterns with
+    // different schemas.
+    check(
+        json!({
+            "properties": {"x1": {"type": "integer"}},
+            "patternProperties": {"^x": {"minimum": 0}, "^y": {"type": "string"}},
+            "additionalProperties": false
+        }),
+        &[r#"{"x1":3}"#, r#"{"x2":"s","y":"t"}"#, "{}"],
+        &[
+            r#"{"x1":-3}"#,
+            r#"{"x1":1.5}"#,
+            r#"{"y":1}"#,
+            r#"{"z":1}"#,
+            r#"{"x2":-1}"#,
+        ],
+    );
+}
+
+#[test]
+fn enum_values_checked_against_properties_and_patterns() {
+    // `foo` is declared and matches `f.o`: both schemas apply to the enum's values.
+    check(
+        json!({
+            "properties": {"foo": {}},
+            "patternProperties": {"f.o": {"minItems": 2}},
+            "enum": [{"foo": [1]}, {"foo": [1, 2]}]
+        }),
+        &[r#"{"foo":[1,2]}"#],
+        &[r#"{"foo":[1]}"#],
     );
 }
 
@@ -273,6 +462,18 @@ fn errors_name_keyword_and_pointer() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("look-around"), "{e}");
+    // A property-name language over the automaton's bounds is an error naming
+    // patternProperties, never an approximation.
+    let e = compile_schema(
+        &json!({"patternProperties": {"^[ab]*a[ab]{20}$": {"type": "integer"}}}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("unsupported keyword \"patternProperties\" at /patternProperties:"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -23,6 +23,7 @@
 mod array;
 mod combinators;
 mod format;
+mod names;
 mod number;
 mod object;
 mod pattern;

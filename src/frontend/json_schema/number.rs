@@ -7,7 +7,8 @@
 //! any fraction, the boundary integer parts take a fraction range built digit by
 //! digit ([`frac_nonempty`]). Integer ranges are the classic length-split digit
 //! construction, linear in the number of digits. Bounded numbers are written without
-//! an exponent (an over-constraint: `1e2` is rejected where `100` is accepted);
+//! an exponent (an over-constraint: `1e2` is rejected where `100` is accepted),
+//! except single `enum`/`const` values, which also take exponent spellings;
 //! unbounded numbers accept the JSON number grammar up to what an f64 holds (at most
 //! 200 integer digits, exponents up to 99, or down to -999; 300 digits for integers). Integers accept a zero
 //! fraction (`1.0` is an integer). `multipleOf` by an integer is a remainder
@@ -506,6 +507,29 @@ fn positive_range(lo: &Dec, lo_strict: bool, hi: Option<(&Dec, bool)>) -> Option
 
 type Bound = Option<(Dec, bool)>;
 
+/// Exponent spellings of a literal (`enum`/`const`) number are accepted for every
+/// mantissa with at most this many padding zeros: `7` as `7e0`, `0.7e1`, `70e-1`,
+/// `0.007e3`, `700E-2`, not `7000e-3` (an over-constraint; normalized scientific
+/// forms are always inside). Each zero of padding costs two alternatives per value,
+/// which large numeric enums pay in compile time.
+const LITERAL_EXPONENT_PADDING: i64 = 2;
+
+/// `[eE]` followed by every spelling of the exponent `e`.
+fn exponent_spelling(e: i64) -> Hir {
+    let marker = digit_set(b"eE");
+    let zeros = rep(lit("0"), 0, None);
+    match e.cmp(&0) {
+        Ordering::Equal => Hir::concat(vec![marker, re(r"[+\-]?0+")]),
+        Ordering::Greater => Hir::concat(vec![
+            marker,
+            rep(lit("+"), 0, Some(1)),
+            zeros,
+            lit(&e.to_string()),
+        ]),
+        Ordering::Less => Hir::concat(vec![marker, lit("-"), zeros, lit(&(-e).to_string())]),
+    }
+}
+
 impl<'a> Compiler<'a> {
     pub(crate) fn emit_number(&mut self, node: &Node<'a>) -> Result<Expr> {
         let mut int_only = node.types & T_FRAC == 0;
@@ -600,6 +624,45 @@ impl<'a> Compiler<'a> {
             ));
         }
         self.number_range(lo, hi, int_only)
+    }
+
+    /// One number value (`enum`/`const`) in every spelling: plain (`7`, `7.0`) and
+    /// with an exponent (`70e-1`, `0.7E+1`; mantissas with up to
+    /// [`LITERAL_EXPONENT_PADDING`] padding zeros), except integers under
+    /// `plain_integers`, which are written plain.
+    pub(crate) fn number_literal(&mut self, d: &Dec) -> Result<Expr> {
+        let int_only = self.opts.plain_integers && d.is_integer();
+        let plain =
+            self.number_range(Some((d.clone(), false)), Some((d.clone(), false)), int_only)?;
+        if int_only {
+            return Ok(plain);
+        }
+        if d.is_zero() {
+            // Zero times any power of ten.
+            let exponent = rep(re(r"[eE][+\-]?[0-9]+"), 0, Some(1));
+            return Ok(seq(vec![plain, Expr::Regex(exponent)]));
+        }
+        // d = 0.S x 10^q, S the digits from the first non-zero one.
+        let digits = format!("{}{}", d.int, d.frac);
+        let significant = digits.trim_start_matches('0').len() as i64;
+        let q = d.int.len() as i64 - (digits.len() as i64 - significant);
+        let frac = if d.frac.is_empty() { "0" } else { &d.frac };
+        let mut alts = Vec::new();
+        let pad = LITERAL_EXPONENT_PADDING;
+        for e in q - significant - pad..=q + pad {
+            // The mantissa d x 10^-e: k integer digits for e = q - k, else 0.0..0S.
+            let Some(m) = Dec::parse(&format!("{}.{frac}e{}", d.int, -e)) else {
+                continue;
+            };
+            if let Some(h) = positive_range(&m, false, Some((&m, false))) {
+                alts.push(Hir::concat(vec![h, exponent_spelling(e)]));
+            }
+        }
+        let mut exponent_forms = Hir::alternation(alts);
+        if d.neg {
+            exponent_forms = Hir::concat(vec![lit("-"), exponent_forms]);
+        }
+        Ok(alt(vec![plain, Expr::Regex(exponent_forms)]))
     }
 
     /// Numbers in the range; `int_only` restricts to integers (zero fraction allowed).

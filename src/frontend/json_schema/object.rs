@@ -2,10 +2,12 @@
 //! `propertyNames`, `minProperties`/`maxProperties`, in schema order or any order.
 //!
 //! Each declared property gets one value rule: the conjunction of what every merged
-//! schema part says about that name (its `properties` entry, else the matching
-//! `patternProperties`, else its `additionalProperties`). Undeclared keys are
+//! schema part says about that name (its `properties` entry and every matching
+//! `patternProperties` schema, else its `additionalProperties`). Undeclared keys are
 //! "extra" pairs whose key is any string except the declared names (an exact
-//! finite complement, see [`super::string::complement_of_set`]).
+//! finite complement, see [`super::string::complement_of_set`]); with
+//! `patternProperties`, one extra pair per group of matched-pattern sets, its key
+//! language computed on an automaton ([`super::names`]).
 //!
 //! Schema order is a chain of rules `B(i)` = "properties i.. follow, each after a
 //! comma" (linear size; with counting, `B(i, count)`). Any order is a subset
@@ -19,8 +21,11 @@ use std::collections::HashMap;
 use crate::grammar::{Expr, RuleId};
 use serde_json::Value;
 
-use super::string::{complement_of_set, encode_hir, literal_string};
-use super::types::{Node, T_STR};
+use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange, Hir};
+
+use super::names::{NameAutomaton, NameLimits};
+use super::string::{complement_of_set, encode_class, encode_hir, literal_string};
+use super::types::{Node, ObjPart, T_STR};
 use super::{alt, nothing, seq, Compiler, PropertyOrder, Result, Sref, Warning};
 
 fn is_true(v: &Value) -> bool {
@@ -69,11 +74,13 @@ impl<'a> Compiler<'a> {
             let mut conj: Vec<Sref<'a>> = Vec::new();
             let mut allowed = !(o.forbidden.contains(name) || strict && o.parts.is_empty());
             for part in &o.parts {
+                // `properties` and every matching pattern apply; `additionalProperties`
+                // only when neither does.
+                let mut matched = false;
                 if let Some((_, s)) = part.props.iter().find(|(k, _)| k == name) {
                     conj.push(s.clone());
-                    continue;
+                    matched = true;
                 }
-                let mut matched = false;
                 for (pat, s, pptr) in &part.patterns {
                     if self.pattern_matches(pat, pptr, name)? {
                         conj.push(s.clone());
@@ -130,33 +137,56 @@ impl<'a> Compiler<'a> {
         if strict && o.parts.is_empty() {
             return Ok(None);
         }
+        // Parts whose patterns cannot change anything: every pattern schema and the
+        // additional schema are `true`.
+        let trivial = |part: &ObjPart<'a>| {
+            part.patterns.iter().all(|(_, s, _)| is_true(s.v))
+                && part.additional.as_ref().is_none_or(|a| is_true(a.v))
+                && !strict
+        };
+        let pattern_parts: Vec<&ObjPart<'a>> = o
+            .parts
+            .iter()
+            .filter(|p| !p.patterns.is_empty() && !trivial(p))
+            .collect();
+        if pattern_parts.is_empty() {
+            return self.plain_extra_pairs(node, names, ptr, false);
+        }
+        let pptr = pattern_parts[0].patterns[0].2.clone();
+        if !o.names.is_empty() {
+            self.unsupported(
+                "propertyNames",
+                ptr,
+                "propertyNames together with patternProperties",
+            )?;
+            return self.plain_extra_pairs(node, names, ptr, true);
+        }
+        if let Some(pairs) = self.closed_pattern_pairs(node, &pattern_parts, names)? {
+            return Ok(pairs);
+        }
+        match self.pattern_classes(node, names)? {
+            Ok(pairs) => Ok(pairs),
+            Err(reason) => {
+                self.unsupported("patternProperties", &pptr, reason)?;
+                self.plain_extra_pairs(node, names, ptr, true)
+            }
+        }
+    }
+
+    /// Undeclared pairs when no part has (non-trivial) patterns; `skip_patterns`:
+    /// parts with patterns are left out (lenient mode, not enforced).
+    fn plain_extra_pairs(
+        &mut self,
+        node: &Node<'a>,
+        names: &[String],
+        ptr: &str,
+        skip_patterns: bool,
+    ) -> Result<Option<Expr>> {
+        let o = &node.obj;
+        let strict = self.opts.strict;
         let mut value_conj: Vec<Sref<'a>> = Vec::new();
-        let mut pattern_part = None;
         for part in &o.parts {
-            if !part.patterns.is_empty() {
-                let trivial = part.patterns.iter().all(|(_, s, _)| is_true(s.v))
-                    && part.additional.as_ref().is_none_or(|a| is_true(a.v))
-                    && !strict;
-                if trivial {
-                    continue;
-                }
-                let closed = part.additional.as_ref().map_or(strict, |a| is_false(a.v));
-                let pptr = part.patterns[0].2.clone();
-                if !closed {
-                    self.unsupported(
-                        "patternProperties",
-                        &pptr,
-                        "patternProperties together with additionalProperties other than false needs a regex complement",
-                    )?;
-                } else if pattern_part.is_some() {
-                    self.unsupported(
-                        "patternProperties",
-                        &pptr,
-                        "patternProperties in two merged schemas",
-                    )?;
-                } else {
-                    pattern_part = Some(part);
-                }
+            if !part.patterns.is_empty() && skip_patterns {
                 continue;
             }
             match &part.additional {
@@ -166,50 +196,6 @@ impl<'a> Compiler<'a> {
                 Some(a) if is_true(a.v) => {}
                 Some(a) => value_conj.push(a.clone()),
             }
-        }
-        if let Some(pp) = pattern_part {
-            let mut alts = Vec::new();
-            let first_schema = pp.patterns[0].1.v;
-            for (pat, s, pptr) in &pp.patterns {
-                if s.v != first_schema && pp.patterns.len() > 1 {
-                    self.unsupported(
-                        "patternProperties",
-                        pptr,
-                        "several patterns with different schemas (a key may match more than one)",
-                    )?;
-                }
-                if !o.names.is_empty() {
-                    self.unsupported(
-                        "propertyNames",
-                        ptr,
-                        "propertyNames together with patternProperties",
-                    )?;
-                }
-                for n in names {
-                    if self.pattern_matches(pat, pptr, n)? {
-                        self.unsupported(
-                            "patternProperties",
-                            pptr,
-                            format!("declared property {n:?} also matches pattern {pat:?}"),
-                        )?;
-                    }
-                }
-                if is_false(s.v) {
-                    continue;
-                }
-                let key = self.pattern_hir(pat, pptr)?;
-                let mut conj = value_conj.clone();
-                conj.push(s.clone());
-                let value = self.value_rule(&conj)?;
-                alts.push(seq(vec![
-                    Expr::literal(b"\""),
-                    encode_hir(&key),
-                    Expr::literal(b"\""),
-                    self.punct(b":"),
-                    value,
-                ]));
-            }
-            return Ok((!alts.is_empty()).then(|| alt(alts)));
         }
         let key = if !o.names.is_empty() {
             let mut clash = false;
@@ -253,6 +239,180 @@ impl<'a> Compiler<'a> {
         // One shared rule: the automaton stage fuses it (or not) once.
         let key = self.new_rule(format!("undeclared key at {ptr}"), key)?;
         Ok(Some(seq(vec![Expr::Ref(key), self.punct(b":"), value])))
+    }
+
+    /// The undeclared pairs of a closed object with one set of patterns sharing one
+    /// schema, none matching a declared name: `"P": value` per pattern, no automaton
+    /// needed (patterns stay counters). `None` when the shape is anything else.
+    #[allow(clippy::type_complexity)]
+    fn closed_pattern_pairs(
+        &mut self,
+        node: &Node<'a>,
+        pattern_parts: &[&ObjPart<'a>],
+        names: &[String],
+    ) -> Result<Option<Option<Expr>>> {
+        let o = &node.obj;
+        let strict = self.opts.strict;
+        let [pp] = pattern_parts else {
+            return Ok(None);
+        };
+        let closed = pp.additional.as_ref().map_or(strict, |a| is_false(a.v));
+        let first_schema = pp.patterns[0].1.v;
+        if !closed || pp.patterns.iter().any(|(_, s, _)| s.v != first_schema) {
+            return Ok(None);
+        }
+        for (pat, _, pptr) in &pp.patterns {
+            for n in names {
+                if self.pattern_matches(pat, pptr, n)? {
+                    return Ok(None);
+                }
+            }
+        }
+        // The other parts (no patterns, or trivial ones) add their additional schema.
+        let mut value_conj: Vec<Sref<'a>> = Vec::new();
+        for part in o.parts.iter().filter(|p| !std::ptr::eq(*p, *pp)) {
+            if !part.patterns.is_empty() {
+                continue; // trivial: true everywhere
+            }
+            match &part.additional {
+                None if strict => return Ok(Some(None)),
+                None => {}
+                Some(a) if is_false(a.v) => return Ok(Some(None)),
+                Some(a) if is_true(a.v) => {}
+                Some(a) => value_conj.push(a.clone()),
+            }
+        }
+        if is_false(first_schema) {
+            return Ok(Some(None));
+        }
+        let mut alts = Vec::new();
+        for (pat, s, pptr) in &pp.patterns {
+            let key = self.pattern_hir(pat, pptr)?;
+            let mut conj = value_conj.clone();
+            conj.push(s.clone());
+            let value = self.value_rule(&conj)?;
+            alts.push(seq(vec![
+                Expr::literal(b"\""),
+                encode_hir(&key),
+                Expr::literal(b"\""),
+                self.punct(b":"),
+                value,
+            ]));
+        }
+        Ok(Some((!alts.is_empty()).then(|| alt(alts))))
+    }
+
+    /// The undeclared pairs in general: names are split by the set of patterns
+    /// they match (see [`super::names`]); a name matching some patterns takes all
+    /// their schemas (of each merged part), one matching none takes that part's
+    /// `additionalProperties`. `Err(reason)` when the automaton is over its bounds.
+    #[allow(clippy::type_complexity)]
+    fn pattern_classes(
+        &mut self,
+        node: &Node<'a>,
+        names: &[String],
+    ) -> Result<std::result::Result<Option<Expr>, String>> {
+        let o = &node.obj;
+        let strict = self.opts.strict;
+        // Distinct patterns over all parts, encoded (canonical JSON string bodies).
+        let mut patterns: Vec<String> = Vec::new();
+        let mut encoded: Vec<Hir> = Vec::new();
+        for part in &o.parts {
+            for (pat, _, pptr) in &part.patterns {
+                if patterns.contains(pat) {
+                    continue;
+                }
+                let h = self.pattern_hir(pat, pptr)?;
+                let Some(e) = expr_hir(&encode_hir(&h)) else {
+                    return Ok(Err(format!("pattern {pat:?} has no regular encoding")));
+                };
+                patterns.push(pat.clone());
+                encoded.push(e);
+            }
+        }
+        let body = Hir::repetition(regex_syntax::hir::Repetition {
+            min: 0,
+            max: None,
+            greedy: true,
+            sub: Box::new(encode_class(&ClassUnicode::new([ClassUnicodeRange::new(
+                '\0',
+                char::MAX,
+            )]))),
+        });
+        // Every spelling the body admits (`\u001f` and `\u001F`), so that no declared
+        // name comes back as an undeclared one.
+        let declared = Hir::alternation(
+            names
+                .iter()
+                .map(|n| {
+                    expr_hir(&encode_hir(&Hir::literal(n.as_bytes())))
+                        .expect("a literal has no rule references")
+                })
+                .collect(),
+        );
+        let limits = NameLimits::default();
+        let automaton = match NameAutomaton::build(&body, &declared, &encoded, &limits) {
+            Ok(a) => a,
+            Err(e) => return Ok(Err(e)),
+        };
+        // Group the pattern sets by the schemas a value then has to satisfy.
+        let mut groups: Vec<(Vec<Sref<'a>>, Vec<Vec<bool>>)> = Vec::new();
+        'sets: for set in automaton.pattern_sets() {
+            let mut conj: Vec<Sref<'a>> = Vec::new();
+            for part in &o.parts {
+                let mut matched = false;
+                for (pat, s, _) in &part.patterns {
+                    let i = patterns.iter().position(|p| p == pat).unwrap();
+                    if set[i] {
+                        matched = true;
+                        conj.push(s.clone());
+                    }
+                }
+                if !matched {
+                    match &part.additional {
+                        None if strict => continue 'sets,
+                        None => {}
+                        Some(a) => conj.push(a.clone()),
+                    }
+                }
+            }
+            if conj.iter().any(|s| is_false(s.v)) {
+                continue;
+            }
+            conj.retain(|s| !is_true(s.v));
+            conj.sort_by(|a, b| a.ptr.cmp(&b.ptr));
+            conj.dedup_by(|a, b| a.ptr == b.ptr);
+            match groups
+                .iter_mut()
+                .find(|(c, _)| c.iter().map(|s| &s.ptr).eq(conj.iter().map(|s| &s.ptr)))
+            {
+                Some((_, sets)) => sets.push(set),
+                None => groups.push((conj, vec![set])),
+            }
+        }
+        let mut alts = Vec::new();
+        for (conj, sets) in groups {
+            let key = match automaton.language(|s| sets.iter().any(|x| x == s), &limits) {
+                Ok(Some(h)) => h,
+                Ok(None) => continue,
+                Err(e) => return Ok(Err(e)),
+            };
+            let value = self.value_rule(&conj)?;
+            let key = self.new_rule(
+                format!(
+                    "undeclared key at {} ({} pattern sets)",
+                    o.parts[0].ptr,
+                    sets.len()
+                ),
+                seq(vec![
+                    Expr::literal(b"\""),
+                    Expr::Regex(key),
+                    Expr::literal(b"\""),
+                ]),
+            )?;
+            alts.push(seq(vec![Expr::Ref(key), self.punct(b":"), value]));
+        }
+        Ok(Ok((!alts.is_empty()).then(|| alt(alts))))
     }
 
     /// An object literal (enum/const): every entry required, nothing else.
@@ -328,7 +488,9 @@ impl<'a> Compiler<'a> {
             shape.min = 0;
             shape.max = None;
         }
-        let any = self.opts.property_order == PropertyOrder::Any && n > 1;
+        // One declared property beside undeclared ones has an order too.
+        let any = self.opts.property_order == PropertyOrder::Any
+            && (n > 1 || n == 1 && shape.extra.is_some());
         let body = if any && n <= self.opts.limits.max_any_order_properties.min(20) {
             self.any_order(&shape, &comma)?
         } else {
@@ -505,4 +667,21 @@ impl<'a> Compiler<'a> {
         memo.insert((i, count_key), id);
         Ok(Expr::Ref(id))
     }
+}
+
+/// The regex of an expression without rule references (`None` if it has one).
+fn expr_hir(e: &Expr) -> Option<Hir> {
+    Some(match e {
+        Expr::Empty => Hir::empty(),
+        Expr::Regex(h) => h.clone(),
+        Expr::Ref(_) => return None,
+        Expr::Seq(items) => Hir::concat(items.iter().map(expr_hir).collect::<Option<_>>()?),
+        Expr::Alt(items) => Hir::alternation(items.iter().map(expr_hir).collect::<Option<_>>()?),
+        Expr::Repeat { expr, min, max } => Hir::repetition(regex_syntax::hir::Repetition {
+            min: *min,
+            max: *max,
+            greedy: true,
+            sub: Box::new(expr_hir(expr)?),
+        }),
+    })
 }

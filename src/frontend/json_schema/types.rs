@@ -788,9 +788,7 @@ impl<'a> Compiler<'a> {
             Value::Bool(b) => Expr::literal(if *b { b"true" } else { b"false" }),
             Value::Number(_) => {
                 let d = Dec::from_value(v).expect("a JSON number");
-                // Any spelling of the value (`7`, `7.0`, `70e-1`) unless generating.
-                let int_only = self.opts.plain_integers && d.is_integer();
-                self.number_range(Some((d.clone(), false)), Some((d, false)), int_only)?
+                self.number_literal(&d)?
             }
             Value::String(s) => super::string::literal_string(s),
             Value::Array(items) => {

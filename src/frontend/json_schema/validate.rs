@@ -181,11 +181,11 @@ impl<'a> Compiler<'a> {
                     }
                     let mut conj = Vec::new();
                     for part in &o.parts {
+                        let mut matched = false;
                         if let Some((_, s)) = part.props.iter().find(|(p, _)| p == k) {
                             conj.push(s.clone());
-                            continue;
+                            matched = true;
                         }
-                        let mut matched = false;
                         for (pat, s, pptr) in &part.patterns {
                             if self.pattern_matches(pat, pptr, k)? {
                                 conj.push(s.clone());
