@@ -222,19 +222,24 @@ impl Terminal {
         self.matching[state as usize]
     }
 
-    /// Whether every string-body character ([`crate::vocab::is_string_body_char`])
-    /// leads from `state` back to `state`, so any text of them keeps the lexeme
-    /// here (and alive). Checked on the automaton: ASCII bytes one by one, and the
-    /// multi-byte characters as UTF-8 byte-range sequences.
-    pub fn loops_on_string_body(&self, state: State) -> bool {
-        if state == DEAD {
-            return false;
-        }
-        let ascii_ok = (0x20u8..0x7f)
-            .filter(|&b| b != b'"' && b != b'\\')
-            .all(|b| self.next(state, b) == state);
-        if !ascii_ok {
-            return false;
+    /// The states one string-body character leads to from `state` (appended to
+    /// `out`, sorted and deduplicated), or `None` when some such character dies
+    /// there (also midway through its UTF-8 bytes).
+    fn string_body_successors(&self, state: State, out: &mut Vec<State>) -> Option<()> {
+        out.clear();
+        let mut last_class = None;
+        for b in (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\') {
+            // Bytes of one class go to the same state: one lookup per run.
+            let class = self.classes[b as usize];
+            if last_class == Some(class) {
+                continue;
+            }
+            last_class = Some(class);
+            let r = self.next(state, b);
+            if r == DEAD {
+                return None;
+            }
+            out.push(r);
         }
         let mut current: Vec<State> = Vec::new();
         let mut next: Vec<State> = Vec::new();
@@ -244,10 +249,16 @@ impl Terminal {
             for range in sequence.as_slice() {
                 next.clear();
                 for &q in &current {
+                    let mut last_class = None;
                     for b in range.start..=range.end {
+                        let class = self.classes[b as usize];
+                        if last_class == Some(class) {
+                            continue;
+                        }
+                        last_class = Some(class);
                         let r = self.next(q, b);
                         if r == DEAD {
-                            return false;
+                            return None;
                         }
                         next.push(r);
                     }
@@ -256,8 +267,37 @@ impl Terminal {
                 next.dedup();
                 std::mem::swap(&mut current, &mut next);
             }
-            if current.iter().any(|&q| q != state) {
+            out.extend_from_slice(&current);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(())
+    }
+
+    /// Whether every text of string-body characters ([`crate::vocab::is_string_body_char`])
+    /// keeps a lexeme in `state` alive: then every token made only of them is
+    /// allowed from here, whatever states it passes through (a looping string body,
+    /// but also a key that may still be any string, or a pattern's `.*` tail).
+    /// Explores at most `limit` states; past it the answer is `false`.
+    pub fn keeps_string_body_alive(&self, state: State, limit: usize) -> bool {
+        if state == DEAD {
+            return false;
+        }
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut stack = vec![state];
+        let mut successors = Vec::new();
+        seen.insert(state);
+        while let Some(q) = stack.pop() {
+            if self.string_body_successors(q, &mut successors).is_none() {
                 return false;
+            }
+            for &r in &successors {
+                if seen.insert(r) {
+                    if seen.len() > limit {
+                        return false;
+                    }
+                    stack.push(r);
+                }
             }
         }
         true
@@ -465,7 +505,18 @@ mod tests {
         let ascii = terminal(r#"(?:[ !#-\[\]-~]|\\["\\n])*"#);
         assert_eq!(ascii.state_count(), 3); // DEAD, body, after a backslash
         let body = terminal(r#"(?:[ !#-\[\]-\x{10FFFF}]|\\["\\n])*"#);
-        assert!(body.loops_on_string_body(body.start()));
+        assert!(body.keeps_string_body_alive(body.start(), 16));
+        let mut successors = Vec::new();
+        body.string_body_successors(body.start(), &mut successors);
+        assert_eq!(successors, [body.start()]);
+        // A key that is `id` or any other string: alive on every text, although
+        // the states after `i` and `id` do not loop.
+        let key = terminal(r#"(?:id|[ !#-\[\]-\x{10FFFF}]*)""#);
+        let after_i = key.next(key.start(), b'i');
+        assert!(key.keeps_string_body_alive(after_i, 16));
+        // Only ASCII letters: a space kills it.
+        let letters = terminal("[a-z]*");
+        assert!(!letters.keeps_string_body_alive(letters.start(), 16));
         // `a*` after `x` or after `y`: the two branches share their future.
         let t = terminal("(?:xa*b|ya*b)");
         assert_eq!(t.state_count(), 4);

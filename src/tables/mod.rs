@@ -123,6 +123,10 @@ pub struct TokenTables {
 /// not stored (bounded memory on adversarial inputs).
 const MAX_ACCEPTED_ENTRIES: usize = 1 << 16;
 
+/// Most automaton states explored to decide that a lexeme survives every text of
+/// string-body characters (past it, the table is built by a plain walk).
+const MAX_SLICE_STATES: usize = 4096;
+
 fn cached<K: std::hash::Hash + Eq, V>(
     cache: &Cache<K, V>,
     key: K,
@@ -251,8 +255,9 @@ impl TokenTables {
     }
 
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
-    /// and, when the state loops on every string-body character, the subtrees of
-    /// tokens made only of them (all allowed, taken in one OR).
+    /// and, when no text of string-body characters can kill the lexeme (a looping
+    /// string body, a key that may still be any string), the subtrees of tokens
+    /// made only of them (all allowed, taken in one OR).
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();
@@ -261,7 +266,7 @@ impl TokenTables {
         let mut allowed = vec![0u32; words];
         let mut boundary = vec![0u32; words];
         let slice = terminal
-            .loops_on_string_body(state)
+            .keeps_string_body_alive(state, MAX_SLICE_STATES)
             .then(|| self.vocab.string_body_slice());
         if let Some(slice) = slice {
             allowed.copy_from_slice(slice.members());
