@@ -366,8 +366,9 @@ fn schema_tables(schema: serde_json::Value, v: &Arc<Vocabulary>) -> Arc<TokenTab
 
 /// JSON Schema shapes whose tables take shortcuts: keys that may still be any
 /// other string (states that do not loop but survive every string text), a
-/// pattern's `.+` (no line separators), short fused bounds. Prefixes end inside
-/// escapes and multi-byte characters too.
+/// pattern's `.+` (no line separators), `maxLength` strings read as one looping
+/// lexeme while far from the bound and counted again near it, short fused
+/// bounds. Prefixes end inside escapes and multi-byte characters too.
 #[test]
 fn json_schema_shortcuts_match_the_oracle() {
     let v = vocab("gpt2");
@@ -381,6 +382,13 @@ fn json_schema_shortcuts_match_the_oracle() {
             serde_json::json!({"type": "object", "properties": {
                 "image": {"type": "string", "pattern": "(.+/)?.+:.+"}}}),
             vec![r#"{"image":"docker.io/library/nginx:latest é"}"#.into()],
+        ),
+        (
+            serde_json::json!({"type": "array", "items": {"type": "string", "maxLength": 300}}),
+            vec![
+                format!(r#"["ab\n\u00e9€ {}","x"]"#, "word ".repeat(30)),
+                format!(r#"["{}"]"#, "the cat sat ".repeat(25).split_at(298).0),
+            ],
         ),
         (
             serde_json::json!({"type": "object", "properties": {

@@ -24,6 +24,10 @@ pub type State = u32;
 /// The state from which no continuation can match.
 pub const DEAD: State = 0;
 
+/// Flag on a state of a *looped* lexeme: the terminal read any number of times in
+/// a row (see [`Terminal::step`]). Only the token tables use it.
+pub const LOOPED: State = 1 << 31;
+
 /// Size bounds for building terminal automata.
 #[derive(Debug, Clone)]
 pub struct LexerLimits {
@@ -65,6 +69,9 @@ pub struct Terminal {
     /// Per state: the bytes so far are a complete match.
     matching: Vec<bool>,
     start: State,
+    /// Nothing continues a match and the empty string does not match: the terminal
+    /// read repeatedly is one automaton (restart after each match).
+    loopable: bool,
 }
 
 impl Terminal {
@@ -188,6 +195,12 @@ impl Terminal {
             }
         }
         let (transitions, matching, start) = minimize(stride, &transitions, &matching, renumber[0]);
+        let loopable = !matching[start as usize]
+            && (0..matching.len()).filter(|&q| matching[q]).all(|q| {
+                transitions[q * stride..(q + 1) * stride]
+                    .iter()
+                    .all(|&r| r == DEAD)
+            });
         Ok(Terminal {
             label,
             pattern: hir.to_string(),
@@ -196,6 +209,7 @@ impl Terminal {
             transitions,
             matching,
             start,
+            loopable,
         })
     }
 
@@ -216,10 +230,38 @@ impl Terminal {
         state == DEAD
     }
 
-    /// The bytes fed so far are a complete match.
+    /// The bytes fed so far are a complete match ([`LOOPED`] states included: a
+    /// match there is the end of one more repetition).
     #[inline]
     pub fn is_match(&self, state: State) -> bool {
-        self.matching[state as usize]
+        self.matching[(state & !LOOPED) as usize]
+    }
+
+    /// Whether the terminal can be *looped*: no match is continued by more bytes
+    /// and the empty string does not match, so `T T T ...` is read by restarting
+    /// at each match (what [`Terminal::step`] does for [`LOOPED`] states).
+    pub fn is_loopable(&self) -> bool {
+        self.loopable
+    }
+
+    /// [`Terminal::next`], also for [`LOOPED`] states (of a loopable terminal): the
+    /// bytes read so far are one or more repetitions of the terminal, the last one
+    /// possibly partial; after a complete one the next byte starts another.
+    #[inline]
+    pub fn step(&self, state: State, byte: u8) -> State {
+        if state & LOOPED == 0 {
+            return self.next(state, byte);
+        }
+        let q = state & !LOOPED;
+        let from = if self.matching[q as usize] {
+            self.start
+        } else {
+            q
+        };
+        match self.next(from, byte) {
+            DEAD => DEAD,
+            r => r | LOOPED,
+        }
     }
 
     /// The states one string-body character leads to from `state` (appended to
@@ -235,7 +277,7 @@ impl Terminal {
                 continue;
             }
             last_class = Some(class);
-            let r = self.next(state, b);
+            let r = self.step(state, b);
             if r == DEAD {
                 return None;
             }
@@ -256,7 +298,7 @@ impl Terminal {
                             continue;
                         }
                         last_class = Some(class);
-                        let r = self.next(q, b);
+                        let r = self.step(q, b);
                         if r == DEAD {
                             return None;
                         }

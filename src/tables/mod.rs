@@ -16,6 +16,11 @@
 //!   prefix counts, so the matcher's walk over the vocabulary trie skips, in O(1),
 //!   every subtree without a candidate and every subtree whose prefix it rejects.
 //!
+//! A lexeme may be [`LOOPED`](crate::automaton::lexer::LOOPED): the matcher's
+//! [`token_configuration`](crate::matcher::Matcher::token_configuration) marks a
+//! terminal that is one iteration of a repetition far from its bound, and its
+//! table reads the terminal repeated (a `maxLength` string body as one loop).
+//!
 //! Both answers are unions over the configuration's lexemes, so they are computed
 //! per lexeme (one DFA walk over the vocabulary trie, skipping dead subtrees) and
 //! combined per configuration; both levels are cached, lazily, on the tables shared
@@ -284,7 +289,7 @@ impl TokenTables {
                 continue;
             }
             let depth = node.depth as usize;
-            let next = terminal.next(states[depth - 1], node.byte);
+            let next = terminal.step(states[depth - 1], node.byte);
             if next == DEAD {
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.
