@@ -264,10 +264,16 @@ impl Terminal {
         }
     }
 
-    /// The states one string-body character leads to from `state` (appended to
-    /// `out`, sorted and deduplicated), or `None` when some such character dies
-    /// there (also midway through its UTF-8 bytes).
-    fn string_body_successors(&self, state: State, out: &mut Vec<State>) -> Option<()> {
+    /// The states one body character leads to from `state` (appended to `out`,
+    /// sorted and deduplicated), or `None` when some such character dies there
+    /// (also midway through its UTF-8 bytes). Body characters: printable ASCII
+    /// except `"` and `\`, and the `non_ascii` ranges.
+    fn body_successors(
+        &self,
+        state: State,
+        non_ascii: &[(char, char)],
+        out: &mut Vec<State>,
+    ) -> Option<()> {
         out.clear();
         let mut last_class = None;
         for b in (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\') {
@@ -285,7 +291,10 @@ impl Terminal {
         }
         let mut current: Vec<State> = Vec::new();
         let mut next: Vec<State> = Vec::new();
-        for sequence in regex_syntax::utf8::Utf8Sequences::new('\u{80}', char::MAX) {
+        let sequences = non_ascii
+            .iter()
+            .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi));
+        for sequence in sequences {
             current.clear();
             current.push(state);
             for range in sequence.as_slice() {
@@ -316,12 +325,13 @@ impl Terminal {
         Some(())
     }
 
-    /// Whether every text of string-body characters ([`crate::vocab::is_string_body_char`])
-    /// keeps a lexeme in `state` alive: then every token made only of them is
-    /// allowed from here, whatever states it passes through (a looping string body,
-    /// but also a key that may still be any string, or a pattern's `.*` tail).
+    /// Whether every text of body characters (printable ASCII except `"` and `\`,
+    /// and the `non_ascii` ranges: a slice of [`crate::vocab::SliceChars`]) keeps
+    /// a lexeme in `state` alive: then every token made only of them is allowed
+    /// from here, whatever states it passes through (a looping string body, but
+    /// also a key that may still be any string, or a pattern's `.*` tail).
     /// Explores at most `limit` states; past it the answer is `false`.
-    pub fn keeps_string_body_alive(&self, state: State, limit: usize) -> bool {
+    pub fn keeps_body_alive(&self, state: State, non_ascii: &[(char, char)], limit: usize) -> bool {
         if state == DEAD {
             return false;
         }
@@ -330,7 +340,10 @@ impl Terminal {
         let mut successors = Vec::new();
         seen.insert(state);
         while let Some(q) = stack.pop() {
-            if self.string_body_successors(q, &mut successors).is_none() {
+            if self
+                .body_successors(q, non_ascii, &mut successors)
+                .is_none()
+            {
                 return false;
             }
             for &r in &successors {
@@ -540,6 +553,8 @@ mod tests {
         t.is_match(bytes.iter().fold(t.start(), |q, &b| t.next(q, b)))
     }
 
+    const ALL: &[(char, char)] = &[('\u{80}', char::MAX)];
+
     #[test]
     fn minimal_automata_merge_equivalent_states() {
         // One state for "inside the body" whether or not a character or an escape
@@ -547,18 +562,23 @@ mod tests {
         let ascii = terminal(r#"(?:[ !#-\[\]-~]|\\["\\n])*"#);
         assert_eq!(ascii.state_count(), 3); // DEAD, body, after a backslash
         let body = terminal(r#"(?:[ !#-\[\]-\x{10FFFF}]|\\["\\n])*"#);
-        assert!(body.keeps_string_body_alive(body.start(), 16));
+        assert!(body.keeps_body_alive(body.start(), ALL, 16));
         let mut successors = Vec::new();
-        body.string_body_successors(body.start(), &mut successors);
+        body.body_successors(body.start(), ALL, &mut successors);
         assert_eq!(successors, [body.start()]);
         // A key that is `id` or any other string: alive on every text, although
         // the states after `i` and `id` do not loop.
         let key = terminal(r#"(?:id|[ !#-\[\]-\x{10FFFF}]*)""#);
         let after_i = key.next(key.start(), b'i');
-        assert!(key.keeps_string_body_alive(after_i, 16));
+        assert!(key.keeps_body_alive(after_i, ALL, 16));
+        // ECMA `.` has no line separators: alive on every text without them.
+        let dot = terminal(r#"(?:[ !#-\[\]-\x{2027}\x{202A}-\x{10FFFF}])*"#);
+        assert!(!dot.keeps_body_alive(dot.start(), ALL, 16));
+        let no_separators = [('\u{80}', '\u{2027}'), ('\u{202a}', char::MAX)];
+        assert!(dot.keeps_body_alive(dot.start(), &no_separators, 16));
         // Only ASCII letters: a space kills it.
         let letters = terminal("[a-z]*");
-        assert!(!letters.keeps_string_body_alive(letters.start(), 16));
+        assert!(!letters.keeps_body_alive(letters.start(), ALL, 16));
         // `a*` after `x` or after `y`: the two branches share their future.
         let t = terminal("(?:xa*b|ya*b)");
         assert_eq!(t.state_count(), 4);

@@ -31,7 +31,7 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
-use crate::vocab::Vocabulary;
+use crate::vocab::{SliceChars, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -260,9 +260,9 @@ impl TokenTables {
     }
 
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
-    /// and, when no text of string-body characters can kill the lexeme (a looping
-    /// string body, a key that may still be any string), the subtrees of tokens
-    /// made only of them (all allowed, taken in one OR).
+    /// and, when no text of a slice's characters can kill the lexeme (a looping
+    /// string body, a key that may still be any string, a pattern's `.*`), the
+    /// subtrees of tokens made only of them (all allowed, taken in one OR).
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();
@@ -270,9 +270,10 @@ impl TokenTables {
         let words = self.mask_words();
         let mut allowed = vec![0u32; words];
         let mut boundary = vec![0u32; words];
-        let slice = terminal
-            .keeps_string_body_alive(state, MAX_SLICE_STATES)
-            .then(|| self.vocab.string_body_slice());
+        let slice = SliceChars::ALL
+            .into_iter()
+            .find(|chars| terminal.keeps_body_alive(state, chars.non_ascii(), MAX_SLICE_STATES))
+            .map(|chars| self.vocab.slice(chars));
         if let Some(slice) = slice {
             allowed.copy_from_slice(slice.members());
         }
