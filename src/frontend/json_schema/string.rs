@@ -343,17 +343,24 @@ fn complement_from(names: &[&[char]]) -> Hir {
     // A string is not a name iff it is a proper prefix of names that is no name
     // itself (`stops`), or it leaves the names' trie: a prefix of names, then a
     // character that continues none of them (`exits`), then anything. Written so
-    // that every exit shares one `anything` tail (and, when the names are ASCII,
-    // one non-ASCII character class after any prefix): its automaton is the trie
+    // that every exit shares one `anything` tail (and, for plain ASCII names, one
+    // class of the other characters after any prefix): its automaton is the trie
     // plus a few states, instead of a copy of the tail per trie node, which the
     // DFA builder would have to build and then merge away.
-    let ascii = names.iter().all(|n| n.iter().all(char::is_ascii));
-    let exits = if ascii {
-        let non_ascii = Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
+    // Characters no name uses at all continue no name anywhere: when the names
+    // are plain ASCII (no escapes in their encoding), the non-ASCII characters and
+    // the ones JSON escapes are one class after any trie prefix.
+    let plain = |&c: &char| c.is_ascii() && c >= ' ' && c != '"' && c != '\\';
+    let exits = if names.iter().all(|n| n.iter().all(plain)) {
+        let mut common = specials();
+        common.union(&ClassUnicode::new([ClassUnicodeRange::new(
             '\u{80}',
             char::MAX,
-        )])));
-        let mut alts = vec![Hir::concat(vec![trie_prefixes(names), non_ascii])];
+        )]));
+        let mut alts = vec![Hir::concat(vec![
+            trie_prefixes(names),
+            Hir::class(Class::Unicode(common)),
+        ])];
         alts.extend(trie_exits(names, true));
         Some(Hir::alternation(alts))
     } else {
@@ -423,11 +430,15 @@ fn trie_stops(suffixes: &[&[char]]) -> Option<Hir> {
 }
 
 /// A prefix of the suffixes, then one character that continues none of them
-/// (only ASCII ones when `ascii_only`); `None` when there is none.
-fn trie_exits(suffixes: &[&[char]], ascii_only: bool) -> Option<Hir> {
+/// (only plain ASCII ones, no JSON escapes, when `plain_only`); `None` when there
+/// is none.
+fn trie_exits(suffixes: &[&[char]], plain_only: bool) -> Option<Hir> {
     let children = trie_children(suffixes);
-    let top = if ascii_only { '\u{7f}' } else { char::MAX };
-    let mut others = ClassUnicode::new([ClassUnicodeRange::new('\0', top)]);
+    let mut others = ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)]);
+    if plain_only {
+        others = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{7f}')]);
+        others.difference(&specials());
+    }
     others.difference(&ClassUnicode::new(
         children.iter().map(|&(c, _)| ClassUnicodeRange::new(c, c)),
     ));
@@ -436,7 +447,7 @@ fn trie_exits(suffixes: &[&[char]], ascii_only: bool) -> Option<Hir> {
         alts.push(Hir::class(Class::Unicode(others)));
     }
     for (c, rest) in children {
-        if let Some(below) = trie_exits(&rest, ascii_only) {
+        if let Some(below) = trie_exits(&rest, plain_only) {
             alts.push(Hir::concat(vec![literal_char(c), below]));
         }
     }
