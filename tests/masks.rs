@@ -350,3 +350,56 @@ fn long_counted_repetitions_match_the_oracle() {
     let samples: &[&[u8]] = &[b"\"a", closed.as_bytes(), near_max.as_bytes()];
     assert_masks_agree("long repetition", &t, samples, 12);
 }
+
+fn schema_tables(schema: serde_json::Value, v: &Arc<Vocabulary>) -> Arc<TokenTables> {
+    use stencil::frontend::json_schema::{compile_schema, JsonSchemaOptions, PropertyOrder};
+    let options = JsonSchemaOptions {
+        property_order: PropertyOrder::Any,
+        ..JsonSchemaOptions::default()
+    };
+    let (grammar, _) = compile_schema(&schema, &options).unwrap();
+    tables(
+        Arc::new(CompiledGrammar::compile(&grammar, &Default::default()).unwrap()),
+        v,
+    )
+}
+
+/// JSON Schema shapes whose tables take shortcuts: keys that may still be any
+/// other string (states that do not loop but survive every string text), a
+/// pattern's `.+` (no line separators), `maxLength` strings read as one looping
+/// lexeme while far from the bound and counted again near it, short fused
+/// bounds. Prefixes end inside escapes and multi-byte characters too.
+#[test]
+fn json_schema_shortcuts_match_the_oracle() {
+    let v = vocab("gpt2");
+    let cases: Vec<(serde_json::Value, Vec<String>)> = vec![
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "name": {"type": "string"}, "nameID": {"type": "integer"}}}),
+            vec![r#"{"nameID":7,"name":"é x","named":"\u00e9","n":1}"#.into()],
+        ),
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "image": {"type": "string", "pattern": "(.+/)?.+:.+"}}}),
+            vec![r#"{"image":"docker.io/library/nginx:latest é"}"#.into()],
+        ),
+        (
+            serde_json::json!({"type": "array", "items": {"type": "string", "maxLength": 300}}),
+            vec![
+                format!(r#"["ab\n\u00e9€ {}","x"]"#, "word ".repeat(30)),
+                format!(r#"["{}"]"#, "the cat sat ".repeat(25).split_at(298).0),
+            ],
+        ),
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "code": {"type": "string", "minLength": 2, "maxLength": 5}}}),
+            vec![r#"{"code":"ab\"é"}"#.into()],
+        ),
+    ];
+    for (schema, samples) in cases {
+        let name = schema.to_string();
+        let t = schema_tables(schema, &v);
+        let samples: Vec<&[u8]> = samples.iter().map(|s| s.as_bytes()).collect();
+        assert_masks_agree(&name, &t, &samples, 10);
+    }
+}

@@ -24,6 +24,10 @@ pub type State = u32;
 /// The state from which no continuation can match.
 pub const DEAD: State = 0;
 
+/// Flag on a state of a *looped* lexeme: the terminal read any number of times in
+/// a row (see [`Terminal::step`]). Only the token tables use it.
+pub const LOOPED: State = 1 << 31;
+
 /// Size bounds for building terminal automata.
 #[derive(Debug, Clone)]
 pub struct LexerLimits {
@@ -65,6 +69,9 @@ pub struct Terminal {
     /// Per state: the bytes so far are a complete match.
     matching: Vec<bool>,
     start: State,
+    /// Nothing continues a match and the empty string does not match: the terminal
+    /// read repeatedly is one automaton (restart after each match).
+    loopable: bool,
 }
 
 impl Terminal {
@@ -188,6 +195,12 @@ impl Terminal {
             }
         }
         let (transitions, matching, start) = minimize(stride, &transitions, &matching, renumber[0]);
+        let loopable = !matching[start as usize]
+            && (0..matching.len()).filter(|&q| matching[q]).all(|q| {
+                transitions[q * stride..(q + 1) * stride]
+                    .iter()
+                    .all(|&r| r == DEAD)
+            });
         Ok(Terminal {
             label,
             pattern: hir.to_string(),
@@ -196,6 +209,7 @@ impl Terminal {
             transitions,
             matching,
             start,
+            loopable,
         })
     }
 
@@ -216,38 +230,86 @@ impl Terminal {
         state == DEAD
     }
 
-    /// The bytes fed so far are a complete match.
+    /// The bytes fed so far are a complete match ([`LOOPED`] states included: a
+    /// match there is the end of one more repetition).
     #[inline]
     pub fn is_match(&self, state: State) -> bool {
-        self.matching[state as usize]
+        self.matching[(state & !LOOPED) as usize]
     }
 
-    /// Whether every string-body character ([`crate::vocab::is_string_body_char`])
-    /// leads from `state` back to `state`, so any text of them keeps the lexeme
-    /// here (and alive). Checked on the automaton: ASCII bytes one by one, and the
-    /// multi-byte characters as UTF-8 byte-range sequences.
-    pub fn loops_on_string_body(&self, state: State) -> bool {
-        if state == DEAD {
-            return false;
+    /// Whether the terminal can be *looped*: no match is continued by more bytes
+    /// and the empty string does not match, so `T T T ...` is read by restarting
+    /// at each match (what [`Terminal::step`] does for [`LOOPED`] states).
+    pub fn is_loopable(&self) -> bool {
+        self.loopable
+    }
+
+    /// [`Terminal::next`], also for [`LOOPED`] states (of a loopable terminal): the
+    /// bytes read so far are one or more repetitions of the terminal, the last one
+    /// possibly partial; after a complete one the next byte starts another.
+    #[inline]
+    pub fn step(&self, state: State, byte: u8) -> State {
+        if state & LOOPED == 0 {
+            return self.next(state, byte);
         }
-        let ascii_ok = (0x20u8..0x7f)
-            .filter(|&b| b != b'"' && b != b'\\')
-            .all(|b| self.next(state, b) == state);
-        if !ascii_ok {
-            return false;
+        let q = state & !LOOPED;
+        let from = if self.matching[q as usize] {
+            self.start
+        } else {
+            q
+        };
+        match self.next(from, byte) {
+            DEAD => DEAD,
+            r => r | LOOPED,
+        }
+    }
+
+    /// The states one body character leads to from `state` (appended to `out`,
+    /// sorted and deduplicated), or `None` when some such character dies there
+    /// (also midway through its UTF-8 bytes). Body characters: printable ASCII
+    /// except `"` and `\`, and the `non_ascii` ranges.
+    fn body_successors(
+        &self,
+        state: State,
+        non_ascii: &[(char, char)],
+        out: &mut Vec<State>,
+    ) -> Option<()> {
+        out.clear();
+        let mut last_class = None;
+        for b in (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\') {
+            // Bytes of one class go to the same state: one lookup per run.
+            let class = self.classes[b as usize];
+            if last_class == Some(class) {
+                continue;
+            }
+            last_class = Some(class);
+            let r = self.step(state, b);
+            if r == DEAD {
+                return None;
+            }
+            out.push(r);
         }
         let mut current: Vec<State> = Vec::new();
         let mut next: Vec<State> = Vec::new();
-        for sequence in regex_syntax::utf8::Utf8Sequences::new('\u{80}', char::MAX) {
+        let sequences = non_ascii
+            .iter()
+            .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi));
+        for sequence in sequences {
             current.clear();
             current.push(state);
             for range in sequence.as_slice() {
                 next.clear();
                 for &q in &current {
+                    let mut last_class = None;
                     for b in range.start..=range.end {
-                        let r = self.next(q, b);
+                        let class = self.classes[b as usize];
+                        if last_class == Some(class) {
+                            continue;
+                        }
+                        last_class = Some(class);
+                        let r = self.step(q, b);
                         if r == DEAD {
-                            return false;
+                            return None;
                         }
                         next.push(r);
                     }
@@ -256,8 +318,41 @@ impl Terminal {
                 next.dedup();
                 std::mem::swap(&mut current, &mut next);
             }
-            if current.iter().any(|&q| q != state) {
+            out.extend_from_slice(&current);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(())
+    }
+
+    /// Whether every text of body characters (printable ASCII except `"` and `\`,
+    /// and the `non_ascii` ranges: a slice of [`crate::vocab::SliceChars`]) keeps
+    /// a lexeme in `state` alive: then every token made only of them is allowed
+    /// from here, whatever states it passes through (a looping string body, but
+    /// also a key that may still be any string, or a pattern's `.*` tail).
+    /// Explores at most `limit` states; past it the answer is `false`.
+    pub fn keeps_body_alive(&self, state: State, non_ascii: &[(char, char)], limit: usize) -> bool {
+        if state == DEAD {
+            return false;
+        }
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut stack = vec![state];
+        let mut successors = Vec::new();
+        seen.insert(state);
+        while let Some(q) = stack.pop() {
+            if self
+                .body_successors(q, non_ascii, &mut successors)
+                .is_none()
+            {
                 return false;
+            }
+            for &r in &successors {
+                if seen.insert(r) {
+                    if seen.len() > limit {
+                        return false;
+                    }
+                    stack.push(r);
+                }
             }
         }
         true
@@ -458,6 +553,8 @@ mod tests {
         t.is_match(bytes.iter().fold(t.start(), |q, &b| t.next(q, b)))
     }
 
+    const ALL: &[(char, char)] = &[('\u{80}', char::MAX)];
+
     #[test]
     fn minimal_automata_merge_equivalent_states() {
         // One state for "inside the body" whether or not a character or an escape
@@ -465,7 +562,23 @@ mod tests {
         let ascii = terminal(r#"(?:[ !#-\[\]-~]|\\["\\n])*"#);
         assert_eq!(ascii.state_count(), 3); // DEAD, body, after a backslash
         let body = terminal(r#"(?:[ !#-\[\]-\x{10FFFF}]|\\["\\n])*"#);
-        assert!(body.loops_on_string_body(body.start()));
+        assert!(body.keeps_body_alive(body.start(), ALL, 16));
+        let mut successors = Vec::new();
+        body.body_successors(body.start(), ALL, &mut successors);
+        assert_eq!(successors, [body.start()]);
+        // A key that is `id` or any other string: alive on every text, although
+        // the states after `i` and `id` do not loop.
+        let key = terminal(r#"(?:id|[ !#-\[\]-\x{10FFFF}]*)""#);
+        let after_i = key.next(key.start(), b'i');
+        assert!(key.keeps_body_alive(after_i, ALL, 16));
+        // ECMA `.` has no line separators: alive on every text without them.
+        let dot = terminal(r#"(?:[ !#-\[\]-\x{2027}\x{202A}-\x{10FFFF}])*"#);
+        assert!(!dot.keeps_body_alive(dot.start(), ALL, 16));
+        let no_separators = [('\u{80}', '\u{2027}'), ('\u{202a}', char::MAX)];
+        assert!(dot.keeps_body_alive(dot.start(), &no_separators, 16));
+        // Only ASCII letters: a space kills it.
+        let letters = terminal("[a-z]*");
+        assert!(!letters.keeps_body_alive(letters.start(), ALL, 16));
         // `a*` after `x` or after `y`: the two branches share their future.
         let t = terminal("(?:xa*b|ya*b)");
         assert_eq!(t.state_count(), 4);

@@ -234,6 +234,59 @@ impl Matcher {
         out.dedup();
     }
 
+    /// [`Matcher::lexer_configuration`] for the token tables, looking `horizon`
+    /// bytes ahead (the longest token): a lexeme whose terminal is one iteration of
+    /// a counted repetition `x{min,max}` with more than `horizon` iterations still
+    /// allowed (`x` a loopable terminal: each iteration reads at least one byte) is
+    /// reported [`LOOPED`](crate::automaton::lexer::LOOPED): within the next token
+    /// the parser would read `x x x ...` anyway. Inside a `maxLength` string the
+    /// tables then see the string body as one looping lexeme (its tokens allowed in
+    /// one OR) instead of a one-character terminal that ends inside almost every
+    /// token and sends it to the parser.
+    pub fn token_configuration(&self, horizon: usize, out: &mut Vec<(TerminalId, State)>) {
+        out.clear();
+        let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
+        for lexeme in self.active_lexemes() {
+            let state = if self.repeats_far_from_max(lexeme, horizon) {
+                lexeme.state | crate::automaton::lexer::LOOPED
+            } else {
+                lexeme.state
+            };
+            out.push((lexeme.terminal, state));
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Whether `lexeme`'s terminal is, in its set, one whole iteration of some
+    /// repetition with more than `horizon` iterations left.
+    fn repeats_far_from_max(&self, lexeme: &Lexeme, horizon: u32) -> bool {
+        let grammar = &*self.grammar;
+        if !grammar.terminal(lexeme.terminal).is_loopable() {
+            return false;
+        }
+        let set = lexeme.set;
+        self.chart
+            .items_waiting(set, chart::terminal_key(lexeme.terminal))
+            .any(|item| {
+                let production = grammar.production(item.prod);
+                if item.dot != 0 || item.origin != set || production.rhs.len() != 1 {
+                    return false;
+                }
+                let rule = production.lhs;
+                self.chart
+                    .items_waiting(set, chart::nonterminal_key(rule))
+                    .any(
+                        |parent| match grammar.production(parent.prod).rhs[parent.dot as usize] {
+                            crate::automaton::Symbol::Repeat { rule: r, max, .. } => {
+                                r == rule && max.is_none_or(|m| m - parent.count > horizon)
+                            }
+                            _ => false,
+                        },
+                    )
+            })
+    }
+
     /// Appends to `out` a position-free serialization of the parse state: the live
     /// lexemes and everything their completions can reach in the chart. Equal
     /// serializations accept exactly the same continuations of at most `horizon`

@@ -141,7 +141,8 @@ impl TokenMatcher {
             vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
             return;
         }
-        self.bytes.lexer_configuration(&mut self.configuration);
+        self.bytes
+            .token_configuration(vocab.trie().max_depth(), &mut self.configuration);
         let masks = self.tables.masks(&self.configuration);
         let n = mask.len().min(masks.allowed.len());
         mask[..n].copy_from_slice(&masks.allowed[..n]);

@@ -16,6 +16,11 @@
 //!   prefix counts, so the matcher's walk over the vocabulary trie skips, in O(1),
 //!   every subtree without a candidate and every subtree whose prefix it rejects.
 //!
+//! A lexeme may be [`LOOPED`](crate::automaton::lexer::LOOPED): the matcher's
+//! [`token_configuration`](crate::matcher::Matcher::token_configuration) marks a
+//! terminal that is one iteration of a repetition far from its bound, and its
+//! table reads the terminal repeated (a `maxLength` string body as one loop).
+//!
 //! Both answers are unions over the configuration's lexemes, so they are computed
 //! per lexeme (one DFA walk over the vocabulary trie, skipping dead subtrees) and
 //! combined per configuration; both levels are cached, lazily, on the tables shared
@@ -26,7 +31,7 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
-use crate::vocab::Vocabulary;
+use crate::vocab::{SliceChars, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -122,6 +127,10 @@ pub struct TokenTables {
 /// Most entries kept in the accepted-candidates cache; past it, results are simply
 /// not stored (bounded memory on adversarial inputs).
 const MAX_ACCEPTED_ENTRIES: usize = 1 << 16;
+
+/// Most automaton states explored to decide that a lexeme survives every text of
+/// string-body characters (past it, the table is built by a plain walk).
+const MAX_SLICE_STATES: usize = 4096;
 
 fn cached<K: std::hash::Hash + Eq, V>(
     cache: &Cache<K, V>,
@@ -251,8 +260,9 @@ impl TokenTables {
     }
 
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
-    /// and, when the state loops on every string-body character, the subtrees of
-    /// tokens made only of them (all allowed, taken in one OR).
+    /// and, when no text of a slice's characters can kill the lexeme (a looping
+    /// string body, a key that may still be any string, a pattern's `.*`), the
+    /// subtrees of tokens made only of them (all allowed, taken in one OR).
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();
@@ -260,9 +270,10 @@ impl TokenTables {
         let words = self.mask_words();
         let mut allowed = vec![0u32; words];
         let mut boundary = vec![0u32; words];
-        let slice = terminal
-            .loops_on_string_body(state)
-            .then(|| self.vocab.string_body_slice());
+        let slice = SliceChars::ALL
+            .into_iter()
+            .find(|chars| terminal.keeps_body_alive(state, chars.non_ascii(), MAX_SLICE_STATES))
+            .map(|chars| self.vocab.slice(chars));
         if let Some(slice) = slice {
             allowed.copy_from_slice(slice.members());
         }
@@ -279,7 +290,7 @@ impl TokenTables {
                 continue;
             }
             let depth = node.depth as usize;
-            let next = terminal.next(states[depth - 1], node.byte);
+            let next = terminal.step(states[depth - 1], node.byte);
             if next == DEAD {
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.

@@ -17,7 +17,7 @@ mod trie;
 use std::fmt;
 
 pub use load::{load_tokenizer, VocabError};
-pub use slice::{is_string_body_char, TokenSlice};
+pub use slice::{is_string_body_char, SliceChars, TokenSlice};
 pub use trie::{TokenTrie, TrieNode};
 
 /// Token id to bytes, plus the EOS set and the sorted-trie view.
@@ -32,9 +32,9 @@ pub struct Vocabulary {
     trie: TokenTrie,
     /// Position of each token in byte order (`u32::MAX` for tokens without bytes).
     rank: Vec<u32>,
-    /// Tokens made only of string-body characters (computed with the vocabulary,
-    /// not on a mask's time).
-    string_body: TokenSlice,
+    /// Per [`SliceChars`]: the tokens made only of those characters (computed with
+    /// the vocabulary, not on a mask's time).
+    slices: Vec<TokenSlice>,
 }
 
 impl fmt::Debug for Vocabulary {
@@ -69,7 +69,10 @@ impl Vocabulary {
             rank[id as usize] = r as u32;
         }
         let trie = TokenTrie::from_sorted(sorted, |id| &tokens[id as usize]);
-        let string_body = TokenSlice::string_body(&tokens, &trie);
+        let slices = SliceChars::ALL
+            .iter()
+            .map(|&chars| TokenSlice::of(chars, &tokens, &trie))
+            .collect();
         let mut eos = eos;
         eos.sort_unstable();
         eos.dedup();
@@ -79,7 +82,7 @@ impl Vocabulary {
             eos,
             trie,
             rank,
-            string_body,
+            slices,
         }
     }
 
@@ -127,9 +130,9 @@ impl Vocabulary {
         self.trie.token_ids()
     }
 
-    /// The tokens made only of string-body characters ([`is_string_body_char`]).
-    pub fn string_body_slice(&self) -> &TokenSlice {
-        &self.string_body
+    /// The tokens made only of `chars`.
+    pub fn slice(&self, chars: SliceChars) -> &TokenSlice {
+        &self.slices[chars as usize]
     }
 
     /// Position of `id` in byte order; `u32::MAX` for tokens without bytes.

@@ -16,6 +16,35 @@ pub fn is_string_body_char(c: char) -> bool {
     c >= ' ' && c != '"' && c != '\\' && c != '\u{7f}'
 }
 
+/// The character sets the vocabulary precomputes slices for. Each is the
+/// printable ASCII characters except `"` and `\`, plus some non-ASCII ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceChars {
+    /// [`is_string_body_char`]: a JSON string body.
+    StringBody,
+    /// String-body characters except the line separators U+2028 and U+2029: what
+    /// an ECMA-262 `.` in a schema's `pattern` reads inside a string.
+    PatternDot,
+}
+
+impl SliceChars {
+    /// Largest first: a state that survives every string body takes that slice.
+    pub const ALL: [SliceChars; 2] = [SliceChars::StringBody, SliceChars::PatternDot];
+
+    pub fn contains(self, c: char) -> bool {
+        is_string_body_char(c)
+            && (self == SliceChars::StringBody || !matches!(c, '\u{2028}' | '\u{2029}'))
+    }
+
+    /// The non-ASCII members, as inclusive ranges.
+    pub fn non_ascii(self) -> &'static [(char, char)] {
+        match self {
+            SliceChars::StringBody => &[('\u{80}', char::MAX)],
+            SliceChars::PatternDot => &[('\u{80}', '\u{2027}'), ('\u{202a}', char::MAX)],
+        }
+    }
+}
+
 /// The tokens made entirely of slice characters (complete UTF-8 characters).
 #[derive(Debug, Clone)]
 pub struct TokenSlice {
@@ -26,9 +55,9 @@ pub struct TokenSlice {
 }
 
 impl TokenSlice {
-    pub(super) fn string_body(tokens: &[Box<[u8]>], trie: &TokenTrie) -> TokenSlice {
+    pub(super) fn of(chars: SliceChars, tokens: &[Box<[u8]>], trie: &TokenTrie) -> TokenSlice {
         let member = |bytes: &[u8]| {
-            std::str::from_utf8(bytes).is_ok_and(|s| s.chars().all(is_string_body_char))
+            std::str::from_utf8(bytes).is_ok_and(|s| s.chars().all(|c| chars.contains(c)))
         };
         let mut members = vec![0u32; tokens.len().div_ceil(32)];
         let mut outsiders_below = Vec::with_capacity(trie.token_ids().len() + 1);

@@ -339,24 +339,37 @@ fn any_unicode() -> Hir {
     )])))
 }
 
-fn complement_from(suffixes: &[&[char]]) -> Hir {
-    // Strings not equal to any suffix: either end here (if no suffix is empty),
-    // or continue with a character that starts no suffix (then anything),
-    // or with one that does (recurse).
-    let mut alts = Vec::new();
-    if !suffixes.iter().any(|s| s.is_empty()) {
-        alts.push(Hir::empty());
-    }
-    let mut firsts: Vec<char> = suffixes.iter().filter_map(|s| s.first().copied()).collect();
-    firsts.sort();
-    firsts.dedup();
-    let mut others = ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)]);
-    others.difference(&ClassUnicode::new(
-        firsts.iter().map(|&c| ClassUnicodeRange::new(c, c)),
-    ));
-    if !others.ranges().is_empty() {
+fn complement_from(names: &[&[char]]) -> Hir {
+    // A string is not a name iff it is a proper prefix of names that is no name
+    // itself (`stops`), or it leaves the names' trie: a prefix of names, then a
+    // character that continues none of them (`exits`), then anything. Written so
+    // that every exit shares one `anything` tail (and, for plain ASCII names, one
+    // class of the other characters after any prefix): its automaton is the trie
+    // plus a few states, instead of a copy of the tail per trie node, which the
+    // DFA builder would have to build and then merge away.
+    // Characters no name uses at all continue no name anywhere: when the names
+    // are plain ASCII (no escapes in their encoding), the non-ASCII characters and
+    // the ones JSON escapes are one class after any trie prefix.
+    let plain = |&c: &char| c.is_ascii() && c >= ' ' && c != '"' && c != '\\';
+    let exits = if names.iter().all(|n| n.iter().all(plain)) {
+        let mut common = specials();
+        common.union(&ClassUnicode::new([ClassUnicodeRange::new(
+            '\u{80}',
+            char::MAX,
+        )]));
+        let mut alts = vec![Hir::concat(vec![
+            trie_prefixes(names),
+            Hir::class(Class::Unicode(common)),
+        ])];
+        alts.extend(trie_exits(names, true));
+        Some(Hir::alternation(alts))
+    } else {
+        trie_exits(names, false)
+    };
+    let mut alts: Vec<Hir> = trie_stops(names).into_iter().collect();
+    if let Some(exits) = exits {
         alts.push(Hir::concat(vec![
-            Hir::class(Class::Unicode(others)),
+            exits,
             Hir::repetition(regex_syntax::hir::Repetition {
                 min: 0,
                 max: None,
@@ -365,18 +378,80 @@ fn complement_from(suffixes: &[&[char]]) -> Hir {
             }),
         ]));
     }
-    for c in firsts {
-        let rest: Vec<&[char]> = suffixes
-            .iter()
-            .filter(|s| s.first() == Some(&c))
-            .map(|s| &s[1..])
-            .collect();
-        alts.push(Hir::concat(vec![
-            Hir::literal(c.to_string().as_bytes()),
-            complement_from(&rest),
-        ]));
+    Hir::alternation(alts)
+}
+
+/// The trie's first characters, and the suffixes below each.
+fn trie_children<'s>(suffixes: &[&'s [char]]) -> Vec<(char, Vec<&'s [char]>)> {
+    let mut firsts: Vec<char> = suffixes.iter().filter_map(|s| s.first().copied()).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    firsts
+        .into_iter()
+        .map(|c| {
+            let rest = suffixes
+                .iter()
+                .filter(|s| s.first() == Some(&c))
+                .map(|s| &s[1..])
+                .collect();
+            (c, rest)
+        })
+        .collect()
+}
+
+fn literal_char(c: char) -> Hir {
+    Hir::literal(c.to_string().as_bytes())
+}
+
+/// Every prefix of the suffixes (the empty one included).
+fn trie_prefixes(suffixes: &[&[char]]) -> Hir {
+    let mut alts = vec![Hir::empty()];
+    for (c, rest) in trie_children(suffixes) {
+        alts.push(Hir::concat(vec![literal_char(c), trie_prefixes(&rest)]));
     }
     Hir::alternation(alts)
+}
+
+/// Every prefix of the suffixes that is not one of them (`None`: there is none; a
+/// branch that can never match is left out rather than written as an empty
+/// class, which would make `regex-syntax` report the whole alternation as
+/// unmatchable).
+fn trie_stops(suffixes: &[&[char]]) -> Option<Hir> {
+    let mut alts = Vec::new();
+    if !suffixes.iter().any(|s| s.is_empty()) {
+        alts.push(Hir::empty());
+    }
+    for (c, rest) in trie_children(suffixes) {
+        if let Some(below) = trie_stops(&rest) {
+            alts.push(Hir::concat(vec![literal_char(c), below]));
+        }
+    }
+    (!alts.is_empty()).then(|| Hir::alternation(alts))
+}
+
+/// A prefix of the suffixes, then one character that continues none of them
+/// (only plain ASCII ones, no JSON escapes, when `plain_only`); `None` when there
+/// is none.
+fn trie_exits(suffixes: &[&[char]], plain_only: bool) -> Option<Hir> {
+    let children = trie_children(suffixes);
+    let mut others = ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)]);
+    if plain_only {
+        others = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{7f}')]);
+        others.difference(&specials());
+    }
+    others.difference(&ClassUnicode::new(
+        children.iter().map(|&(c, _)| ClassUnicodeRange::new(c, c)),
+    ));
+    let mut alts = Vec::new();
+    if !others.ranges().is_empty() {
+        alts.push(Hir::class(Class::Unicode(others)));
+    }
+    for (c, rest) in children {
+        if let Some(below) = trie_exits(&rest, plain_only) {
+            alts.push(Hir::concat(vec![literal_char(c), below]));
+        }
+    }
+    (!alts.is_empty()).then(|| Hir::alternation(alts))
 }
 
 impl<'a> Compiler<'a> {
