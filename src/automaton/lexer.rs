@@ -10,12 +10,9 @@
 //! state can reach the match state; hence a DFA state that is not dead always has a
 //! completion, which is what makes "some lexeme is alive" mean "still viable".
 
-use regex_automata::{
-    dfa::{dense, Automaton, StartKind},
-    nfa::thompson,
-    util::start,
-    Anchored, MatchKind,
-};
+use regex_automata::dfa::Automaton;
+
+use crate::grammar::dfa::AnchoredDfa;
 use regex_syntax::hir::Hir;
 
 /// A state of a terminal's automaton. [`DEAD`] is the state with no completion.
@@ -76,41 +73,16 @@ pub struct Terminal {
 
 impl Terminal {
     pub fn build(label: String, hir: &Hir, limits: &LexerLimits) -> Result<Terminal, String> {
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .utf8(false)
-                    .shrink(true)
-                    .nfa_size_limit(Some(limits.nfa_bytes)),
-            )
-            .build_from_hir(hir)
-            .map_err(|e| e.to_string())?;
-        let dfa = dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .match_kind(MatchKind::All)
-                    .start_kind(StartKind::Anchored)
-                    .accelerate(false)
-                    .dfa_size_limit(Some(limits.dfa_bytes))
-                    .determinize_size_limit(Some(limits.dfa_bytes)),
-            )
-            .build_from_nfa(&nfa)
-            .map_err(|e| e.to_string())?;
-        let start = dfa
-            .start_state(&start::Config::new().anchored(Anchored::Yes))
-            .map_err(|e| e.to_string())?;
-
-        // One representative byte per equivalence class.
-        let byte_classes = dfa.byte_classes();
-        let mut classes = [0u8; 256];
-        let mut representatives: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            let class = byte_classes.get(b);
-            classes[b as usize] = class;
-            if class as usize == representatives.len() {
-                representatives.push(b);
-            }
-        }
+        let AnchoredDfa {
+            dfa,
+            start,
+            classes,
+            representatives,
+        } = AnchoredDfa::build(
+            std::slice::from_ref(hir),
+            limits.nfa_bytes,
+            limits.dfa_bytes,
+        )?;
         let stride = representatives.len();
 
         // Number the reachable states and record their transitions. Dense state

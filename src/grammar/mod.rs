@@ -18,6 +18,8 @@
 
 use std::fmt;
 
+pub(crate) mod dfa;
+
 pub use regex_syntax::hir::Hir;
 
 /// Index of a rule in [`Grammar::rules`].

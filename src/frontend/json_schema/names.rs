@@ -17,12 +17,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use regex_automata::{
-    dfa::{dense, Automaton, StartKind},
-    nfa::thompson,
-    util::start,
-    Anchored, MatchKind,
-};
+use regex_automata::dfa::Automaton;
+
+use crate::grammar::dfa::AnchoredDfa;
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 
 /// Bounds on the automaton and on the regexes read back from it.
@@ -69,39 +66,12 @@ impl NameAutomaton {
     ) -> Result<NameAutomaton, String> {
         let mut all = vec![body.clone(), declared.clone()];
         all.extend(patterns.iter().cloned());
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .utf8(false)
-                    .shrink(true)
-                    .nfa_size_limit(Some(limits.bytes)),
-            )
-            .build_many_from_hir(&all)
-            .map_err(|e| e.to_string())?;
-        let dfa = dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .match_kind(MatchKind::All)
-                    .start_kind(StartKind::Anchored)
-                    .accelerate(false)
-                    .dfa_size_limit(Some(limits.bytes))
-                    .determinize_size_limit(Some(limits.bytes)),
-            )
-            .build_from_nfa(&nfa)
-            .map_err(|e| e.to_string())?;
-        let start = dfa
-            .start_state(&start::Config::new().anchored(Anchored::Yes))
-            .map_err(|e| e.to_string())?;
-        let byte_classes = dfa.byte_classes();
-        let mut classes = [0u8; 256];
-        let mut representatives: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            let class = byte_classes.get(b);
-            classes[b as usize] = class;
-            if class as usize == representatives.len() {
-                representatives.push(b);
-            }
-        }
+        let AnchoredDfa {
+            dfa,
+            start,
+            classes,
+            representatives,
+        } = AnchoredDfa::build(&all, limits.bytes, limits.bytes)?;
         let stride = representatives.len();
         let mut index: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
         let mut order = vec![start];

@@ -1,0 +1,73 @@
+//! Anchored, all-matches DFAs over the IR's regex leaves.
+//!
+//! The lexer (one automaton per terminal) and the JSON Schema front-end (the
+//! property-name automaton behind `patternProperties`) need the same thing from
+//! `regex-automata`: a dense DFA over bytes, started anchored, that reports every
+//! pattern matching the whole input so far (match kind "all"), plus one
+//! representative byte per equivalence class to walk it. It is built here once, next
+//! to the regex leaves both stages read, so the two cannot drift apart.
+
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    nfa::thompson,
+    util::{primitives::StateID, start},
+    Anchored, MatchKind,
+};
+use regex_syntax::hir::Hir;
+
+/// A DFA built by [`AnchoredDfa::build`], with its anchored start state and byte
+/// classes.
+pub(crate) struct AnchoredDfa {
+    pub dfa: dense::DFA<Vec<u32>>,
+    pub start: StateID,
+    /// Byte to equivalence class.
+    pub classes: [u8; 256],
+    /// One byte per class, in class order.
+    pub representatives: Vec<u8>,
+}
+
+impl AnchoredDfa {
+    /// One DFA over all `patterns` (pattern ids in slice order); the NFA and the DFA
+    /// (with its determinization) are bounded in heap bytes.
+    pub fn build(patterns: &[Hir], nfa_bytes: usize, dfa_bytes: usize) -> Result<Self, String> {
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .utf8(false)
+                    .shrink(true)
+                    .nfa_size_limit(Some(nfa_bytes)),
+            )
+            .build_many_from_hir(patterns)
+            .map_err(|e| e.to_string())?;
+        let dfa = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(StartKind::Anchored)
+                    .accelerate(false)
+                    .dfa_size_limit(Some(dfa_bytes))
+                    .determinize_size_limit(Some(dfa_bytes)),
+            )
+            .build_from_nfa(&nfa)
+            .map_err(|e| e.to_string())?;
+        let start = dfa
+            .start_state(&start::Config::new().anchored(Anchored::Yes))
+            .map_err(|e| e.to_string())?;
+        let byte_classes = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut representatives: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            let class = byte_classes.get(b);
+            classes[b as usize] = class;
+            if class as usize == representatives.len() {
+                representatives.push(b);
+            }
+        }
+        Ok(AnchoredDfa {
+            dfa,
+            start,
+            classes,
+            representatives,
+        })
+    }
+}
