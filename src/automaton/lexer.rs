@@ -73,47 +73,16 @@ pub struct Terminal {
 
 impl Terminal {
     pub fn build(label: String, hir: &Hir, limits: &LexerLimits) -> Result<Terminal, String> {
-        let AnchoredDfa {
-            dfa,
-            start,
-            classes,
-            representatives,
-        } = AnchoredDfa::build(
+        let built = AnchoredDfa::build(
             std::slice::from_ref(hir),
             limits.nfa_bytes,
             limits.dfa_bytes,
         )?;
-        let stride = representatives.len();
-
-        // Number the reachable states and record their transitions. Dense state
-        // ids are multiples of the stride, so a vector indexes them.
-        let shift = dfa.stride2();
-        let mut index: Vec<u32> = Vec::new();
-        let mut order = vec![start];
-        let mut raw_transitions: Vec<u32> = Vec::new();
-        let slot = |index: &mut Vec<u32>, id: regex_automata::util::primitives::StateID| {
-            let k = id.as_usize() >> shift;
-            if k >= index.len() {
-                index.resize(k + 1, u32::MAX);
-            }
-            k
-        };
-        let k = slot(&mut index, start);
-        index[k] = 0;
-        let mut i = 0;
-        while i < order.len() {
-            let state = order[i];
-            i += 1;
-            for &b in &representatives {
-                let next = dfa.next_state(state, b);
-                let k = slot(&mut index, next);
-                if index[k] == u32::MAX {
-                    index[k] = order.len() as u32;
-                    order.push(next);
-                }
-                raw_transitions.push(index[k]);
-            }
-        }
+        let (dfa, classes) = (&built.dfa, built.classes);
+        let stride = built.representatives.len();
+        let (order, raw_transitions) = built
+            .reachable(usize::MAX)
+            .map_err(|()| "too many DFA states".to_string())?;
         let matching_raw: Vec<bool> = order
             .iter()
             .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))

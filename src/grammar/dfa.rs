@@ -70,4 +70,43 @@ impl AnchoredDfa {
             representatives,
         })
     }
+
+    /// The states reachable from the start, numbered in breadth-first order (the
+    /// start is 0), and their transitions: `transitions[state * stride + class]` with
+    /// `stride` = the number of classes. `Err(())` when there are more than
+    /// `max_states`.
+    pub fn reachable(&self, max_states: usize) -> Result<(Vec<StateID>, Vec<u32>), ()> {
+        // Dense state ids are multiples of the stride, so a vector indexes them.
+        let shift = self.dfa.stride2();
+        let mut index: Vec<u32> = Vec::new();
+        let slot = |index: &mut Vec<u32>, id: StateID| {
+            let k = id.as_usize() >> shift;
+            if k >= index.len() {
+                index.resize(k + 1, u32::MAX);
+            }
+            k
+        };
+        let k = slot(&mut index, self.start);
+        index[k] = 0;
+        let mut order = vec![self.start];
+        let mut transitions = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            let state = order[i];
+            i += 1;
+            for &b in &self.representatives {
+                let next = self.dfa.next_state(state, b);
+                let k = slot(&mut index, next);
+                if index[k] == u32::MAX {
+                    if order.len() >= max_states {
+                        return Err(());
+                    }
+                    index[k] = order.len() as u32;
+                    order.push(next);
+                }
+                transitions.push(index[k]);
+            }
+        }
+        Ok((order, transitions))
+    }
 }

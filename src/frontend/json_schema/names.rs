@@ -66,41 +66,15 @@ impl NameAutomaton {
     ) -> Result<NameAutomaton, String> {
         let mut all = vec![body.clone(), declared.clone()];
         all.extend(patterns.iter().cloned());
-        let AnchoredDfa {
-            dfa,
-            start,
-            classes,
-            representatives,
-        } = AnchoredDfa::build(&all, limits.bytes, limits.bytes)?;
-        let stride = representatives.len();
-        let mut index: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
-        let mut order = vec![start];
-        index.insert(start, 0);
-        let mut transitions = Vec::new();
-        let mut i = 0;
-        while i < order.len() {
-            let state = order[i];
-            i += 1;
-            for &b in &representatives {
-                let next = dfa.next_state(state, b);
-                let id = match index.get(&next) {
-                    Some(&id) => id,
-                    None => {
-                        if order.len() >= limits.states {
-                            return Err(format!(
-                                "the property-name automaton has more than {} states",
-                                limits.states
-                            ));
-                        }
-                        let id = order.len() as u32;
-                        index.insert(next, id);
-                        order.push(next);
-                        id
-                    }
-                };
-                transitions.push(id);
-            }
-        }
+        let built = AnchoredDfa::build(&all, limits.bytes, limits.bytes)?;
+        let (dfa, classes) = (&built.dfa, built.classes);
+        let stride = built.representatives.len();
+        let (order, transitions) = built.reachable(limits.states).map_err(|()| {
+            format!(
+                "the property-name automaton has more than {} states",
+                limits.states
+            )
+        })?;
         let labels = order
             .iter()
             .map(|&s| {
