@@ -326,26 +326,27 @@ fn safetensors_llama_and_qwen2_checkpoints_generate() {
     }
 }
 
+/// `stencil generate ARGS`, as a user runs it.
+fn run_generate(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_stencil"))
+        .arg("generate")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// `stencil generate` as users call it (the contract's flags and `--output-json` keys).
 #[test]
 fn generate_command_contract() {
-    use std::process::Command;
     let dir = std::env::temp_dir().join(format!("stencil-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let schema_path = dir.join("schema.json");
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
                         "required": ["ok"], "additionalProperties": false});
     std::fs::write(&schema_path, schema.to_string()).unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_stencil"))
-            .arg("generate")
-            .args(args)
-            .output()
-            .unwrap()
-    };
     let model = tiny_model().to_str().unwrap();
     let schema_arg = schema_path.to_str().unwrap();
-    let out = run(&[
+    let out = run_generate(&[
         "--model",
         model,
         "--schema",
@@ -391,7 +392,7 @@ fn generate_command_contract() {
     assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&text));
 
     // A bad grammar fails before any model is loaded; a bad model path names it.
-    let out = run(&[
+    let out = run_generate(&[
         "--model",
         "/nonexistent.gguf",
         "--regex",
@@ -400,7 +401,7 @@ fn generate_command_contract() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid grammar"));
-    let out = run(&["--model", "/nonexistent.gguf", "--json"]);
+    let out = run_generate(&["--model", "/nonexistent.gguf", "--json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.gguf"));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -410,7 +411,6 @@ fn generate_command_contract() {
 /// and a line's text is what the same request writes alone.
 #[test]
 fn generate_requests_file_runs_as_one_batch() {
-    use std::process::Command;
     let dir = std::env::temp_dir().join(format!("stencil-requests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
@@ -429,13 +429,6 @@ fn generate_requests_file_runs_as_one_batch() {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&requests_path, text).unwrap();
     let model = tiny_model().to_str().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_stencil"))
-            .arg("generate")
-            .args(args)
-            .output()
-            .unwrap()
-    };
     let common = [
         "--model",
         model,
@@ -452,7 +445,7 @@ fn generate_requests_file_runs_as_one_batch() {
         "--requests",
         requests_path.to_str().unwrap(),
     ]);
-    let out = run(&args);
+    let out = run_generate(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -479,7 +472,7 @@ fn generate_requests_file_runs_as_one_batch() {
 
     // Streamed: delta lines per request, whose concatenation is the final text.
     args.push("--stream");
-    let out = run(&args);
+    let out = run_generate(&args);
     let mut deltas = vec![String::new(); 4];
     let mut finals = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -508,14 +501,14 @@ fn generate_requests_file_runs_as_one_batch() {
         "0.9",
         "--output-json",
     ]);
-    let out = run(&alone);
+    let out = run_generate(&alone);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["text"], results[0]["text"]);
 
     // Bad lines fail before the model loads, naming the line.
     let bad = |line: &str| {
         std::fs::write(&requests_path, format!("{{\"prompt\": \"x\"}}\n{line}\n")).unwrap();
-        let out = run(&[
+        let out = run_generate(&[
             "--model",
             "/nonexistent.gguf",
             "--json",
@@ -534,14 +527,20 @@ fn generate_requests_file_runs_as_one_batch() {
 
 #[test]
 fn device_flag_is_checked() {
-    use std::process::Command;
+    let model = tiny_model().to_str().unwrap();
     let run = |device: &str| {
-        Command::new(env!("CARGO_BIN_EXE_stencil"))
-            .args(["generate", "--json", "--device", device, "--model"])
-            .arg(tiny_model())
-            .args(["--raw", "--prompt", "x", "--max-tokens", "4"])
-            .output()
-            .unwrap()
+        run_generate(&[
+            "--json",
+            "--device",
+            device,
+            "--model",
+            model,
+            "--raw",
+            "--prompt",
+            "x",
+            "--max-tokens",
+            "4",
+        ])
     };
     let out = run("tpu");
     assert_eq!(out.status.code(), Some(2));
