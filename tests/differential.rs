@@ -104,6 +104,124 @@ const INLINE_REGEX: &[&str] = &[
     r"(^ab|^c)d*(e$|f$)|^$",
 ];
 
+/// Grammars built directly in the IR: permutations (no text syntax has them).
+fn ir_cases() -> Vec<(String, Grammar)> {
+    use stencil::grammar::{Expr, Permutation, Rule, RuleId};
+    let lit = |s: &str| Expr::literal(s.as_bytes());
+    let regex = |pattern: &str| {
+        Expr::Regex(
+            regex_syntax::ParserBuilder::new()
+                .build()
+                .parse(pattern)
+                .unwrap(),
+        )
+    };
+    let rule = |name: &str, expr: Expr| Rule {
+        name: name.into(),
+        expr,
+        location: None,
+    };
+    let object =
+        |p: Permutation| Expr::Seq(vec![lit("{"), Expr::Permutation(Box::new(p)), lit("}")]);
+    let mut out = Vec::new();
+    out.push((
+        "permutation-basic",
+        vec![rule(
+            "root",
+            object(Permutation {
+                members: vec![lit("a"), lit("bb"), lit("c")],
+                required: vec![true, false, false],
+                extra: None,
+                separator: lit(","),
+                min: 0,
+                max: None,
+            }),
+        )],
+    ));
+    out.push((
+        "permutation-extra-counted",
+        vec![rule(
+            "root",
+            object(Permutation {
+                members: vec![lit("a:1"), lit("b:2"), lit("c:3")],
+                required: vec![false, true, false],
+                extra: Some(regex("x[0-9]")),
+                separator: regex(", ?"),
+                min: 2,
+                max: Some(3),
+            }),
+        )],
+    ));
+    out.push((
+        "permutation-ambiguous-empty-separator",
+        vec![rule(
+            "root",
+            Expr::Permutation(Box::new(Permutation {
+                members: vec![lit("a"), lit("b"), lit("ab"), regex("b+")],
+                required: vec![false, true, false, false],
+                extra: None,
+                separator: Expr::Empty,
+                min: 1,
+                max: None,
+            })),
+        )],
+    ));
+    // Nested objects through a recursive rule, and a member that is a rule.
+    out.push((
+        "permutation-nested",
+        vec![
+            rule(
+                "root",
+                object(Permutation {
+                    members: vec![
+                        Expr::Seq(vec![lit("k:"), Expr::Ref(RuleId(1))]),
+                        Expr::Seq(vec![lit("n:"), Expr::Ref(RuleId(0))]),
+                        lit("z"),
+                    ],
+                    required: vec![false, false, true],
+                    extra: Some(Expr::Seq(vec![
+                        regex("[pq]"),
+                        lit("="),
+                        Expr::Ref(RuleId(1)),
+                    ])),
+                    separator: lit(","),
+                    min: 0,
+                    max: Some(3),
+                }),
+            ),
+            rule(
+                "value",
+                Expr::Alt(vec![regex("[0-9]{1,3}"), Expr::Ref(RuleId(0))]),
+            ),
+        ],
+    ));
+    out.push((
+        "permutation-exactly-two-of-five",
+        vec![rule(
+            "root",
+            object(Permutation {
+                members: ["a", "b", "c", "d", "e"].iter().map(|s| lit(s)).collect(),
+                required: vec![false; 5],
+                extra: None,
+                separator: lit(" "),
+                min: 2,
+                max: Some(2),
+            }),
+        )],
+    ));
+    out.into_iter()
+        .map(|(name, rules)| {
+            (
+                format!("ir:{name}"),
+                Grammar {
+                    rules,
+                    root: RuleId(0),
+                },
+            )
+        })
+        .collect()
+}
+
 struct Case {
     name: String,
     grammar: Grammar,
@@ -140,6 +258,9 @@ fn load_cases(failures: &mut Vec<String>) -> Vec<Case> {
     for pattern in INLINE_REGEX {
         let parsed = frontend::regex::parse(pattern, &Limits::default()).map_err(|e| e.to_string());
         sources.push((format!("regex:/{pattern}/"), parsed));
+    }
+    for (name, grammar) in ir_cases() {
+        sources.push((name, Ok(grammar)));
     }
     let mut cases = Vec::new();
     for (name, parsed) in sources {

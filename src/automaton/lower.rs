@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 
-use super::{NonTerminalId, Production, Symbol, TerminalId};
+use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
 use crate::grammar::{describe_expr, Expr, Grammar, RuleId};
 
 /// The CFG produced by lowering, terminals still as regexes.
@@ -25,6 +25,7 @@ pub(super) struct Lowered {
     pub productions: Vec<Production>,
     /// The augmented start symbol: one production `start -> root`.
     pub start: NonTerminalId,
+    pub permutations: Vec<Permutation>,
 }
 
 pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
@@ -41,6 +42,7 @@ pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
             nonterminal_names: Vec::new(),
             productions: Vec::new(),
             start: NonTerminalId(0),
+            permutations: Vec::new(),
         },
         terminal_index: HashMap::new(),
     };
@@ -226,6 +228,7 @@ impl Lowering<'_> {
                 });
                 Some((hir, weight))
             }
+            Expr::Permutation(_) => None,
         }
     }
 
@@ -343,9 +346,43 @@ impl Lowering<'_> {
                     max: *max,
                 }]]
             }
+            Expr::Permutation(p) => vec![vec![Symbol::Permutation(self.permutation(p))]],
             // Regular leaves were handled by `expr_hir` above.
             Expr::Empty | Expr::Regex(_) => vec![vec![]],
         }
+    }
+
+    /// Lowers a permutation: per item (members, then the extra) one nonterminal for
+    /// it as the first item and one for the separator followed by it, each side
+    /// numbered consecutively ([`Permutation::item_of`] relies on that).
+    fn permutation(&mut self, p: &crate::grammar::Permutation) -> PermutationId {
+        let items: Vec<&Expr> = p.members.iter().chain(p.extra.as_ref()).collect();
+        let id = PermutationId(self.out.permutations.len() as u32);
+        let first: Vec<NonTerminalId> = (0..items.len())
+            .map(|k| self.fresh_nonterminal(format!("<permutation {} item {k}>", id.0)))
+            .collect();
+        let next: Vec<NonTerminalId> = (0..items.len())
+            .map(|k| self.fresh_nonterminal(format!("<permutation {} , item {k}>", id.0)))
+            .collect();
+        for (k, item) in items.iter().enumerate() {
+            let alternatives = self.alternatives(item);
+            self.add_productions(first[k], alternatives);
+            let mut seq = SequenceBuilder::default();
+            self.push_sequence(&p.separator, &mut seq);
+            self.push_sequence(item, &mut seq);
+            let alternatives = vec![seq.finish(self)];
+            self.add_productions(next[k], alternatives);
+        }
+        self.out.permutations.push(Permutation {
+            first,
+            next,
+            required: p.required.clone(),
+            has_extra: p.extra.is_some(),
+            min: p.min,
+            max: p.max,
+            productive: Vec::new(),
+        });
+        id
     }
 
     /// Appends `expr` to a sequence being built, fusing regular neighbours.

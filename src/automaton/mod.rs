@@ -17,11 +17,13 @@
 
 pub mod lexer;
 mod lower;
+pub mod permutation;
 pub mod shortest;
 
 use std::fmt;
 
 pub use lexer::{LexerLimits, State, Terminal, DEAD};
+pub use permutation::{Permutation, PermutationId, Progress};
 
 use crate::grammar::{Grammar, GrammarError};
 
@@ -48,6 +50,9 @@ pub enum Symbol {
         min: u32,
         max: Option<u32>,
     },
+    /// Items in any order, each member at most once: the parse item carries a
+    /// [`Progress`] (see [`permutation`]).
+    Permutation(PermutationId),
 }
 
 /// `lhs -> rhs`.
@@ -82,6 +87,8 @@ pub enum CompileError {
     Grammar(#[from] GrammarError),
     #[error("terminal `{terminal}` cannot be compiled within the limits: {message}")]
     Terminal { terminal: String, message: String },
+    #[error("a permutation item matches the empty string: `{item}` (items must not be empty)")]
+    EmptyPermutationItem { item: String },
 }
 
 /// An immutable, shareable compiled grammar.
@@ -93,6 +100,7 @@ pub struct CompiledGrammar {
     nonterminal_names: Vec<String>,
     nullable: Vec<bool>,
     start: NonTerminalId,
+    permutations: Vec<Permutation>,
     /// Per nonterminal: the nonterminals its prediction reaches (itself included).
     prediction_closure: Vec<Vec<NonTerminalId>>,
     /// Per nonterminal: `(production, dot)` of its predicted items, the dot moved
@@ -149,6 +157,23 @@ impl CompiledGrammar {
             .map(|(_, hir)| hir.properties().minimum_len().is_some())
             .collect();
 
+        let mut permutations = lowered.permutations;
+        let item_productive = |p: &Permutation, known: &[bool]| -> Vec<bool> {
+            (0..p.first.len())
+                .map(|k| known[p.first[k].0 as usize] && known[p.next[k].0 as usize])
+                .collect()
+        };
+        let permutation_productive = |p: &Permutation, known: &[bool]| {
+            let items = item_productive(p, known);
+            let extra = p.has_extra && items[p.members()];
+            let required = p.required.iter().filter(|&&r| r).count() as u64;
+            let max = p.max.map_or(u64::MAX, u64::from);
+            let available = items[..p.members()].iter().filter(|&&x| x).count() as u64;
+            p.required.iter().zip(&items).all(|(&r, &x)| !r || x)
+                && (extra || available >= u64::from(p.min))
+                && required <= max
+                && u64::from(p.min) <= max
+        };
         let productive = fixpoint(
             n_nonterminals,
             &lowered.productions,
@@ -156,8 +181,18 @@ impl CompiledGrammar {
                 Symbol::Terminal(t) => terminal_productive[t.0 as usize],
                 Symbol::Rule(n) => known[n.0 as usize],
                 Symbol::Repeat { rule, min, .. } => *min == 0 || known[rule.0 as usize],
+                Symbol::Permutation(id) => {
+                    permutation_productive(&permutations[id.0 as usize], known)
+                }
             },
         );
+        for p in &mut permutations {
+            p.productive = item_productive(p, &productive);
+        }
+        let permutation_ok: Vec<bool> = permutations
+            .iter()
+            .map(|p| permutation_productive(p, &productive))
+            .collect();
         // Keep only productions that can complete; predicting a nonterminal with no
         // productions left simply adds nothing.
         let productions: Vec<Production> = lowered
@@ -168,14 +203,29 @@ impl CompiledGrammar {
                     Symbol::Terminal(t) => terminal_productive[t.0 as usize],
                     Symbol::Rule(n) => productive[n.0 as usize],
                     Symbol::Repeat { rule, min, .. } => *min == 0 || productive[rule.0 as usize],
+                    Symbol::Permutation(id) => permutation_ok[id.0 as usize],
                 })
             })
+            .collect();
+        // Items are never empty (checked below), so a permutation matches the empty
+        // string exactly when it may end before its first item.
+        let permutation_nullable: Vec<bool> = permutations
+            .iter()
+            .map(|p| p.can_end(&Progress::default()))
             .collect();
         let nullable = fixpoint(n_nonterminals, &productions, |sym, known| match sym {
             Symbol::Terminal(t) => terminal_nullable[t.0 as usize],
             Symbol::Rule(n) => known[n.0 as usize],
             Symbol::Repeat { rule, min, .. } => *min == 0 || known[rule.0 as usize],
+            Symbol::Permutation(id) => permutation_nullable[id.0 as usize],
         });
+        for p in &permutations {
+            if let Some(&nt) = p.first.iter().find(|nt| nullable[nt.0 as usize]) {
+                return Err(CompileError::EmptyPermutationItem {
+                    item: lowered.nonterminal_names[nt.0 as usize].clone(),
+                });
+            }
+        }
         let mut by_lhs = vec![Vec::new(); n_nonterminals];
         for (i, p) in productions.iter().enumerate() {
             by_lhs[p.lhs.0 as usize].push(ProductionId(i as u32));
@@ -192,6 +242,7 @@ impl CompiledGrammar {
             Symbol::Terminal(t) => terminal_nullable[t.0 as usize],
             Symbol::Rule(n) => nullable[n.0 as usize],
             Symbol::Repeat { rule, min, .. } => *min == 0 || nullable[rule.0 as usize],
+            Symbol::Permutation(id) => permutation_nullable[id.0 as usize],
         };
         let mut predicted_items = vec![Vec::new(); n_nonterminals];
         // Nonterminals each one predicts directly (at a dot reachable over nullables).
@@ -204,6 +255,12 @@ impl CompiledGrammar {
                     Symbol::Repeat { rule, max, .. } if *max != Some(0) => {
                         direct[p.lhs.0 as usize].push(*rule)
                     }
+                    // A predicted item starts the permutation with nothing done.
+                    Symbol::Permutation(id) => direct[p.lhs.0 as usize].extend(
+                        permutations[id.0 as usize]
+                            .awaited(&Progress::default())
+                            .map(|(_, nt)| nt),
+                    ),
                     _ => {}
                 }
                 if !symbol_nullable(sym) {
@@ -235,6 +292,7 @@ impl CompiledGrammar {
             nonterminal_names: lowered.nonterminal_names,
             nullable,
             start: lowered.start,
+            permutations,
             prediction_closure,
             predicted_items,
             shortest: std::sync::OnceLock::new(),
@@ -294,6 +352,11 @@ impl CompiledGrammar {
 
     pub fn nonterminal_name(&self, nt: NonTerminalId) -> &str {
         &self.nonterminal_names[nt.0 as usize]
+    }
+
+    #[inline]
+    pub fn permutation(&self, id: PermutationId) -> &Permutation {
+        &self.permutations[id.0 as usize]
     }
 
     /// The augmented start symbol; its productions derive the root rule.

@@ -10,7 +10,9 @@ use std::collections::VecDeque;
 use std::sync::OnceLock;
 
 use super::lexer::{State, Terminal, DEAD};
-use super::{CompiledGrammar, NonTerminalId, ProductionId, Symbol, TerminalId};
+use super::{
+    CompiledGrammar, NonTerminalId, PermutationId, ProductionId, Progress, Symbol, TerminalId,
+};
 
 /// "No string": unreachable match or unproductive nonterminal.
 pub const UNREACHABLE: u64 = u64::MAX;
@@ -146,6 +148,64 @@ impl ShortestStrings {
                         .saturating_mul(u64::from(remaining))
                 }
             }
+            Symbol::Permutation(id) => self.permutation_len(grammar, id, &Progress::default()),
+        }
+    }
+
+    /// The items (and for each the nonterminal deriving it in place) of a shortest
+    /// way to finish permutation `id` from `progress`.
+    fn permutation_ending(
+        &self,
+        grammar: &CompiledGrammar,
+        id: PermutationId,
+        progress: &Progress,
+    ) -> Option<Vec<NonTerminalId>> {
+        let p = grammar.permutation(id);
+        let items = p.cheapest_ending(progress, |k| self.nonterminal_len(p.next[k as usize]))?;
+        Some(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| {
+                    let side = if i == 0 && progress.count == 0 {
+                        &p.first
+                    } else {
+                        &p.next
+                    };
+                    side[k as usize]
+                })
+                .collect(),
+        )
+    }
+
+    /// Shortest length of what finishes permutation `id` from `progress`.
+    pub fn permutation_len(
+        &self,
+        grammar: &CompiledGrammar,
+        id: PermutationId,
+        progress: &Progress,
+    ) -> u64 {
+        match self.permutation_ending(grammar, id, progress) {
+            Some(items) => items.iter().fold(0u64, |acc, &nt| {
+                acc.saturating_add(self.nonterminal_len(nt))
+            }),
+            None => UNREACHABLE,
+        }
+    }
+
+    /// Appends a shortest string finishing permutation `id` from `progress`.
+    pub fn write_permutation(
+        &self,
+        grammar: &CompiledGrammar,
+        id: PermutationId,
+        progress: &Progress,
+        out: &mut Vec<u8>,
+    ) {
+        for nt in self
+            .permutation_ending(grammar, id, progress)
+            .unwrap_or_default()
+        {
+            self.write_nonterminal(grammar, nt, out);
         }
     }
 
@@ -175,6 +235,9 @@ impl ShortestStrings {
                 for _ in done..min {
                     self.write_nonterminal(grammar, rule, out);
                 }
+            }
+            Symbol::Permutation(id) => {
+                self.write_permutation(grammar, id, &Progress::default(), out)
             }
         }
     }

@@ -25,6 +25,19 @@ pub fn to_lark(grammar: &CompiledGrammar) -> String {
             (m, None) => format!("n{}{{{m},}}", rule.0),
             (m, Some(n)) => format!("n{}{{{m},{n}}}", rule.0),
         },
+        // Lark has no permutation: the items in any order and number. Only JSON
+        // Schema objects lower to permutations, and llguidance reads those schemas
+        // itself, so this over-approximation is never benchmarked.
+        Symbol::Permutation(id) => {
+            let p = grammar.permutation(*id);
+            let names = |side: &[stencil::automaton::NonTerminalId]| {
+                side.iter()
+                    .map(|n| format!("n{}", n.0))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            };
+            format!("((({}) ({})*)?)", names(&p.first), names(&p.next))
+        }
     };
     let mut out = format!("start: n{}\n", grammar.start().0);
     let mut by_lhs: Vec<Vec<String>> = Vec::new();

@@ -11,7 +11,11 @@
 //! * [`Expr::Repeat`] keeps bounded repetition as a counter (`x{0,2000}` is one
 //!   node with `max = 2000`, never 2000 copies);
 //! * rules may be recursive in any way (left recursion and ambiguity included);
-//!   the parser downstream is an Earley parser and accepts any context-free grammar.
+//!   the parser downstream is an Earley parser and accepts any context-free grammar;
+//! * [`Expr::Permutation`] is the one construct beyond context-free: members in any
+//!   order, each at most once (JSON objects whose keys may come in any order). As a
+//!   CFG it needs a rule per subset of members; the parser instead keeps the set of
+//!   members used in its parse item, so 500 properties cost 500 rules, not 2^500.
 //!
 //! [`Grammar::validate`] checks what no later stage should have to: references in
 //! range, `min <= max`, and a non-empty language.
@@ -88,6 +92,49 @@ pub enum Expr {
         min: u32,
         max: Option<u32>,
     },
+    /// Members in any order, separated: see [`Permutation`].
+    Permutation(Box<Permutation>),
+}
+
+/// `m1 sep m2 sep ... mk`: every item a member used at most once or an extra
+/// (any number of times); every required member appears; `min <= k <= max`.
+///
+/// No member nor the extra may match the empty string (the parser counts an item
+/// when it completes, and an empty one would complete where it started); the
+/// automaton stage rejects such a grammar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permutation {
+    pub members: Vec<Expr>,
+    pub required: Vec<bool>,
+    pub extra: Option<Expr>,
+    pub separator: Expr,
+    pub min: u32,
+    pub max: Option<u32>,
+}
+
+impl Permutation {
+    /// Every sub-expression: members, then the extra, then the separator.
+    pub fn parts(&self) -> impl Iterator<Item = &Expr> {
+        self.members
+            .iter()
+            .chain(self.extra.as_ref())
+            .chain(std::iter::once(&self.separator))
+    }
+
+    /// Whether some item sequence meets `required`, `min` and `max`, given which
+    /// members (and whether the extra) derive some string.
+    pub fn satisfiable(&self, member_productive: &[bool], extra_productive: bool) -> bool {
+        let required = self.required.iter().filter(|&&r| r).count() as u64;
+        let all_required = self
+            .required
+            .iter()
+            .zip(member_productive)
+            .all(|(&r, &p)| !r || p);
+        let available = member_productive.iter().filter(|&&p| p).count() as u64;
+        let reaches_min = extra_productive || available >= u64::from(self.min);
+        let max = self.max.map_or(u64::MAX, u64::from);
+        all_required && reaches_min && required <= max && u64::from(self.min) <= max
+    }
 }
 
 impl Expr {
@@ -115,6 +162,7 @@ impl Expr {
             Expr::Ref(r) => f(*r),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|e| e.for_each_ref(f)),
             Expr::Repeat { expr, .. } => expr.for_each_ref(f),
+            Expr::Permutation(p) => p.parts().for_each(|e| e.for_each_ref(f)),
         }
     }
 }
@@ -146,6 +194,11 @@ pub enum GrammarError {
         location: Option<Location>,
         min: u32,
         max: u32,
+    },
+    #[error("rule `{rule}`{at}: a permutation needs one `required` flag per member", at = at(location))]
+    PermutationShape {
+        rule: String,
+        location: Option<Location>,
     },
     #[error("the grammar's language is empty: start rule `{rule}`{at} can never finish matching (every alternative needs itself or an impossible character class)", at = at(location))]
     EmptyLanguage {
@@ -233,6 +286,25 @@ fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
             }
             check_bounds(expr, rule)
         }
+        Expr::Permutation(p) => {
+            if p.required.len() != p.members.len() {
+                return Err(GrammarError::PermutationShape {
+                    rule: rule.name.clone(),
+                    location: rule.location,
+                });
+            }
+            if let Some(max) = p.max {
+                if p.min > max {
+                    return Err(GrammarError::RepeatMinAboveMax {
+                        rule: rule.name.clone(),
+                        location: rule.location,
+                        min: p.min,
+                        max,
+                    });
+                }
+            }
+            p.parts().try_for_each(|e| check_bounds(e, rule))
+        }
     }
 }
 
@@ -245,6 +317,20 @@ pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
         Expr::Seq(items) => items.iter().all(|e| expr_productive(e, productive_rules)),
         Expr::Alt(items) => items.iter().any(|e| expr_productive(e, productive_rules)),
         Expr::Repeat { expr, min, .. } => *min == 0 || expr_productive(expr, productive_rules),
+        Expr::Permutation(p) => {
+            let members: Vec<bool> = p
+                .members
+                .iter()
+                .map(|e| expr_productive(e, productive_rules))
+                .collect();
+            let extra = p
+                .extra
+                .as_ref()
+                .is_some_and(|e| expr_productive(e, productive_rules));
+            // An unproductive separator makes the whole construct unproductive
+            // (simpler than counting on sequences of one item).
+            p.satisfiable(&members, extra) && expr_productive(&p.separator, productive_rules)
+        }
     }
 }
 
@@ -296,6 +382,26 @@ fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
                 (m, Some(n)) if m == n => out.push_str(&format!("{{{m}}}")),
                 (m, Some(n)) => out.push_str(&format!("{{{m},{n}}}")),
             }
+        }
+        Expr::Permutation(p) => {
+            out.push_str("permutation(");
+            for (i, member) in p.members.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_expr(member, grammar, out, true);
+                if !p.required[i] {
+                    out.push('?');
+                }
+            }
+            if let Some(extra) = &p.extra {
+                out.push_str("; extra ");
+                write_expr(extra, grammar, out, true);
+                out.push('*');
+            }
+            out.push_str("; separator ");
+            write_expr(&p.separator, grammar, out, true);
+            out.push(')');
         }
     }
 }

@@ -2,7 +2,9 @@
 //! which some lexeme finished.
 //!
 //! Items carry a repetition `count` for [`Symbol::Repeat`], which is how bounded
-//! repetition is counted without unrolling. Nullable symbols are stepped over when
+//! repetition is counted without unrolling; at a [`Symbol::Permutation`] the same
+//! field numbers the permutation's [`Progress`] (interned per chart, 0 = nothing
+//! done), so the members used travel with the item instead of a rule per subset. Nullable symbols are stepped over when
 //! predicted (Aycock and Horspool), so a completion whose origin is the current set
 //! never needs to be processed. Sets are final once closed, and each keeps a sorted
 //! index from "symbol after the dot" to its items, used by later completions.
@@ -14,7 +16,9 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::automaton::{CompiledGrammar, NonTerminalId, ProductionId, Symbol, TerminalId};
+use crate::automaton::{
+    CompiledGrammar, NonTerminalId, ProductionId, Progress, Symbol, TerminalId,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct Item {
@@ -22,7 +26,8 @@ pub(super) struct Item {
     pub dot: u32,
     /// Index of the set where this item's production was predicted.
     pub origin: u32,
-    /// Iterations done of the `Repeat` after the dot (saturated at `min` when unbounded).
+    /// Iterations done of the `Repeat` after the dot (saturated at `min` when
+    /// unbounded), or the number of the `Permutation`'s progress.
     pub count: u32,
 }
 
@@ -65,9 +70,44 @@ pub(super) struct Chart {
     predicted: Vec<u32>,
     /// Bumped for every set built, so stale stamps never match after a rollback.
     generation: u32,
+    /// Permutation progress values numbered `1..` (0 is the empty progress). Never
+    /// shrinks: a number stays valid for the whole parse, rollbacks included.
+    progresses: Vec<Progress>,
+    progress_numbers: FxHashMap<Progress, u32>,
+}
+
+static NOTHING_DONE: Progress = Progress {
+    used: Vec::new(),
+    count: 0,
+};
+
+/// The progress numbered `number` in `progresses` (see [`Chart::progress`]).
+fn progress_in(progresses: &[Progress], number: u32) -> &Progress {
+    match number {
+        0 => &NOTHING_DONE,
+        n => &progresses[n as usize - 1],
+    }
 }
 
 impl Chart {
+    /// The permutation progress an item at a [`Symbol::Permutation`] carries.
+    pub fn progress(&self, item: &Item) -> &Progress {
+        progress_in(&self.progresses, item.count)
+    }
+
+    fn progress_number(&mut self, progress: Progress) -> u32 {
+        if progress == NOTHING_DONE {
+            return 0;
+        }
+        if let Some(&n) = self.progress_numbers.get(&progress) {
+            return n;
+        }
+        self.progresses.push(progress.clone());
+        let n = self.progresses.len() as u32;
+        self.progress_numbers.insert(progress, n);
+        n
+    }
+
     /// Adds to the set being built every item of set `origin` waiting on terminal
     /// `t`, with the dot moved past it (the scan step).
     pub fn advance_over_terminal(&mut self, origin: u32, t: TerminalId) {
@@ -141,7 +181,13 @@ impl Chart {
                 }
                 _ => true,
             };
-            if count_matters {
+            if let Symbol::Permutation(_) = production.rhs[item.dot as usize] {
+                // Progress numbers are per chart: write what they stand for.
+                let progress = self.progress(&item);
+                out.extend([item.prod.0, item.dot, 2, progress.count]);
+                out.push(progress.used.len() as u32);
+                out.extend(&progress.used);
+            } else if count_matters {
                 out.extend([item.prod.0, item.dot, 0, item.count]);
             } else {
                 out.extend([item.prod.0, item.dot, 1]);
@@ -267,6 +313,23 @@ impl Chart {
                         });
                     }
                 }
+                Symbol::Permutation(id) => {
+                    let permutation = grammar.permutation(id);
+                    let progress = progress_in(&self.progresses, item.count);
+                    let awaited: Vec<NonTerminalId> =
+                        permutation.awaited(progress).map(|(_, nt)| nt).collect();
+                    let can_end = permutation.can_end(progress);
+                    for nt in awaited {
+                        self.predict(grammar, nt, set_index);
+                    }
+                    if can_end {
+                        self.add(Item {
+                            dot: item.dot + 1,
+                            count: 0,
+                            ..item
+                        });
+                    }
+                }
             }
         }
         self.close(grammar, position, items_start);
@@ -324,6 +387,15 @@ impl Chart {
                         self.add(Item { count, ..parent });
                     }
                 }
+                // The parent waited on `lhs` only if that item was allowed for it.
+                Symbol::Permutation(id) => {
+                    let permutation = grammar.permutation(id);
+                    if let Some(k) = permutation.item_of(lhs) {
+                        let next = permutation.after(self.progress(&parent), k);
+                        let count = self.progress_number(next);
+                        self.add(Item { count, ..parent });
+                    }
+                }
                 _ => self.add(Item {
                     dot: parent.dot + 1,
                     count: 0,
@@ -345,6 +417,12 @@ impl Chart {
                 Some(Symbol::Terminal(t)) => self.waiting.push((terminal_key(*t), i as u32)),
                 Some(Symbol::Rule(n)) | Some(Symbol::Repeat { rule: n, .. }) => {
                     self.waiting.push((nonterminal_key(*n), i as u32))
+                }
+                Some(Symbol::Permutation(id)) => {
+                    let progress = progress_in(&self.progresses, item.count);
+                    for (_, nt) in grammar.permutation(*id).awaited(progress) {
+                        self.waiting.push((nonterminal_key(nt), i as u32));
+                    }
                 }
             }
         }

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use super::chart::{nonterminal_key, terminal_key, Item};
 use super::Matcher;
 use crate::automaton::shortest::{ShortestStrings, UNREACHABLE};
-use crate::automaton::{CompiledGrammar, Symbol};
+use crate::automaton::{CompiledGrammar, NonTerminalId, Progress, Symbol};
 
 /// Deeper chains than this are given up on (bounded stack).
 const MAX_DEPTH: usize = 20_000;
@@ -47,7 +47,7 @@ impl Search<'_> {
         let mut best = (UNREACHABLE, None);
         let waiting: Vec<Item> = self.matcher.chart.items_waiting(set, key).collect();
         for item in waiting {
-            let cost = self.advanced(item, depth + 1);
+            let cost = self.advanced(item, key, depth + 1);
             if cost < best.0 {
                 best = (cost, Some(item));
             }
@@ -62,10 +62,11 @@ impl Search<'_> {
         best.0
     }
 
-    /// Cost to finish after `item` advances over the symbol after its dot.
-    fn advanced(&mut self, item: Item, depth: usize) -> u64 {
+    /// Cost to finish after `item` advances over the symbol after its dot (over
+    /// the symbol of `key`: which one matters inside a permutation).
+    fn advanced(&mut self, item: Item, key: u32, depth: usize) -> u64 {
         let production = self.grammar.production(item.prod);
-        let rest = self.rest(item);
+        let rest = self.rest(item, key);
         if rest == UNREACHABLE {
             return UNREACHABLE;
         }
@@ -76,9 +77,10 @@ impl Search<'_> {
         rest.saturating_add(up)
     }
 
-    /// Bytes of the production after `item` advances: the remaining iterations of a
-    /// repeat at the dot, then the symbols after it.
-    fn rest(&self, item: Item) -> u64 {
+    /// Bytes of the production after `item` advances over `key`'s symbol: the
+    /// remaining iterations of a repeat (or items of a permutation) at the dot,
+    /// then the symbols after it.
+    fn rest(&self, item: Item, key: u32) -> u64 {
         let rhs = &self.grammar.production(item.prod).rhs;
         let dot = item.dot as usize;
         let at_dot = match rhs[dot] {
@@ -86,9 +88,27 @@ impl Search<'_> {
                 self.shortest
                     .symbol_len(self.grammar, &rhs[dot], item.count.saturating_add(1))
             }
+            Symbol::Permutation(id) => match self.permutation_after(item, key) {
+                Some(progress) => self.shortest.permutation_len(self.grammar, id, &progress),
+                None => UNREACHABLE,
+            },
             _ => 0,
         };
         at_dot.saturating_add(self.shortest.symbols_len(self.grammar, &rhs[dot + 1..]))
+    }
+
+    /// The progress of `item`, at a permutation, once the item `key` names is done.
+    fn permutation_after(&self, item: Item, key: u32) -> Option<Progress> {
+        let rhs = &self.grammar.production(item.prod).rhs;
+        let Symbol::Permutation(id) = rhs[item.dot as usize] else {
+            return None;
+        };
+        let permutation = self.grammar.permutation(id);
+        if key & 1 == 1 {
+            return None; // a terminal's key: not one of the permutation's items
+        }
+        let k = permutation.item_of(NonTerminalId(key >> 1))?;
+        Some(permutation.after(self.matcher.chart.progress(&item), k))
     }
 
     fn write_up(&self, set: u32, key: u32, out: &mut Vec<u8>) {
@@ -96,17 +116,28 @@ impl Search<'_> {
             via: Some(item), ..
         }) = self.memo.get(&(set, key))
         {
-            self.write_advanced(*item, out);
+            self.write_advanced(*item, key, out);
         }
     }
 
-    fn write_advanced(&self, item: Item, out: &mut Vec<u8>) {
+    fn write_advanced(&self, item: Item, key: u32, out: &mut Vec<u8>) {
         let production = self.grammar.production(item.prod);
         let rhs = &production.rhs;
         let dot = item.dot as usize;
-        if let Symbol::Repeat { .. } = rhs[dot] {
-            self.shortest
-                .write_symbol(self.grammar, &rhs[dot], item.count.saturating_add(1), out);
+        match rhs[dot] {
+            Symbol::Repeat { .. } => self.shortest.write_symbol(
+                self.grammar,
+                &rhs[dot],
+                item.count.saturating_add(1),
+                out,
+            ),
+            Symbol::Permutation(id) => {
+                if let Some(progress) = self.permutation_after(item, key) {
+                    self.shortest
+                        .write_permutation(self.grammar, id, &progress, out);
+                }
+            }
+            _ => {}
         }
         for symbol in &rhs[dot + 1..] {
             self.shortest.write_symbol(self.grammar, symbol, 0, out);

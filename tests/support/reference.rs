@@ -38,6 +38,12 @@
 //!   productive). The sequence `R(t)` of position sets is eventually periodic (it
 //!   is a function of its previous value), so `x{0,2000}` costs as much as `x*`.
 //!
+//! * `Permutation`: a breadth-first walk over `(members used, items written)`
+//!   states, each with the set of positions where the parse can stand in it; an
+//!   item is allowed only where the rest can still be completed (unused productive
+//!   members, room under `max` for the missing required ones), like a `Seq` whose
+//!   suffix must stay productive. Test grammars keep the members few (a bit mask).
+//!
 //! The module also has a random sampler of derivations ([`Reference::sample`]) used
 //! to generate positive test strings.
 
@@ -296,6 +302,72 @@ enum Node {
         min: u32,
         max: Option<u32>,
     },
+    Perm(Perm),
+}
+
+/// A permutation: `items` are the members, then the extra if there is one.
+#[derive(Debug, Clone)]
+struct Perm {
+    items: Vec<usize>,
+    required: Vec<bool>,
+    has_extra: bool,
+    sep: usize,
+    min: u32,
+    max: Option<u32>,
+}
+
+impl Perm {
+    fn members(&self) -> usize {
+        self.required.len()
+    }
+
+    fn extra_productive(&self, prod: &[bool]) -> bool {
+        self.has_extra && prod[self.items[self.members()]]
+    }
+
+    fn productive(&self, prod: &[bool]) -> bool {
+        let n = self.members();
+        let required = self.required.iter().filter(|&&r| r).count() as u32;
+        let available = (0..n).filter(|&k| prod[self.items[k]]).count() as u32;
+        (0..n).all(|k| !self.required[k] || prod[self.items[k]])
+            && prod[self.sep]
+            && (self.extra_productive(prod) || available >= self.min)
+            && self.max.is_none_or(|m| required <= m && self.min <= m)
+    }
+
+    /// Whether, with members `mask` used and `count` items written, the rest can
+    /// still be completed.
+    fn can_finish(&self, mask: u64, count: u32, prod: &[bool]) -> bool {
+        let n = self.members();
+        let unused = |k: usize| mask & (1 << k) == 0;
+        let missing = (0..n).filter(|&k| self.required[k] && unused(k)).count() as u32;
+        let available = (0..n).filter(|&k| prod[self.items[k]] && unused(k)).count() as u32;
+        self.max.is_none_or(|m| count + missing <= m)
+            && (self.extra_productive(prod) || count + available >= self.min)
+    }
+
+    fn can_end(&self, mask: u64, count: u32) -> bool {
+        count >= self.min && (0..self.members()).all(|k| !self.required[k] || mask & (1 << k) != 0)
+    }
+
+    /// The state after item `k`, if it is allowed in `(mask, count)`.
+    fn step(&self, mask: u64, count: u32, k: usize, prod: &[bool]) -> Option<(u64, u32)> {
+        if !prod[self.items[k]] || self.max.is_some_and(|m| count >= m) {
+            return None;
+        }
+        let mask = if k < self.members() {
+            if mask & (1 << k) != 0 {
+                return None;
+            }
+            mask | 1 << k
+        } else {
+            mask
+        };
+        // Counts from `cap` on behave alike.
+        let cap = self.max.unwrap_or(self.min.max(1));
+        let count = (count + 1).min(cap);
+        self.can_finish(mask, count, prod).then_some((mask, count))
+    }
 }
 
 /// The reference recognizer for one grammar.
@@ -417,6 +489,26 @@ impl Reference {
                 min: *min,
                 max: *max,
             },
+            Expr::Permutation(p) => {
+                assert!(
+                    p.members.len() < 16,
+                    "reference: too many permutation members"
+                );
+                let items = p
+                    .members
+                    .iter()
+                    .chain(p.extra.as_ref())
+                    .map(|e| self.add(e))
+                    .collect();
+                Node::Perm(Perm {
+                    items,
+                    required: p.required.clone(),
+                    has_extra: p.extra.is_some(),
+                    sep: self.add(&p.separator),
+                    min: p.min,
+                    max: p.max,
+                })
+            }
         };
         self.nodes.push(node);
         self.nodes.len() - 1
@@ -491,6 +583,7 @@ impl Reference {
                     Node::Seq(items, _) => items.iter().all(|&c| prod[c]),
                     Node::Alt(items) => items.iter().any(|&c| prod[c]),
                     Node::Repeat { x, min, .. } => *min == 0 || prod[*x],
+                    Node::Perm(perm) => perm.productive(&prod),
                 };
                 if p && !prod[id] {
                     prod[id] = true;
@@ -534,6 +627,20 @@ impl Reference {
                             0
                         } else {
                             rank[*x]
+                        }
+                    }
+                    // An upper bound: what the shortest derivation below may use.
+                    Node::Perm(perm) => {
+                        if self.productive[id] {
+                            perm.items
+                                .iter()
+                                .chain([&perm.sep])
+                                .filter(|&&c| self.productive[c])
+                                .map(|&c| rank[c])
+                                .max()
+                                .unwrap_or(0)
+                        } else {
+                            INF
                         }
                     }
                 };
@@ -656,6 +763,51 @@ impl Reference {
                 }
                 (ends, viable)
             }
+            Node::Perm(perm) => {
+                let prod = &self.productive;
+                let mut reach: std::collections::BTreeMap<(u64, u32), u64> =
+                    [((0, 0), 1u64 << i)].into();
+                let (mut ends, mut viable) = (0u64, 0u64);
+                // Monotone: iterate until no state's position set grows.
+                loop {
+                    let mut changed = false;
+                    let states: Vec<((u64, u32), u64)> =
+                        reach.iter().map(|(&k, &v)| (k, v)).collect();
+                    for ((mask, count), at) in states {
+                        if perm.can_end(mask, count) {
+                            ends |= at;
+                        }
+                        for k in 0..perm.items.len() {
+                            let Some(target) = perm.step(mask, count, k, prod) else {
+                                continue;
+                            };
+                            let item = perm.items[k];
+                            let mut starts = at;
+                            if count > 0 {
+                                starts = 0;
+                                for a in bits(at) {
+                                    viable |= get_p(perm.sep, a);
+                                    starts |= get_e(perm.sep, a);
+                                }
+                            }
+                            let mut after = 0;
+                            for a in bits(starts) {
+                                viable |= get_p(item, a);
+                                after |= get_e(item, a);
+                            }
+                            let slot = reach.entry(target).or_insert(0);
+                            if *slot | after != *slot {
+                                *slot |= after;
+                                changed = true;
+                            }
+                        }
+                    }
+                    if !changed {
+                        break;
+                    }
+                }
+                (ends, viable | ends)
+            }
         }
     }
 
@@ -775,6 +927,62 @@ impl Reference {
                         break;
                     }
                     self.gen(*x, depth, max_depth, soft_len, rng, out, shortest);
+                }
+            }
+            Node::Perm(perm) => {
+                let n = perm.members();
+                let prod = &self.productive;
+                let extra = n;
+                let mut chosen: Vec<usize> = (0..n).filter(|&k| perm.required[k]).collect();
+                let mut optional: Vec<usize> = (0..n)
+                    .filter(|&k| !perm.required[k] && prod[perm.items[k]])
+                    .collect();
+                if !shortest {
+                    optional.retain(|&k| {
+                        let take = rng.chance(1, 2);
+                        if take {
+                            chosen.push(k);
+                        }
+                        !take
+                    });
+                    if perm.extra_productive(prod) {
+                        for _ in 0..rng.below(3) {
+                            chosen.push(extra);
+                        }
+                    }
+                }
+                while (chosen.len() as u32) < perm.min {
+                    match optional.pop() {
+                        Some(k) => chosen.push(k),
+                        None => chosen.push(extra),
+                    }
+                }
+                if let Some(max) = perm.max {
+                    while chosen.len() as u32 > max {
+                        let drop = chosen
+                            .iter()
+                            .rposition(|&k| k == extra || !perm.required[k]);
+                        chosen.remove(drop.expect("reference: permutation over max"));
+                    }
+                }
+                if !shortest {
+                    for j in (1..chosen.len()).rev() {
+                        chosen.swap(j, rng.below(j + 1));
+                    }
+                }
+                for (j, &k) in chosen.iter().enumerate() {
+                    if j > 0 {
+                        self.gen(perm.sep, depth, max_depth, soft_len, rng, out, shortest);
+                    }
+                    self.gen(
+                        perm.items[k],
+                        depth,
+                        max_depth,
+                        soft_len,
+                        rng,
+                        out,
+                        shortest,
+                    );
                 }
             }
         }

@@ -1,0 +1,188 @@
+//! Permutations in the parser: the rules of [`crate::grammar::Permutation`] (members
+//! in any order, each at most once, required ones present, an item count between
+//! bounds), decided from a small [`Progress`] value that the parse item carries.
+//!
+//! As a context-free grammar a permutation of `n` members needs a rule per subset
+//! of them, `2^n` rules; built lazily by the parser it needs only the subsets a
+//! parse actually visits (one per item written). Each item is lowered to two
+//! nonterminals, "as the first item" and "separator then item", so the separator
+//! is fused into the item's first terminal like any other neighbour.
+//!
+//! A parse item waits only on the items that keep it finishable (unused members,
+//! the extra, within `max`, leaving room for every missing required member), which
+//! is what the matcher's viability-from-live-lexemes rule needs: no item is ever
+//! created that cannot complete.
+
+use super::NonTerminalId;
+
+/// Index of a permutation in [`super::CompiledGrammar::permutations`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PermutationId(pub u32);
+
+/// What a parse has done inside one permutation: the members used (sorted) and
+/// the items written, saturated where larger counts behave alike.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Progress {
+    pub used: Vec<u32>,
+    pub count: u32,
+}
+
+impl Progress {
+    pub fn uses(&self, member: u32) -> bool {
+        self.used.binary_search(&member).is_ok()
+    }
+}
+
+/// A lowered permutation. Item `k < members` is member `k`; item `members` is the
+/// extra.
+#[derive(Debug, Clone)]
+pub struct Permutation {
+    /// Per item: the nonterminal deriving it as the first item.
+    pub first: Vec<NonTerminalId>,
+    /// Per item: the nonterminal deriving the separator, then the item.
+    pub next: Vec<NonTerminalId>,
+    /// Per member (not the extra).
+    pub required: Vec<bool>,
+    pub has_extra: bool,
+    pub min: u32,
+    pub max: Option<u32>,
+    /// Per item: it derives some string (set by the compiler after pruning).
+    pub productive: Vec<bool>,
+}
+
+impl Permutation {
+    pub fn members(&self) -> usize {
+        self.required.len()
+    }
+
+    fn extra_productive(&self) -> bool {
+        self.has_extra && self.productive[self.members()]
+    }
+
+    /// Counts stop here: with no `max`, every count from `min` (and from 1, which
+    /// decides "first item or separator") on behaves the same.
+    fn cap(&self) -> u32 {
+        self.max.unwrap_or(self.min.max(1))
+    }
+
+    /// Required members still missing, and productive members still unused.
+    fn outlook(&self, progress: &Progress) -> (u32, u32) {
+        let mut missing = 0;
+        let mut available = 0;
+        for k in 0..self.members() as u32 {
+            if progress.uses(k) {
+                continue;
+            }
+            missing += u32::from(self.required[k as usize]);
+            available += u32::from(self.productive[k as usize]);
+        }
+        (missing, available)
+    }
+
+    /// Whether `item` may come next: unused, productive, and the permutation can
+    /// still finish after it.
+    fn item_allowed(&self, progress: &Progress, item: u32, outlook: (u32, u32)) -> bool {
+        let (mut missing, mut available) = outlook;
+        let k = item as usize;
+        if !self.productive[k] || self.max.is_some_and(|m| progress.count >= m) {
+            return false;
+        }
+        if k < self.members() {
+            if progress.uses(item) {
+                return false;
+            }
+            missing -= u32::from(self.required[k]);
+            available -= 1;
+        }
+        let count = progress.count + 1;
+        let fits_max = self.max.is_none_or(|m| count + missing <= m);
+        let reaches_min = self.extra_productive() || count + available >= self.min;
+        fits_max && reaches_min
+    }
+
+    /// The nonterminals a parse item with `progress` waits on, with their items.
+    pub fn awaited(&self, progress: &Progress) -> impl Iterator<Item = (u32, NonTerminalId)> + '_ {
+        let outlook = self.outlook(progress);
+        let side = if progress.count == 0 {
+            &self.first
+        } else {
+            &self.next
+        };
+        let items = self.first.len() as u32;
+        let progress = progress.clone();
+        (0..items)
+            .filter(move |&k| self.item_allowed(&progress, k, outlook))
+            .map(move |k| (k, side[k as usize]))
+    }
+
+    /// Whether the permutation may end with `progress`.
+    pub fn can_end(&self, progress: &Progress) -> bool {
+        progress.count >= self.min && self.outlook(progress).0 == 0
+    }
+
+    /// The item that nonterminal `nt` derives, if it is one of this permutation's.
+    /// Lowering numbers each side's nonterminals consecutively, so this is a range
+    /// check, not a search (it runs at every completion).
+    pub fn item_of(&self, nt: NonTerminalId) -> Option<u32> {
+        let items = self.first.len() as u32;
+        [&self.first, &self.next].into_iter().find_map(|side| {
+            let k = nt.0.checked_sub(side.first()?.0)?;
+            (k < items).then_some(k)
+        })
+    }
+
+    /// `progress` after `item`.
+    pub fn after(&self, progress: &Progress, item: u32) -> Progress {
+        let mut used = progress.used.clone();
+        if (item as usize) < self.members() {
+            if let Err(at) = used.binary_search(&item) {
+                used.insert(at, item);
+            }
+        }
+        Progress {
+            used,
+            count: (progress.count + 1).min(self.cap()),
+        }
+    }
+
+    /// Items that finish the permutation soonest from `progress`, given each
+    /// item's cost as a following item (`next`): every missing required member,
+    /// then the cheapest others until `min` is reached. `None` when it cannot end.
+    pub fn cheapest_ending(
+        &self,
+        progress: &Progress,
+        cost: impl Fn(u32) -> u64,
+    ) -> Option<Vec<u32>> {
+        let mut chosen: Vec<u32> = (0..self.members() as u32)
+            .filter(|&k| self.required[k as usize] && !progress.uses(k))
+            .collect();
+        if chosen.iter().any(|&k| !self.productive[k as usize]) {
+            return None;
+        }
+        let mut count = progress.count + chosen.len() as u32;
+        if count < self.min {
+            let mut optional: Vec<u32> = (0..self.members() as u32)
+                .filter(|&k| {
+                    !self.required[k as usize] && !progress.uses(k) && self.productive[k as usize]
+                })
+                .collect();
+            optional.sort_by_key(|&k| cost(k));
+            let extra = self.members() as u32;
+            let mut optional = optional.into_iter().peekable();
+            while count < self.min {
+                let take_extra = self.extra_productive()
+                    && optional.peek().is_none_or(|&k| cost(extra) < cost(k));
+                if take_extra {
+                    chosen.push(extra);
+                } else {
+                    chosen.push(optional.next()?);
+                }
+                count += 1;
+            }
+        }
+        if self.max.is_some_and(|m| count > m) {
+            return None;
+        }
+        Some(chosen)
+    }
+}
