@@ -128,6 +128,27 @@ fn counters_and_required_properties() {
     assert_eq!(completion, "\"id\":0,\"tags\":[\" \",\" \"]}");
     // A limit below the shortest completion gives nothing.
     assert!(m.shortest_completion(5).is_none());
+
+    // Any order: the parser's permutation finishes with the missing required
+    // properties only, whichever came first.
+    let opts = stencil::frontend::json_schema::JsonSchemaOptions {
+        property_order: stencil::frontend::json_schema::PropertyOrder::Any,
+        ..Default::default()
+    };
+    let schema = json!({"type": "object",
+        "properties": {"a": {"type": "integer"}, "bb": {"type": "string"},
+                       "ccc": {"type": "boolean"}, "d": {"type": "null"}},
+        "required": ["bb", "d"], "minProperties": 3, "additionalProperties": false});
+    let grammar = json_schema_common::compile(&schema, &opts).unwrap();
+    for prefix in [
+        "{",
+        "{\"d\":null",
+        "{\"ccc\":true,\"bb\":\"",
+        "{\"a\":1,\"d\":null,",
+    ] {
+        check(&grammar, prefix, None);
+    }
+    check(&grammar, "{\"d\":null,\"bb\":\"\"", Some(",\"a\":0}"));
 }
 
 #[test]

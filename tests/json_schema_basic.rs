@@ -203,6 +203,71 @@ fn objects_any_order() {
 }
 
 #[test]
+fn objects_any_order_many_properties() {
+    // 40 declared properties (2^40 subsets as plain rules): still exact.
+    let opts = JsonSchemaOptions {
+        property_order: PropertyOrder::Any,
+        ..Default::default()
+    };
+    let names: Vec<String> = (0..40).map(|i| format!("p{i}")).collect();
+    let properties: serde_json::Map<String, serde_json::Value> = names
+        .iter()
+        .map(|n| (n.clone(), json!({"type": "integer"})))
+        .collect();
+    let s = json!({"type": "object", "properties": properties,
+                   "required": ["p3", "p39"], "additionalProperties": false});
+    let all_reversed = format!(
+        "{{{}}}",
+        names
+            .iter()
+            .rev()
+            .map(|n| format!("\"{n}\":1"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    check_with(
+        s,
+        &opts,
+        &[
+            r#"{"p39":1,"p3":2}"#,
+            r#"{"p3":1,"p20":2,"p39":3,"p0":4}"#,
+            &all_reversed,
+        ],
+        &[
+            r#"{"p39":1}"#,
+            r#"{"p3":1,"p39":2,"p3":3}"#,
+            r#"{"p3":1,"p20":2,"p20":2,"p39":3}"#,
+            r#"{"p3":1,"p39":2,"p40":3}"#,
+        ],
+    );
+}
+
+#[test]
+fn counted_objects_with_undeclared_properties_in_any_order() {
+    let opts = JsonSchemaOptions {
+        property_order: PropertyOrder::Any,
+        ..Default::default()
+    };
+    let s = json!({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                   "required": ["b"], "minProperties": 2, "maxProperties": 3});
+    check_with(
+        s,
+        &opts,
+        &[
+            r#"{"x":0,"b":1}"#,
+            r#"{"b":1,"a":2}"#,
+            r#"{"a":1,"y":true,"b":2}"#,
+        ],
+        &[
+            r#"{"b":1}"#,
+            r#"{"a":1,"x":0}"#,
+            r#"{"a":1,"x":0,"y":0,"b":2}"#,
+            r#"{"b":1,"b":1}"#,
+        ],
+    );
+}
+
+#[test]
 fn additional_properties_schema_and_counts() {
     check(
         json!({"additionalProperties": {"type": "integer"}, "minProperties": 1, "maxProperties": 2}),

@@ -62,10 +62,8 @@ pub enum PropertyOrder {
     /// additional properties.
     #[default]
     Schema,
-    /// Any order; each property at most once; required ones present. Exact up to
-    /// [`JsonSchemaLimits::max_any_order_properties`] declared properties (the
-    /// encoding has one rule per subset of them); above it the declared order is
-    /// used and a [`Warning`] says so.
+    /// Any order; each property at most once; required ones present (one
+    /// permutation per object, linear in its properties).
     Any,
 }
 
@@ -74,8 +72,6 @@ pub enum PropertyOrder {
 pub struct JsonSchemaLimits {
     /// Most IR rules one schema may produce.
     pub max_rules: usize,
-    /// Most declared properties of one object compiled in any order (2^n rules).
-    pub max_any_order_properties: usize,
     /// Most alternatives after distributing `anyOf`/`oneOf` over siblings.
     pub max_alternatives: usize,
     /// Most values enumerated for `multipleOf` with bounds.
@@ -92,7 +88,6 @@ impl Default for JsonSchemaLimits {
     fn default() -> Self {
         JsonSchemaLimits {
             max_rules: 200_000,
-            max_any_order_properties: 8,
             max_alternatives: 512,
             max_enumerated_values: 2_000,
             max_inline_depth: 64,

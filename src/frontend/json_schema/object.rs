@@ -10,15 +10,16 @@
 //! language computed on an automaton ([`super::names`]).
 //!
 //! Schema order is a chain of rules `B(i)` = "properties i.. follow, each after a
-//! comma" (linear size; with counting, `B(i, count)`). Any order is a subset
-//! automaton: rule `S(seen)` per subset of declared properties, so each property
-//! appears at most once and required ones must have appeared before `}`; it is
-//! exponential and bounded by `max_any_order_properties` (above it the declared
-//! order is used, with a [`Warning`]).
+//! comma" (linear size; with counting, `B(i, count)`). Any order is one
+//! [`Expr::Permutation`]: declared pairs as members (each at most once, required
+//! ones present), undeclared pairs as its extra, `minProperties`/`maxProperties` as
+//! its item count. The parser tracks which members were written, so the encoding
+//! is linear in the number of properties (as a grammar it would need a rule per
+//! subset of them).
 
 use std::collections::HashMap;
 
-use crate::grammar::{Expr, RuleId};
+use crate::grammar::{Expr, Permutation, RuleId};
 use serde_json::Value;
 
 use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange, Hir};
@@ -26,7 +27,7 @@ use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange, Hir};
 use super::names::{NameAutomaton, NameLimits};
 use super::string::{complement_of_set, encode_class, encode_hir, literal_string};
 use super::types::{Node, ObjPart, T_STR};
-use super::{alt, nothing, seq, Compiler, PropertyOrder, Result, Sref, Warning};
+use super::{alt, nothing, seq, Compiler, PropertyOrder, Result, Sref};
 
 fn is_true(v: &Value) -> bool {
     v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty())
@@ -449,6 +450,13 @@ impl<'a> Compiler<'a> {
         let comma = self.punct(b",");
         let open = seq(vec![Expr::literal(b"{"), self.ws()]);
         let close = seq(vec![self.ws(), Expr::literal(b"}")]);
+        // One declared property beside undeclared ones has an order too.
+        if self.opts.property_order == PropertyOrder::Any
+            && (n > 1 || n == 1 && shape.extra.is_some())
+        {
+            let body = self.any_order(shape, comma)?;
+            return Ok(seq(vec![open, body, close]));
+        }
         if counting && shape.extra.is_some() {
             if n == 0 {
                 let pair = shape.extra.take().unwrap();
@@ -488,93 +496,32 @@ impl<'a> Compiler<'a> {
             shape.min = 0;
             shape.max = None;
         }
-        // One declared property beside undeclared ones has an order too.
-        let any = self.opts.property_order == PropertyOrder::Any
-            && (n > 1 || n == 1 && shape.extra.is_some());
-        let body = if any && n <= self.opts.limits.max_any_order_properties.min(20) {
-            self.any_order(&shape, &comma)?
-        } else {
-            if any {
-                self.warnings.push(Warning {
-                    keyword: "properties".into(),
-                    pointer: shape.ptr.clone(),
-                    message: format!(
-                        "{n} properties is above the any-order limit of {}: the declared order is required here",
-                        self.opts.limits.max_any_order_properties
-                    ),
-                });
-            }
-            self.schema_order(&shape, &comma)?
-        };
+        let body = self.schema_order(&shape, &comma)?;
         Ok(seq(vec![open, body, close]))
+    }
+
+    /// Any order: one permutation of the declared pairs, undeclared pairs as the
+    /// extra, counted by `minProperties`/`maxProperties`.
+    fn any_order(&mut self, shape: Shape, comma: Expr) -> Result<Expr> {
+        // Counts saturate in the parser: bounds beyond u32 behave as unbounded.
+        let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let (required, members) = shape
+            .entries
+            .into_iter()
+            .map(|e| (e.required, e.pair))
+            .unzip();
+        Ok(Expr::Permutation(Box::new(Permutation {
+            members,
+            required,
+            extra: shape.extra,
+            separator: comma,
+            min: clamp(shape.min),
+            max: shape.max.and_then(|m| u32::try_from(m).ok()),
+        })))
     }
 
     fn end_ok(shape: &Shape, count: u64, required_seen: bool) -> bool {
         required_seen && count >= shape.min && shape.max.is_none_or(|m| count <= m)
-    }
-
-    fn any_order(&mut self, shape: &Shape, comma: &Expr) -> Result<Expr> {
-        let req_mask: u32 = shape
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.required)
-            .fold(0, |m, (i, _)| m | 1 << i);
-        let mut memo: HashMap<u32, RuleId> = HashMap::new();
-        let mut alts = Vec::new();
-        if Self::end_ok(shape, 0, req_mask == 0) {
-            alts.push(Expr::Empty);
-        }
-        for i in 0..shape.entries.len() {
-            if shape.max.is_some_and(|m| m == 0) {
-                break;
-            }
-            let next = self.subset_rule(shape, comma, 1 << i, req_mask, &mut memo)?;
-            alts.push(seq(vec![shape.entries[i].pair.clone(), Expr::Ref(next)]));
-        }
-        if let Some(pair) = &shape.extra {
-            let next = self.subset_rule(shape, comma, 0, req_mask, &mut memo)?;
-            alts.push(seq(vec![pair.clone(), Expr::Ref(next)]));
-        }
-        Ok(alt(alts))
-    }
-
-    fn subset_rule(
-        &mut self,
-        shape: &Shape,
-        comma: &Expr,
-        mask: u32,
-        req_mask: u32,
-        memo: &mut HashMap<u32, RuleId>,
-    ) -> Result<RuleId> {
-        if let Some(&id) = memo.get(&mask) {
-            return Ok(id);
-        }
-        let id = self.new_rule(format!("object {} seen {mask:b}", shape.ptr), Expr::Empty)?;
-        memo.insert(mask, id);
-        let count = mask.count_ones() as u64;
-        let mut alts = Vec::new();
-        if Self::end_ok(shape, count, mask & req_mask == req_mask) {
-            alts.push(Expr::Empty);
-        }
-        if shape.max.is_none_or(|m| count < m) {
-            for i in 0..shape.entries.len() {
-                if mask & (1 << i) != 0 {
-                    continue;
-                }
-                let next = self.subset_rule(shape, comma, mask | 1 << i, req_mask, memo)?;
-                alts.push(seq(vec![
-                    comma.clone(),
-                    shape.entries[i].pair.clone(),
-                    Expr::Ref(next),
-                ]));
-            }
-        }
-        if let Some(pair) = &shape.extra {
-            alts.push(seq(vec![comma.clone(), pair.clone(), Expr::Ref(id)]));
-        }
-        self.rules[id.index()].expr = alt(alts);
-        Ok(id)
     }
 
     fn schema_order(&mut self, shape: &Shape, comma: &Expr) -> Result<Expr> {
@@ -674,7 +621,7 @@ fn expr_hir(e: &Expr) -> Option<Hir> {
     Some(match e {
         Expr::Empty => Hir::empty(),
         Expr::Regex(h) => h.clone(),
-        Expr::Ref(_) => return None,
+        Expr::Ref(_) | Expr::Permutation(_) => return None,
         Expr::Seq(items) => Hir::concat(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Alt(items) => Hir::alternation(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Repeat { expr, min, max } => Hir::repetition(regex_syntax::hir::Repetition {
