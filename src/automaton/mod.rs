@@ -25,6 +25,10 @@ use std::fmt;
 pub use lexer::{LexerLimits, State, Terminal, DEAD};
 pub use permutation::{Permutation, PermutationId, Progress};
 
+use std::collections::HashMap;
+
+use regex_syntax::hir::{Hir, HirKind};
+
 use crate::grammar::{Grammar, GrammarError};
 
 /// Index of a terminal in [`CompiledGrammar::terminals`].
@@ -131,11 +135,12 @@ impl CompiledGrammar {
         let mut weight = options.max_terminal_weight;
         let (lowered, terminals) = loop {
             let lowered = lower::lower(grammar, weight);
+            let mut suffixes = HashMap::new();
             let built = lowered
                 .terminals
                 .iter()
                 .map(|(label, hir)| {
-                    Terminal::build(label.clone(), hir, &options.lexer).map_err(|message| {
+                    build_terminal(label, hir, &options.lexer, &mut suffixes).map_err(|message| {
                         CompileError::Terminal {
                             terminal: label.chars().take(80).collect(),
                             message,
@@ -376,6 +381,34 @@ impl CompiledGrammar {
             .sum();
         automata + rules
     }
+}
+
+/// Builds one terminal. A literal followed by more (`,"name":` then a value) is
+/// the literal chained onto the automaton of the rest, built once per distinct
+/// rest (`suffixes`, keyed by pattern) and shared by every literal it follows.
+fn build_terminal(
+    label: &str,
+    hir: &Hir,
+    limits: &LexerLimits,
+    suffixes: &mut HashMap<String, Terminal>,
+) -> Result<Terminal, String> {
+    if let HirKind::Concat(items) = hir.kind() {
+        if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
+            let rest = Hir::concat(items[1..].to_vec());
+            let key = rest.to_string();
+            if !suffixes.contains_key(&key) {
+                let suffix = Terminal::build(String::new(), &rest, limits)?;
+                suffixes.insert(key.clone(), suffix);
+            }
+            return Ok(Terminal::with_literal_prefix(
+                label.to_string(),
+                hir.to_string(),
+                &literal.0,
+                &suffixes[&key],
+            ));
+        }
+    }
+    Terminal::build(label.to_string(), hir, limits)
 }
 
 /// Least fixpoint of a per-nonterminal property over productions: a nonterminal
