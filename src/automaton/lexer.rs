@@ -10,6 +10,9 @@
 //! state can reach the match state; hence a DFA state that is not dead always has a
 //! completion, which is what makes "some lexeme is alive" mean "still viable".
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use regex_automata::dfa::Automaton;
 
 use crate::grammar::dfa::AnchoredDfa;
@@ -43,6 +46,26 @@ impl Default for LexerLimits {
     }
 }
 
+/// Automata built by earlier compiles in this process, by pattern and limits. A
+/// server compiling many schemas determinizes the automaton of a JSON number or
+/// string once, not once per schema; the first compile pays. Bounded: emptied when
+/// it holds more than [`SHARED_CACHE_BYTES`].
+static SHARED: Mutex<Option<SharedAutomata>> = Mutex::new(None);
+
+/// Heap bytes the process-wide automaton cache may hold.
+pub const SHARED_CACHE_BYTES: usize = 64 << 20;
+
+#[derive(Default)]
+struct SharedAutomata {
+    built: HashMap<(String, usize, usize), Arc<Terminal>>,
+    bytes: usize,
+}
+
+/// Forgets every automaton built so far (the next compiles start cold).
+pub fn clear_shared_automata() {
+    *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 /// A terminal of the compiled grammar: a trimmed DFA in a flat table.
 ///
 /// `regex-automata` builds the DFA; it is then re-laid out here with every state
@@ -72,6 +95,29 @@ pub struct Terminal {
 }
 
 impl Terminal {
+    /// [`Terminal::build`] through the process-wide cache (the label is left empty).
+    pub fn build_shared(hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
+        let key = (hir.to_string(), limits.nfa_bytes, limits.dfa_bytes);
+        if let Some(hit) = SHARED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|cache| cache.built.get(&key))
+        {
+            return Ok(Arc::clone(hit));
+        }
+        let built = Arc::new(Terminal::build(String::new(), hir, limits)?);
+        let mut guard = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = guard.get_or_insert_with(SharedAutomata::default);
+        let bytes = built.memory_usage() + key.0.len();
+        if cache.bytes + bytes > SHARED_CACHE_BYTES {
+            *cache = SharedAutomata::default();
+        }
+        cache.bytes += bytes;
+        cache.built.insert(key, Arc::clone(&built));
+        Ok(built)
+    }
+
     /// `literal` followed by `suffix`: a chain of states, one per literal byte, into
     /// a copy of `suffix`'s automaton. The chain is deterministic and ends exactly
     /// where the suffix starts, so no determinization is needed; this is how the

@@ -25,8 +25,6 @@ use std::fmt;
 pub use lexer::{LexerLimits, State, Terminal, DEAD};
 pub use permutation::{Permutation, PermutationId, Progress};
 
-use std::collections::HashMap;
-
 use regex_syntax::hir::{Hir, HirKind};
 
 use crate::grammar::{Grammar, GrammarError};
@@ -135,12 +133,11 @@ impl CompiledGrammar {
         let mut weight = options.max_terminal_weight;
         let (lowered, terminals) = loop {
             let lowered = lower::lower(grammar, weight);
-            let mut suffixes = HashMap::new();
             let built = lowered
                 .terminals
                 .iter()
                 .map(|(label, hir)| {
-                    build_terminal(label, hir, &options.lexer, &mut suffixes).map_err(|message| {
+                    build_terminal(label, hir, &options.lexer).map_err(|message| {
                         CompileError::Terminal {
                             terminal: label.chars().take(80).collect(),
                             message,
@@ -384,31 +381,24 @@ impl CompiledGrammar {
 }
 
 /// Builds one terminal. A literal followed by more (`,"name":` then a value) is
-/// the literal chained onto the automaton of the rest, built once per distinct
-/// rest (`suffixes`, keyed by pattern) and shared by every literal it follows.
-fn build_terminal(
-    label: &str,
-    hir: &Hir,
-    limits: &LexerLimits,
-    suffixes: &mut HashMap<String, Terminal>,
-) -> Result<Terminal, String> {
+/// the literal chained onto the automaton of the rest, so every literal a rest
+/// follows shares one determinization of it; automata come from the process-wide
+/// cache ([`Terminal::build_shared`]).
+fn build_terminal(label: &str, hir: &Hir, limits: &LexerLimits) -> Result<Terminal, String> {
     if let HirKind::Concat(items) = hir.kind() {
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
-            let rest = Hir::concat(items[1..].to_vec());
-            let key = rest.to_string();
-            if !suffixes.contains_key(&key) {
-                let suffix = Terminal::build(String::new(), &rest, limits)?;
-                suffixes.insert(key.clone(), suffix);
-            }
+            let rest = Terminal::build_shared(&Hir::concat(items[1..].to_vec()), limits)?;
             return Ok(Terminal::with_literal_prefix(
                 label.to_string(),
                 hir.to_string(),
                 &literal.0,
-                &suffixes[&key],
+                &rest,
             ));
         }
     }
-    Terminal::build(label.to_string(), hir, limits)
+    let mut terminal = Terminal::clone(&*Terminal::build_shared(hir, limits)?);
+    terminal.label = label.to_string();
+    Ok(terminal)
 }
 
 /// Least fixpoint of a per-nonterminal property over productions: a nonterminal

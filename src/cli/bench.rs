@@ -1,4 +1,4 @@
-//! `stencil bench --tokenizer FILE (--gbnf FILE --input FILE | --maskbench FILE...) [--every N] [--json]`
+//! `stencil bench --tokenizer FILE (--gbnf FILE --input FILE | --maskbench FILE...) [--every N] [--json] [--cold]`
 //!
 //! The MaskBench protocol (DESIGN.md): for each grammar, compile and compute the
 //! first mask (time to first mask); then for each token of the instance's
@@ -47,6 +47,10 @@ pub struct BenchArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Forget the automata earlier compiles built before each compile (stencil
+    /// keeps them process-wide by default), so time to first mask is all cold.
+    #[arg(long)]
+    cold: bool,
 }
 
 /// One grammar with the texts to run through it.
@@ -82,6 +86,7 @@ pub(super) trait Session {
 
 struct Stencil {
     vocab: Arc<Vocabulary>,
+    cold: bool,
 }
 
 struct StencilSession {
@@ -94,6 +99,9 @@ impl Engine for Stencil {
     }
 
     fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String> {
+        if self.cold {
+            stencil::automaton::lexer::clear_shared_automata();
+        }
         let compiled = match grammar {
             GrammarSpec::Gbnf(text) => stencil::compile_gbnf(text).map_err(|e| e.to_string())?,
             GrammarSpec::JsonSchema(schema) => {
@@ -400,6 +408,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
 
     let ours = Stencil {
         vocab: Arc::clone(&vocab),
+        cold: args.cold,
     };
     let mut our_tally = run_engine(&ours, &workloads, &tokenized, &text_tokens);
     let mut result = summary(ours.name(), &args.tokenizer, &mut our_tally);
