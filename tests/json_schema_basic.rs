@@ -103,6 +103,17 @@ fn enums_and_consts() {
         &["1"],
     );
     check(json!({"const": "x\ny"}), &[r#""x\ny""#], &[r#""xy""#]);
+    // Values equal as JSON (1 and 1.0, objects in another key order) are one
+    // value; two enums intersect by that equality, and `not` excludes by it.
+    check(
+        json!({"allOf": [
+            {"enum": [1, 1.0, {"a": 1, "b": [2.50]}, {"b": [2.5], "a": 1.0}, "x", "y"]},
+            {"enum": [1.00, {"b": [2.5], "a": 1}, "y", "z"]},
+            {"not": {"const": "y"}}
+        ]}),
+        &["1", "1.0", r#"{"a":1,"b":[2.5]}"#],
+        &[r#""x""#, r#""y""#, r#""z""#, r#"{"a":1,"b":[2.6]}"#],
+    );
 }
 
 #[test]

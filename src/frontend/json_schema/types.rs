@@ -760,21 +760,24 @@ impl<'a> Compiler<'a> {
     }
 
     fn emit_enum(&mut self, node: &Node<'a>) -> Result<Expr> {
-        let mut values: Vec<&'a Value> = node.enums[0].clone();
+        use super::validate::json_key;
+        use std::collections::HashSet;
+        let keys =
+            |values: &[&Value]| -> HashSet<String> { values.iter().map(|v| json_key(v)).collect() };
+        let mut values: Vec<(&'a Value, String)> =
+            node.enums[0].iter().map(|&v| (v, json_key(v))).collect();
         for other in &node.enums[1..] {
-            values.retain(|v| other.iter().any(|o| super::validate::json_eq(v, o)));
+            let other = keys(other);
+            values.retain(|(_, k)| other.contains(k));
         }
+        let excluded = keys(&node.excluded);
         let mut alts = Vec::new();
-        let mut seen: Vec<&Value> = Vec::new();
-        for v in values {
-            if seen.iter().any(|s| super::validate::json_eq(s, v)) {
+        let mut seen: HashSet<String> = HashSet::new();
+        for (v, key) in values {
+            if excluded.contains(&key) || !seen.insert(key) {
                 continue;
             }
-            seen.push(v);
-            if node.excluded.iter().any(|x| super::validate::json_eq(x, v)) {
-                continue;
-            }
-            if self.node_accepts(node, v)? {
+            if self.node_accepts_beside_enums(node, v)? {
                 alts.push(self.literal(v)?);
             }
         }

@@ -17,7 +17,8 @@ use super::{Compiler, Result, Sref};
 pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(_), Value::Number(_)) => {
-            Dec::from_value(a) == Dec::from_value(b) && Dec::from_value(a).is_some()
+            let x = Dec::from_value(a);
+            x.is_some() && x == Dec::from_value(b)
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
@@ -28,6 +29,49 @@ pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
+    }
+}
+
+/// A text equal for two values exactly when [`json_eq`] holds: numbers as exact
+/// decimals (`1.0` is `1`), object keys sorted. Lets `enum` deduplicate in a hash
+/// set instead of comparing every pair.
+pub(crate) fn json_key(v: &Value) -> String {
+    let mut out = String::new();
+    write_key(v, &mut out);
+    out
+}
+
+fn write_key(v: &Value, out: &mut String) {
+    match v {
+        Value::Number(_) => match Dec::from_value(v) {
+            Some(d) => {
+                let sign = if d.neg { "-" } else { "" };
+                out.push_str(&format!("#{sign}{}.{}", d.int, d.frac));
+            }
+            // Not comparable as a decimal: equal only to itself.
+            None => out.push_str(&format!("#?{v}")),
+        },
+        Value::Array(items) => {
+            out.push('[');
+            for item in items {
+                write_key(item, out);
+                out.push(',');
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for k in keys {
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_key(&map[k], out);
+                out.push(',');
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -59,16 +103,23 @@ impl<'a> Compiler<'a> {
 
     /// Whether `v` satisfies every constraint of `n`.
     pub(crate) fn node_accepts(&mut self, n: &Node<'a>, v: &Value) -> Result<bool> {
-        let t = value_type(v);
-        if n.types & t == 0 {
-            return Ok(false);
-        }
         for list in &n.enums {
             if !list.iter().any(|x| json_eq(x, v)) {
                 return Ok(false);
             }
         }
         if n.excluded.iter().any(|x| json_eq(x, v)) {
+            return Ok(false);
+        }
+        self.node_accepts_beside_enums(n, v)
+    }
+
+    /// Whether `v` satisfies every constraint of `n` but `enum`/`const` and their
+    /// exclusions (for a value taken from those lists: checking it against them
+    /// again would make a 1,000-value enum quadratic).
+    pub(crate) fn node_accepts_beside_enums(&mut self, n: &Node<'a>, v: &Value) -> Result<bool> {
+        let t = value_type(v);
+        if n.types & t == 0 {
             return Ok(false);
         }
         match v {
