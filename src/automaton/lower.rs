@@ -373,15 +373,14 @@ impl Lowering<'_> {
             let alternatives = vec![seq.finish(self)];
             self.add_productions(next[k], alternatives);
         }
-        self.out.permutations.push(Permutation {
+        self.out.permutations.push(Permutation::new(
             first,
             next,
-            required: p.required.clone(),
-            has_extra: p.extra.is_some(),
-            min: p.min,
-            max: p.max,
-            productive: Vec::new(),
-        });
+            p.required.clone(),
+            p.extra.is_some(),
+            p.min,
+            p.max,
+        ));
         id
     }
 

@@ -189,7 +189,7 @@ impl CompiledGrammar {
             },
         );
         for p in &mut permutations {
-            p.productive = item_productive(p, &productive);
+            p.set_productive(item_productive(p, &productive));
         }
         let permutation_ok: Vec<bool> = permutations
             .iter()

@@ -46,11 +46,46 @@ pub struct Permutation {
     pub has_extra: bool,
     pub min: u32,
     pub max: Option<u32>,
-    /// Per item: it derives some string (set by the compiler after pruning).
+    /// Per item: it derives some string (see [`Permutation::set_productive`]).
     pub productive: Vec<bool>,
+    /// Required members, and productive members, of all.
+    totals: (u32, u32),
 }
 
 impl Permutation {
+    /// A permutation of `first.len()` items, productivity not yet known.
+    pub fn new(
+        first: Vec<NonTerminalId>,
+        next: Vec<NonTerminalId>,
+        required: Vec<bool>,
+        has_extra: bool,
+        min: u32,
+        max: Option<u32>,
+    ) -> Permutation {
+        let productive = vec![true; first.len()];
+        let mut p = Permutation {
+            first,
+            next,
+            required,
+            has_extra,
+            min,
+            max,
+            productive: Vec::new(),
+            totals: (0, 0),
+        };
+        p.set_productive(productive);
+        p
+    }
+
+    /// Records which items derive some string (the compiler's pruning result).
+    pub fn set_productive(&mut self, productive: Vec<bool>) {
+        self.productive = productive;
+        let members = self.members();
+        let required = self.required.iter().filter(|&&r| r).count() as u32;
+        let productive = self.productive[..members].iter().filter(|&&p| p).count() as u32;
+        self.totals = (required, productive);
+    }
+
     pub fn members(&self) -> usize {
         self.required.len()
     }
@@ -67,51 +102,52 @@ impl Permutation {
 
     /// Required members still missing, and productive members still unused.
     fn outlook(&self, progress: &Progress) -> (u32, u32) {
-        let mut missing = 0;
-        let mut available = 0;
-        for k in 0..self.members() as u32 {
-            if progress.uses(k) {
-                continue;
-            }
-            missing += u32::from(self.required[k as usize]);
-            available += u32::from(self.productive[k as usize]);
+        let (mut missing, mut available) = self.totals;
+        for &k in &progress.used {
+            missing -= u32::from(self.required[k as usize]);
+            available -= u32::from(self.productive[k as usize]);
         }
         (missing, available)
     }
 
-    /// Whether `item` may come next: unused, productive, and the permutation can
-    /// still finish after it.
-    fn item_allowed(&self, progress: &Progress, item: u32, outlook: (u32, u32)) -> bool {
+    /// Whether `item`, not used yet, may come next: productive, and the
+    /// permutation can still finish after it.
+    fn unused_item_allowed(&self, count: u32, item: u32, outlook: (u32, u32)) -> bool {
         let (mut missing, mut available) = outlook;
         let k = item as usize;
-        if !self.productive[k] || self.max.is_some_and(|m| progress.count >= m) {
+        if !self.productive[k] || self.max.is_some_and(|m| count >= m) {
             return false;
         }
         if k < self.members() {
-            if progress.uses(item) {
-                return false;
-            }
             missing -= u32::from(self.required[k]);
             available -= 1;
         }
-        let count = progress.count + 1;
+        let count = count + 1;
         let fits_max = self.max.is_none_or(|m| count + missing <= m);
         let reaches_min = self.extra_productive() || count + available >= self.min;
         fits_max && reaches_min
     }
 
     /// The nonterminals a parse item with `progress` waits on, with their items.
-    pub fn awaited(&self, progress: &Progress) -> impl Iterator<Item = (u32, NonTerminalId)> + '_ {
+    /// Items are walked beside the sorted `used` list, so this is linear.
+    pub fn awaited<'a>(
+        &'a self,
+        progress: &'a Progress,
+    ) -> impl Iterator<Item = (u32, NonTerminalId)> + 'a {
         let outlook = self.outlook(progress);
         let side = if progress.count == 0 {
             &self.first
         } else {
             &self.next
         };
-        let items = self.first.len() as u32;
-        let progress = progress.clone();
-        (0..items)
-            .filter(move |&k| self.item_allowed(&progress, k, outlook))
+        let mut used = progress.used.iter().peekable();
+        (0..self.first.len() as u32)
+            .filter(move |&k| {
+                if used.next_if_eq(&&k).is_some() {
+                    return false;
+                }
+                self.unused_item_allowed(progress.count, k, outlook)
+            })
             .map(move |k| (k, side[k as usize]))
     }
 
