@@ -50,6 +50,8 @@ impl SliceChars {
 pub struct TokenSlice {
     /// Bit per token id.
     members: Vec<u32>,
+    /// Bit per rank (position in the trie's byte order).
+    members_by_rank: Vec<u32>,
     /// `outsiders_below[r]`: tokens of rank below `r` that are not members.
     outsiders_below: Vec<u32>,
 }
@@ -60,12 +62,14 @@ impl TokenSlice {
             std::str::from_utf8(bytes).is_ok_and(|s| s.chars().all(|c| chars.contains(c)))
         };
         let mut members = vec![0u32; tokens.len().div_ceil(32)];
+        let mut members_by_rank = vec![0u32; trie.token_ids().len().div_ceil(32)];
         let mut outsiders_below = Vec::with_capacity(trie.token_ids().len() + 1);
         let mut outsiders = 0u32;
-        for &id in trie.token_ids() {
+        for (rank, &id) in trie.token_ids().iter().enumerate() {
             outsiders_below.push(outsiders);
             if member(&tokens[id as usize]) {
                 members[id as usize / 32] |= 1 << (id % 32);
+                members_by_rank[rank / 32] |= 1 << (rank % 32);
             } else {
                 outsiders += 1;
             }
@@ -73,6 +77,7 @@ impl TokenSlice {
         outsiders_below.push(outsiders);
         TokenSlice {
             members,
+            members_by_rank,
             outsiders_below,
         }
     }
@@ -80,6 +85,11 @@ impl TokenSlice {
     /// Bit per token id: the members.
     pub fn members(&self) -> &[u32] {
         &self.members
+    }
+
+    /// Bit per rank (position in the trie's byte order): the members.
+    pub fn members_by_rank(&self) -> &[u32] {
+        &self.members_by_rank
     }
 
     /// Every token in the subtree of trie node `node` is a member.
