@@ -303,13 +303,29 @@ impl TokenTables {
         let mut states: Vec<State> = vec![DEAD; max_depth + 1];
         let mut matched: Vec<bool> = vec![false; max_depth + 1];
         states[0] = state;
-        let mut i = 0;
-        while i < nodes.len() {
-            let node = nodes[i];
-            if slice.is_some_and(|slice| slice.covers(trie, i)) {
-                i = node.subtree_end as usize;
-                continue;
+        // The nodes to visit: all of them, or with a slice only those whose subtree
+        // holds a token outside it (the rest are taken in the OR above).
+        let (order, skip): (&[u32], Option<&[u32]>) = match slice {
+            Some(slice) => {
+                let (order, skip) = slice.outsider_nodes();
+                (order, Some(skip))
             }
+            None => (&[], None),
+        };
+        let visits = if skip.is_some() {
+            order.len()
+        } else {
+            nodes.len()
+        };
+        let mut k = 0;
+        while k < visits {
+            // `k` indexes `order` with a slice, else it is the node itself.
+            let i = if skip.is_some() { order[k] as usize } else { k };
+            let node = nodes[i];
+            let past_subtree = match skip {
+                Some(skip) => skip[k] as usize,
+                None => node.subtree_end as usize,
+            };
             let depth = node.depth as usize;
             let next = terminal.step(states[depth - 1], node.byte);
             if next == DEAD {
@@ -318,7 +334,7 @@ impl TokenTables {
                 if matched[depth - 1] {
                     set_range(&mut boundary_by_rank, trie.ranks_under(i));
                 }
-                i = node.subtree_end as usize;
+                k = past_subtree;
                 continue;
             }
             for &id in trie.tokens_at(i) {
@@ -330,7 +346,7 @@ impl TokenTables {
             );
             states[depth] = next;
             matched[depth] = matched[depth - 1] || terminal.is_match(next);
-            i += 1;
+            k += 1;
         }
         LexemeMasks {
             allowed,

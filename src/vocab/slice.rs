@@ -54,6 +54,12 @@ pub struct TokenSlice {
     members_by_rank: Vec<u32>,
     /// `outsiders_below[r]`: tokens of rank below `r` that are not members.
     outsiders_below: Vec<u32>,
+    /// The trie nodes whose subtree holds a non-member, in preorder: all a walk
+    /// that skips covered subtrees visits (ancestors come first).
+    outsider_nodes: Vec<u32>,
+    /// Per entry of `outsider_nodes`: the index of the first entry past its
+    /// subtree.
+    outsider_skip: Vec<u32>,
 }
 
 impl TokenSlice {
@@ -75,11 +81,26 @@ impl TokenSlice {
             }
         }
         outsiders_below.push(outsiders);
-        TokenSlice {
+        let mut slice = TokenSlice {
             members,
             members_by_rank,
             outsiders_below,
-        }
+            outsider_nodes: Vec::new(),
+            outsider_skip: Vec::new(),
+        };
+        let outsider_nodes: Vec<u32> = (0..trie.nodes().len())
+            .filter(|&i| !slice.covers(trie, i))
+            .map(|i| i as u32)
+            .collect();
+        slice.outsider_skip = outsider_nodes
+            .iter()
+            .map(|&i| {
+                let end = trie.nodes()[i as usize].subtree_end;
+                outsider_nodes.partition_point(|&n| n < end) as u32
+            })
+            .collect();
+        slice.outsider_nodes = outsider_nodes;
+        slice
     }
 
     /// Bit per token id: the members.
@@ -90,6 +111,12 @@ impl TokenSlice {
     /// Bit per rank (position in the trie's byte order): the members.
     pub fn members_by_rank(&self) -> &[u32] {
         &self.members_by_rank
+    }
+
+    /// The trie nodes whose subtree holds a non-member, in preorder, and per node
+    /// the index (into the same list) of the first one past its subtree.
+    pub fn outsider_nodes(&self) -> (&[u32], &[u32]) {
+        (&self.outsider_nodes, &self.outsider_skip)
     }
 
     /// Every token in the subtree of trie node `node` is a member.
