@@ -141,13 +141,14 @@ impl TokenMatcher {
     /// Fills `mask` (at least `ceil(vocab / 32)` words; extra words are padding and
     /// come out 0) with the tokens allowed next.
     pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) {
-        mask.fill(0);
         let vocab = Arc::clone(self.tables.vocab());
         if self.is_terminated() || self.trailing() {
+            mask.fill(0);
             vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
             return;
         }
         if self.released() {
+            mask.fill(0);
             self.fill_all_text_tokens(mask);
             vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
             return;
@@ -155,8 +156,10 @@ impl TokenMatcher {
         self.bytes
             .token_configuration(vocab.trie().max_depth(), &mut self.configuration);
         let masks = self.tables.masks(&self.configuration);
+        // One pass over the mask: the cached words, then zeros (padding).
         let n = mask.len().min(masks.allowed.len());
         mask[..n].copy_from_slice(&masks.allowed[..n]);
+        mask[n..].fill(0);
         if !masks.candidates.is_empty() {
             // The walk's result depends only on the parse state's future over the
             // next token's bytes, so it is cached under the matcher's position-free
