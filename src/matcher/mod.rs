@@ -371,38 +371,6 @@ impl Matcher {
         }
     }
 
-    /// [`Matcher::consume_byte`] with the lexer only: the lexemes alive here step,
-    /// but none that reaches a match completes (no chart set, no new lexemes).
-    /// Returns whether one reached a match; on rejection nothing changes. The
-    /// state it leaves allows a subset of the real continuations, all of them
-    /// real: a token walk uses it where a lexeme that goes on decides the answer.
-    fn consume_byte_lexer_only(&mut self, byte: u8) -> Result<bool, MatchError> {
-        let offset = self.position();
-        let active = self.frames[offset].lexemes_start as usize..self.lexemes.len();
-        let new_start = self.lexemes.len();
-        let grammar = &*self.grammar;
-        let lexemes = &mut self.lexemes;
-        let mut matched = false;
-        for i in active {
-            let lexeme = lexemes[i];
-            let terminal = grammar.terminal(lexeme.terminal);
-            let state = terminal.next(lexeme.state, byte);
-            if terminal.is_dead(state) {
-                continue;
-            }
-            lexemes.push(Lexeme { state, ..lexeme });
-            matched |= terminal.is_match(state);
-        }
-        if self.lexemes.len() == new_start {
-            return Err(MatchError::Rejected { offset });
-        }
-        self.frames.push(Frame {
-            lexemes_start: new_start as u32,
-            sets_before: self.chart.sets.len() as u32,
-        });
-        Ok(matched)
-    }
-
     fn start_lexemes(&mut self, set: u32) {
         for terminal in self.chart.expected_terminals(set) {
             let t = self.grammar.terminal(terminal);

@@ -18,7 +18,6 @@ use rustc_hash::FxHashMap;
 use super::Matcher;
 use crate::automaton::{State, TerminalId};
 use crate::tables::{RankSet, TokenTables};
-use crate::vocab::Vocabulary;
 
 /// What happens once the grammar accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,8 +69,6 @@ pub struct TokenMatcher {
     configuration: Vec<(TerminalId, State)>,
     signature: Vec<u32>,
     signature_memo: FxHashMap<(u32, u32), u32>,
-    /// Per terminal state met in a walk: some byte continues it.
-    goes_on: FxHashMap<(TerminalId, State), bool>,
 }
 
 impl TokenMatcher {
@@ -89,7 +86,6 @@ impl TokenMatcher {
             configuration: Vec::new(),
             signature: Vec::new(),
             signature_memo: FxHashMap::default(),
-            goes_on: FxHashMap::default(),
         }
     }
 
@@ -208,105 +204,29 @@ impl TokenMatcher {
 
     /// Walks the vocabulary trie through the byte matcher, entering only subtrees
     /// that hold candidates and skipping every subtree whose prefix is rejected.
-    ///
-    /// Where a lexeme that can go on survives a byte, the walk reads on with the
-    /// lexer only (no Earley completion: an identifier matches after every letter,
-    /// and completing each time is what made a walk slow): a token that some such
-    /// lexeme survives is allowed. A subtree that they all die in, after a match
-    /// was passed over, is checked again later with the parser, from its path.
     fn check_candidates(&mut self, candidates: &RankSet) -> Vec<u32> {
         let vocab = Arc::clone(self.tables.vocab());
         let trie = vocab.trie();
-        let mut accepted = Vec::new();
-        let mut pending = Vec::new();
-        self.walk_subtrees(&vocab, candidates, None, &mut accepted, &mut pending);
-        while !pending.is_empty() {
-            let batch = std::mem::take(&mut pending);
-            // The path consumed with the parser, shared by consecutive nodes.
-            let mut path: &[u8] = &[];
-            let before = self.bytes.position();
-            for node in batch {
-                let depth = trie.nodes()[node].depth as usize;
-                let Some(&token) = trie.tokens_under(node).first() else {
-                    continue;
-                };
-                let wanted = &vocab.token_bytes(token)[..depth - 1];
-                let common = path.iter().zip(wanted).take_while(|(a, b)| a == b).count();
-                self.bytes.rollback(self.bytes.position() - before - common);
-                path = &wanted[..common];
-                if self.bytes.consume_bytes(&wanted[common..]).is_err() {
-                    // Not viable with the parser either (a prefix of a path that
-                    // was: cannot happen, but nothing below is allowed then).
-                    self.bytes
-                        .rollback(self.bytes.position() - before - path.len());
-                    continue;
-                }
-                path = wanted;
-                self.walk_subtrees(&vocab, candidates, Some(node), &mut accepted, &mut pending);
-            }
-            self.bytes.rollback(self.bytes.position() - before);
-        }
-        accepted
-    }
-
-    /// The walk of [`TokenMatcher::check_candidates`] over the whole trie, or over
-    /// the subtree of `root` with its path already consumed; nodes to check again
-    /// with the parser go to `pending`.
-    fn walk_subtrees(
-        &mut self,
-        vocab: &Vocabulary,
-        candidates: &RankSet,
-        root: Option<usize>,
-        accepted: &mut Vec<u32>,
-        pending: &mut Vec<usize>,
-    ) {
-        let trie = vocab.trie();
         let nodes = trie.nodes();
-        let (start, end) = match root {
-            Some(node) => (node, nodes[node].subtree_end as usize),
-            None => (0, nodes.len()),
-        };
-        let base = nodes.get(start).map_or(0, |n| n.depth as usize - 1);
-        // By depth: read with the lexer only, and a match passed over on the way.
-        let mut lazy = vec![false; trie.max_depth() + 1];
-        let mut skipped = vec![false; trie.max_depth() + 1];
-        let mut depth = base;
-        let mut i = start;
-        while i < end {
+        let mut accepted = Vec::new();
+        let mut depth = 0usize;
+        let mut i = 0;
+        while i < nodes.len() {
             let node = nodes[i];
             if !candidates.any_in(trie.ranks_under(i)) {
                 i = node.subtree_end as usize;
                 continue;
             }
-            let d = node.depth as usize;
-            if depth > d - 1 {
-                self.bytes.rollback(depth - (d - 1));
-                depth = d - 1;
+            let parent_depth = node.depth as usize - 1;
+            if depth > parent_depth {
+                self.bytes.rollback(depth - parent_depth);
+                depth = parent_depth;
             }
-            let read = if lazy[d - 1] || self.some_lexeme_goes_on(node.byte) {
-                match self.bytes.consume_byte_lexer_only(node.byte) {
-                    Ok(matched) => {
-                        lazy[d] = true;
-                        skipped[d] = skipped[d - 1] || matched;
-                        true
-                    }
-                    Err(_) => {
-                        if skipped[d - 1] {
-                            pending.push(i);
-                        }
-                        false
-                    }
-                }
-            } else {
-                lazy[d] = false;
-                skipped[d] = false;
-                self.bytes.consume_byte(node.byte).is_ok()
-            };
-            if !read {
+            if self.bytes.consume_byte(node.byte).is_err() {
                 i = node.subtree_end as usize;
                 continue;
             }
-            depth = d;
+            depth += 1;
             for rank in node.tokens_start..node.tokens_end {
                 if candidates.contains(rank as usize) {
                     accepted.push(trie.token_ids()[rank as usize]);
@@ -314,29 +234,8 @@ impl TokenMatcher {
             }
             i += 1;
         }
-        self.bytes.rollback(depth - base);
-    }
-
-    /// Whether some lexeme alive here survives `byte` in a state that more bytes
-    /// can continue.
-    fn some_lexeme_goes_on(&mut self, byte: u8) -> bool {
-        let grammar = Arc::clone(self.bytes.grammar());
-        for i in 0..self.bytes.active_lexemes().len() {
-            let lexeme = self.bytes.active_lexemes()[i];
-            let terminal = grammar.terminal(lexeme.terminal);
-            let next = terminal.next(lexeme.state, byte);
-            if terminal.is_dead(next) {
-                continue;
-            }
-            let goes_on = *self
-                .goes_on
-                .entry((lexeme.terminal, next))
-                .or_insert_with(|| (0..=255u8).any(|b| !terminal.is_dead(terminal.next(next, b))));
-            if goes_on {
-                return true;
-            }
-        }
-        false
+        self.bytes.rollback(depth);
+        accepted
     }
 
     /// Whether `token` may come next (the same answer as the mask's bit).
