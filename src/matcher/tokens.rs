@@ -63,6 +63,9 @@ pub struct TokenMatcher {
     tables: Arc<TokenTables>,
     policy: StopPolicy,
     steps: Vec<Step>,
+    /// Index in `steps` of the first `Free` or `Trailing` step (`usize::MAX` if
+    /// none): the policy state without scanning the history at every token.
+    first_policy_step: usize,
     configuration: Vec<(TerminalId, State)>,
     signature: Vec<u32>,
     signature_memo: FxHashMap<(u32, u32), u32>,
@@ -79,6 +82,7 @@ impl TokenMatcher {
             tables,
             policy,
             steps: Vec::new(),
+            first_policy_step: usize::MAX,
             configuration: Vec::new(),
             signature: Vec::new(),
             signature_memo: FxHashMap::default(),
@@ -110,11 +114,18 @@ impl TokenMatcher {
     }
 
     fn released(&self) -> bool {
-        self.steps.contains(&Step::Free)
+        self.steps.get(self.first_policy_step) == Some(&Step::Free)
     }
 
     fn trailing(&self) -> bool {
-        self.steps.contains(&Step::Trailing)
+        self.steps.get(self.first_policy_step) == Some(&Step::Trailing)
+    }
+
+    fn push_step(&mut self, step: Step) {
+        if matches!(step, Step::Free | Step::Trailing) && self.first_policy_step == usize::MAX {
+            self.first_policy_step = self.steps.len();
+        }
+        self.steps.push(step);
     }
 
     fn set(mask: &mut [u32], id: u32) {
@@ -130,13 +141,14 @@ impl TokenMatcher {
     /// Fills `mask` (at least `ceil(vocab / 32)` words; extra words are padding and
     /// come out 0) with the tokens allowed next.
     pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) {
-        mask.fill(0);
         let vocab = Arc::clone(self.tables.vocab());
         if self.is_terminated() || self.trailing() {
+            mask.fill(0);
             vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
             return;
         }
         if self.released() {
+            mask.fill(0);
             self.fill_all_text_tokens(mask);
             vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
             return;
@@ -144,8 +156,10 @@ impl TokenMatcher {
         self.bytes
             .token_configuration(vocab.trie().max_depth(), &mut self.configuration);
         let masks = self.tables.masks(&self.configuration);
+        // One pass over the mask: the cached words, then zeros (padding).
         let n = mask.len().min(masks.allowed.len());
         mask[..n].copy_from_slice(&masks.allowed[..n]);
+        mask[n..].fill(0);
         if !masks.candidates.is_empty() {
             // The walk's result depends only on the parse state's future over the
             // next token's bytes, so it is cached under the matcher's position-free
@@ -251,11 +265,11 @@ impl TokenMatcher {
             if !self.eos_allowed_now() {
                 return not_allowed;
             }
-            self.steps.push(Step::Eos);
+            self.push_step(Step::Eos);
             return Ok(());
         }
         if self.released() {
-            self.steps.push(Step::Free);
+            self.push_step(Step::Free);
             return Ok(());
         }
         if self.trailing() {
@@ -267,15 +281,15 @@ impl TokenMatcher {
         }
         let before = self.bytes.position();
         if self.bytes.consume_bytes(bytes).is_ok() {
-            self.steps.push(Step::Bytes(bytes.len() as u32));
+            self.push_step(Step::Bytes(bytes.len() as u32));
             return Ok(());
         }
         self.bytes.rollback(self.bytes.position() - before);
         let accepting = self.is_accepting();
         match self.policy {
-            StopPolicy::AllowContinue if accepting => self.steps.push(Step::Free),
+            StopPolicy::AllowContinue if accepting => self.push_step(Step::Free),
             StopPolicy::TrailingWhitespaceThenEos if accepting && is_whitespace_token(bytes) => {
-                self.steps.push(Step::Trailing)
+                self.push_step(Step::Trailing)
             }
             _ => return not_allowed,
         }
@@ -298,7 +312,7 @@ impl TokenMatcher {
         let before = self.bytes.position();
         match self.bytes.consume_bytes(bytes) {
             Ok(()) => {
-                self.steps.push(Step::Bytes(bytes.len() as u32));
+                self.push_step(Step::Bytes(bytes.len() as u32));
                 Ok(())
             }
             Err(_) => {
@@ -337,6 +351,9 @@ impl TokenMatcher {
             if let Some(Step::Bytes(len)) = self.steps.pop() {
                 self.bytes.rollback(len as usize);
             }
+        }
+        if self.steps.len() <= self.first_policy_step {
+            self.first_policy_step = usize::MAX;
         }
     }
 

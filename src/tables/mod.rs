@@ -106,10 +106,13 @@ impl RankSet {
 /// One lexeme's answers over the vocabulary.
 #[derive(Debug)]
 struct LexemeMasks {
-    /// The lexeme survives all of the token's bytes.
+    /// Bit per token id: the lexeme survives all of the token's bytes.
     allowed: Vec<u32>,
-    /// The lexeme was at a match after an inner byte of the token.
-    boundary: Vec<u32>,
+    /// `allowed`, bit per rank (position in the trie's byte order).
+    allowed_by_rank: Vec<u32>,
+    /// Bit per rank: the lexeme was at a match after an inner byte of the token.
+    /// By rank, because such tokens come as whole trie subtrees: contiguous ranks.
+    boundary_by_rank: Vec<u32>,
 }
 
 type Cache<K, V> = RwLock<FxHashMap<K, Arc<V>>>;
@@ -152,6 +155,24 @@ fn set(mask: &mut [u32], id: u32) {
     mask[id as usize / 32] |= 1 << (id % 32);
 }
 
+/// Sets bits `range` of `bits`, a word at a time.
+fn set_range(bits: &mut [u32], range: std::ops::Range<usize>) {
+    let (start, end) = (range.start, range.end);
+    if start >= end {
+        return;
+    }
+    let (first, last) = (start / 32, (end - 1) / 32);
+    let low = u32::MAX << (start % 32);
+    let high = u32::MAX >> (31 - (end - 1) % 32);
+    if first == last {
+        bits[first] |= low & high;
+        return;
+    }
+    bits[first] |= low;
+    bits[first + 1..last].fill(u32::MAX);
+    bits[last] |= high;
+}
+
 impl TokenTables {
     pub fn new(grammar: Arc<CompiledGrammar>, vocab: Arc<Vocabulary>) -> TokenTables {
         TokenTables {
@@ -192,7 +213,7 @@ impl TokenTables {
         let lexemes = self.lexemes.read().map_or(0, |cache| {
             cache
                 .values()
-                .map(|m| (m.allowed.len() + m.boundary.len()) * 4)
+                .map(|m| (m.allowed.len() + m.allowed_by_rank.len() + m.boundary_by_rank.len()) * 4)
                 .sum()
         });
         configurations + lexemes
@@ -232,30 +253,28 @@ impl TokenTables {
     }
 
     fn build_configuration(&self, configuration: &[(TerminalId, State)]) -> ConfigurationMasks {
-        let words = self.mask_words();
-        let mut allowed = vec![0u32; words];
-        let mut boundary = vec![0u32; words];
+        let rank_words = self.vocab.text_tokens().len().div_ceil(32);
+        let mut allowed = vec![0u32; self.mask_words()];
+        let mut allowed_by_rank = vec![0u32; rank_words];
+        let mut boundary_by_rank = vec![0u32; rank_words];
         for &lexeme in configuration {
             let masks = cached(&self.lexemes, lexeme, || self.build_lexeme(lexeme));
             for (a, b) in allowed.iter_mut().zip(&masks.allowed) {
                 *a |= b;
             }
-            for (a, b) in boundary.iter_mut().zip(&masks.boundary) {
+            for (a, b) in allowed_by_rank.iter_mut().zip(&masks.allowed_by_rank) {
+                *a |= b;
+            }
+            for (a, b) in boundary_by_rank.iter_mut().zip(&masks.boundary_by_rank) {
                 *a |= b;
             }
         }
-        let mut by_rank = vec![0u32; self.vocab.text_tokens().len().div_ceil(32)];
-        for (w, (&b, &a)) in boundary.iter().zip(&allowed).enumerate() {
-            let mut bits = b & !a;
-            while bits != 0 {
-                let rank = self.vocab.rank(w as u32 * 32 + bits.trailing_zeros()) as usize;
-                by_rank[rank / 32] |= 1 << (rank % 32);
-                bits &= bits - 1;
-            }
+        for (b, a) in boundary_by_rank.iter_mut().zip(&allowed_by_rank) {
+            *b &= !a;
         }
         ConfigurationMasks {
             allowed,
-            candidates: RankSet::from_bits(by_rank),
+            candidates: RankSet::from_bits(boundary_by_rank),
         }
     }
 
@@ -267,48 +286,91 @@ impl TokenTables {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();
         let nodes = trie.nodes();
-        let words = self.mask_words();
-        let mut allowed = vec![0u32; words];
-        let mut boundary = vec![0u32; words];
+        let rank_words = trie.token_ids().len().div_ceil(32);
+        let mut allowed = vec![0u32; self.mask_words()];
+        let mut allowed_by_rank = vec![0u32; rank_words];
+        let mut boundary_by_rank = vec![0u32; rank_words];
         let slice = SliceChars::ALL
             .into_iter()
             .find(|chars| terminal.keeps_body_alive(state, chars.non_ascii(), MAX_SLICE_STATES))
             .map(|chars| self.vocab.slice(chars));
         if let Some(slice) = slice {
             allowed.copy_from_slice(slice.members());
+            allowed_by_rank.copy_from_slice(slice.members_by_rank());
         }
         // By depth: the DFA state, and whether a match happened after 1..=depth bytes.
         let max_depth = trie.max_depth();
         let mut states: Vec<State> = vec![DEAD; max_depth + 1];
         let mut matched: Vec<bool> = vec![false; max_depth + 1];
         states[0] = state;
-        let mut i = 0;
-        while i < nodes.len() {
-            let node = nodes[i];
-            if slice.is_some_and(|slice| slice.covers(trie, i)) {
-                i = node.subtree_end as usize;
-                continue;
+        // The nodes to visit: all of them, or with a slice only those whose subtree
+        // holds a token outside it (the rest are taken in the OR above).
+        let (order, skip): (&[u32], Option<&[u32]>) = match slice {
+            Some(slice) => {
+                let (order, skip) = slice.outsider_nodes();
+                (order, Some(skip))
             }
+            None => (&[], None),
+        };
+        let visits = if skip.is_some() {
+            order.len()
+        } else {
+            nodes.len()
+        };
+        let mut k = 0;
+        while k < visits {
+            // `k` indexes `order` with a slice, else it is the node itself.
+            let i = if skip.is_some() { order[k] as usize } else { k };
+            let node = nodes[i];
+            let past_subtree = match skip {
+                Some(skip) => skip[k] as usize,
+                None => node.subtree_end as usize,
+            };
             let depth = node.depth as usize;
             let next = terminal.step(states[depth - 1], node.byte);
             if next == DEAD {
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.
                 if matched[depth - 1] {
-                    trie.tokens_under(i)
-                        .iter()
-                        .for_each(|&id| set(&mut boundary, id));
+                    set_range(&mut boundary_by_rank, trie.ranks_under(i));
                 }
-                i = node.subtree_end as usize;
+                k = past_subtree;
                 continue;
             }
             for &id in trie.tokens_at(i) {
                 set(&mut allowed, id);
             }
+            set_range(
+                &mut allowed_by_rank,
+                node.tokens_start as usize..node.tokens_end as usize,
+            );
             states[depth] = next;
             matched[depth] = matched[depth - 1] || terminal.is_match(next);
-            i += 1;
+            k += 1;
         }
-        LexemeMasks { allowed, boundary }
+        LexemeMasks {
+            allowed,
+            allowed_by_rank,
+            boundary_by_rank,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_range;
+
+    #[test]
+    fn set_range_sets_exactly_the_range() {
+        for start in 0..100 {
+            for end in start..100 {
+                let mut bits = vec![0u32; 4];
+                set_range(&mut bits, start..end);
+                for i in 0..128 {
+                    let on = bits[i / 32] & (1 << (i % 32)) != 0;
+                    assert_eq!(on, (start..end).contains(&i), "{start}..{end} at {i}");
+                }
+            }
+        }
     }
 }

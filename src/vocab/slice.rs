@@ -50,8 +50,16 @@ impl SliceChars {
 pub struct TokenSlice {
     /// Bit per token id.
     members: Vec<u32>,
+    /// Bit per rank (position in the trie's byte order).
+    members_by_rank: Vec<u32>,
     /// `outsiders_below[r]`: tokens of rank below `r` that are not members.
     outsiders_below: Vec<u32>,
+    /// The trie nodes whose subtree holds a non-member, in preorder: all a walk
+    /// that skips covered subtrees visits (ancestors come first).
+    outsider_nodes: Vec<u32>,
+    /// Per entry of `outsider_nodes`: the index of the first entry past its
+    /// subtree.
+    outsider_skip: Vec<u32>,
 }
 
 impl TokenSlice {
@@ -60,26 +68,55 @@ impl TokenSlice {
             std::str::from_utf8(bytes).is_ok_and(|s| s.chars().all(|c| chars.contains(c)))
         };
         let mut members = vec![0u32; tokens.len().div_ceil(32)];
+        let mut members_by_rank = vec![0u32; trie.token_ids().len().div_ceil(32)];
         let mut outsiders_below = Vec::with_capacity(trie.token_ids().len() + 1);
         let mut outsiders = 0u32;
-        for &id in trie.token_ids() {
+        for (rank, &id) in trie.token_ids().iter().enumerate() {
             outsiders_below.push(outsiders);
             if member(&tokens[id as usize]) {
                 members[id as usize / 32] |= 1 << (id % 32);
+                members_by_rank[rank / 32] |= 1 << (rank % 32);
             } else {
                 outsiders += 1;
             }
         }
         outsiders_below.push(outsiders);
-        TokenSlice {
+        let mut slice = TokenSlice {
             members,
+            members_by_rank,
             outsiders_below,
-        }
+            outsider_nodes: Vec::new(),
+            outsider_skip: Vec::new(),
+        };
+        let outsider_nodes: Vec<u32> = (0..trie.nodes().len())
+            .filter(|&i| !slice.covers(trie, i))
+            .map(|i| i as u32)
+            .collect();
+        slice.outsider_skip = outsider_nodes
+            .iter()
+            .map(|&i| {
+                let end = trie.nodes()[i as usize].subtree_end;
+                outsider_nodes.partition_point(|&n| n < end) as u32
+            })
+            .collect();
+        slice.outsider_nodes = outsider_nodes;
+        slice
     }
 
     /// Bit per token id: the members.
     pub fn members(&self) -> &[u32] {
         &self.members
+    }
+
+    /// Bit per rank (position in the trie's byte order): the members.
+    pub fn members_by_rank(&self) -> &[u32] {
+        &self.members_by_rank
+    }
+
+    /// The trie nodes whose subtree holds a non-member, in preorder, and per node
+    /// the index (into the same list) of the first one past its subtree.
+    pub fn outsider_nodes(&self) -> (&[u32], &[u32]) {
+        (&self.outsider_nodes, &self.outsider_skip)
     }
 
     /// Every token in the subtree of trie node `node` is a member.
