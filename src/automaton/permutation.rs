@@ -15,7 +15,7 @@
 
 use super::NonTerminalId;
 
-/// Index of a permutation in [`super::CompiledGrammar::permutations`].
+/// Index of a permutation ([`super::CompiledGrammar::permutation`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PermutationId(pub u32);
 
