@@ -91,6 +91,33 @@ fn number_bounds() {
 }
 
 #[test]
+fn exponents_where_the_sign_decides() {
+    // A bound at zero takes a whole side, so exponent spellings are exact there.
+    check(
+        json!({"type": "number", "minimum": 0}),
+        &["1e-06", "2.5E+3", "0e5", "-0e1", "0", "7"],
+        &["-1e-06", "-1", "-2.5E3"],
+    );
+    check(
+        json!({"type": "number", "exclusiveMinimum": 0}),
+        &["1e-9", "0.001e2", "3"],
+        &["0e5", "0.0e3", "-0e1", "-1e2", "0"],
+    );
+    check(
+        json!({"type": "number", "maximum": 0}),
+        &["-1e5", "-0e1", "0e1", "-3"],
+        &["1e-9", "5"],
+    );
+    // A side cut by a bound other than zero still has no exponent spellings (an
+    // over-constraint, never an under-constraint): here only the negative side.
+    check(
+        json!({"type": "number", "exclusiveMaximum": 5}),
+        &["-1e5", "0e0", "4.9"],
+        &["5e0", "1e1", "5"],
+    );
+}
+
+#[test]
 fn enums_and_consts() {
     check(
         json!({"enum": ["a", 1, null, {"x": [1]}]}),

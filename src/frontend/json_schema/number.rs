@@ -8,7 +8,8 @@
 //! digit ([`frac_nonempty`]). Integer ranges are the classic length-split digit
 //! construction, linear in the number of digits. Bounded numbers are written without
 //! an exponent (an over-constraint: `1e2` is rejected where `100` is accepted),
-//! except single `enum`/`const` values, which also take exponent spellings;
+//! except on a side of zero the bounds take whole (`minimum: 0` takes `1e-06`:
+//! the sign decides) and single `enum`/`const` values, which also take exponent spellings;
 //! unbounded numbers accept the JSON number grammar up to what an f64 holds (at most
 //! 200 integer digits, exponents up to 99, or down to -999; 300 digits for integers). Integers accept a zero
 //! fraction (`1.0` is an integer). `multipleOf` by an integer is a remainder
@@ -515,6 +516,33 @@ type Bound = Option<(Dec, bool)>;
 const LITERAL_EXPONENT_PADDING: i64 = 2;
 
 /// `[eE]` followed by every spelling of the exponent `e`.
+/// Numbers with an exponent on a side of zero that the bounds take whole: with
+/// `minimum: 0` every non-negative number is in range, so `1e-06` is too, and the
+/// sign alone decides (exactly). Mantissa and exponent as in the unbounded number
+/// grammar, so the value stays within an f64. Zero with an exponent (`0e5`, `-0e1`)
+/// wherever zero is in range.
+fn sign_only_exponent_spellings(lo: Option<&(Dec, bool)>, hi: Option<&(Dec, bool)>) -> Vec<Hir> {
+    const EXPONENT: &str = r"[eE](?:\+?[0-9]{1,2}|-[0-9]{1,3})";
+    let nonzero = re(&format!(
+        r"(?:[1-9][0-9]{{0,199}}(?:\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*){EXPONENT}"
+    ));
+    let mut out = Vec::new();
+    // Every positive number: no upper bound, lower bound at or below zero.
+    if hi.is_none() && lo.is_none_or(|(d, _)| d.neg || d.is_zero()) {
+        out.push(nonzero.clone());
+    }
+    // Every negative number: no lower bound, upper bound at or above zero.
+    if lo.is_none() && hi.is_none_or(|(d, _)| !d.neg) {
+        out.push(Hir::concat(vec![lit("-"), nonzero]));
+    }
+    let zero_in = lo.is_none_or(|(d, s)| d.neg || d.is_zero() && !s)
+        && hi.is_none_or(|(d, s)| !d.neg && !(d.is_zero() && *s));
+    if zero_in {
+        out.push(re(&format!(r"-?0(?:\.0+)?{EXPONENT}")));
+    }
+    out
+}
+
 fn exponent_spelling(e: i64) -> Hir {
     let marker = digit_set(b"eE");
     let zeros = rep(lit("0"), 0, None);
@@ -728,6 +756,11 @@ impl<'a> Compiler<'a> {
             if let Some(h) = side(&ylo, ys, yhi.as_ref().map(|(d, s)| (d, *s))) {
                 alts.push(Hir::concat(vec![lit("-"), h]));
             }
+        }
+        // Closed ranges (and single values, which `number_literal` spells with
+        // exponents itself) keep the plain spellings only.
+        if !int_only && (lo.is_none() || hi.is_none()) {
+            alts.extend(sign_only_exponent_spellings(lo.as_ref(), hi.as_ref()));
         }
         if alts.is_empty() {
             return Ok(super::nothing());
