@@ -536,7 +536,7 @@ fn sign_only_exponent_spellings(lo: Option<&(Dec, bool)>, hi: Option<&(Dec, bool
         out.push(Hir::concat(vec![lit("-"), nonzero]));
     }
     let zero_in = lo.is_none_or(|(d, s)| d.neg || d.is_zero() && !s)
-        && hi.is_none_or(|(d, s)| !d.neg && !(d.is_zero() && *s));
+        && hi.is_none_or(|(d, s)| !(d.neg || d.is_zero() && *s));
     if zero_in {
         out.push(re(&format!(r"-?0(?:\.0+)?{EXPONENT}")));
     }
