@@ -143,14 +143,76 @@ pub(crate) fn format_hir(format: &str) -> Option<Hir> {
             let lit = r#"(?:[^\x00-\x20"'<>\\^`{|}\x7F]|%[0-9A-Fa-f]{2})"#;
             format!(r"(?:{lit}|\{{[+#./;?&=,!@|]?{var}(?:,{var})*\}})*")
         }
-        // Only regexes without metacharacters (plain text, escaped punctuation):
-        // a small subset of the valid ECMA-262 regexes.
-        "regex" => r"(?:[^\\\[\](){}*+?|^$.]|\\[\\\[\](){}*+?|^$./-])*".to_string(),
+        "regex" => ecma_regex(REGEX_GROUP_DEPTH),
         "json-pointer" => "(?:/(?:[^~/]|~[01])*)*".to_string(),
         "relative-json-pointer" => "(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/]|~[01])*)*)".to_string(),
         _ => return None,
     };
     Some(re(&pattern))
+}
+
+/// Deepest group nesting `format: "regex"` accepts (deeper ones are rejected).
+const REGEX_GROUP_DEPTH: u32 = 2;
+
+/// A regular subset of the ECMA-262 regular expressions valid with the `u` flag
+/// (the strict reading; they are valid without it too), for `format: "regex"`.
+/// Rejecting a valid regex is an over-constraint, accepting an invalid one an
+/// under-constraint, so everything not surely valid is left out: groups nested
+/// deeper than `depth`, named groups and backreferences, `\p{..}`, `\0`, ranges
+/// whose ends are not two printable ASCII characters in order, a `-` inside a class
+/// other than first or last, `{n,m}` quantifiers whose order takes more than a
+/// digit count to see.
+fn ecma_regex(depth: u32) -> String {
+    const SYNTAX: &str = r"\^$\\.*+?()\[\]{}|";
+    let hex = "[0-9A-Fa-f]";
+    let char_escape = format!(
+        r"\\(?:[fnrtv]|c[A-Za-z]|x{hex}{{2}}|u{hex}{{4}}|u\{{0*(?:{hex}{{1,5}}|10{hex}{{4}})\}}|[{SYNTAX}/])"
+    );
+    let atom_escape = format!(r"(?:{char_escape}|\\[dDwWsS])");
+    // Ranges x-y, x <= y, both printable ASCII other than `\`, `]` and `-`.
+    let plain = |c: char| (' '..='~').contains(&c) && !matches!(c, '\\' | ']' | '-');
+    let ranges: Vec<String> = (' '..='~')
+        .filter(|&x| plain(x))
+        .map(|x| {
+            let ends: String = (x..='~')
+                .filter(|&y| plain(y))
+                .map(|y| regex_syntax::escape(&y.to_string()))
+                .collect();
+            format!("{}-[{ends}]", regex_syntax::escape(&x.to_string()))
+        })
+        .collect();
+    let class_atom = format!(
+        r"(?:{}|[^\\\]\-]|{char_escape}|\\[dDwWsSb\-])",
+        ranges.join("|")
+    );
+    let class = format!(r"\[\^?-?{class_atom}*-?\]");
+    // {n}, {n,}, and {n,m} with n < m by digit count, or both single digits in order.
+    let ordered_pairs: Vec<String> = (0..=9).map(|n| format!("{n},[{n}-9]")).collect();
+    let quantifier = format!(
+        r"(?:(?:[*+?]|\{{[0-9]+,?\}}|\{{(?:{}|[0-9],[1-9][0-9]{{1,4}}|[1-9][0-9],[1-9][0-9]{{2,4}})\}})\??)",
+        ordered_pairs.join("|")
+    );
+    let assertion = r"(?:\^|\$|\\[bB])";
+    let mut regex = String::new();
+    for level in 0..=depth {
+        let inner = if level == 0 {
+            None
+        } else {
+            Some(regex.clone())
+        };
+        let group = inner
+            .as_ref()
+            .map(|r| format!(r"|\((?:\?:)?{r}\)"))
+            .unwrap_or_default();
+        let lookaround = inner
+            .as_ref()
+            .map(|r| format!(r"|\(\?<?[=!]{r}\)"))
+            .unwrap_or_default();
+        let atom = format!(r"(?:[^{SYNTAX}]|\.|{atom_escape}|{class}{group})");
+        let term = format!(r"(?:{assertion}{lookaround}|{atom}{quantifier}?)");
+        regex = format!(r"(?:{term}*(?:\|{term}*)*)");
+    }
+    regex
 }
 
 #[cfg(test)]
@@ -194,6 +256,28 @@ mod tests {
                 && !m("uri", "//foo.bar")
                 && !m("uri", "http://x y")
         );
+        let regex = super::super::pattern::build_matcher(&format_hir("regex").unwrap()).unwrap();
+        let m_regex = |s: &str| regex.is_match(s.as_bytes());
+        for valid in [
+            "",
+            "abc",
+            r"^[a-zA-Z0-9_]{3,16}$",
+            r"^[a-zA-Z0-9]+$",
+            r#"^\s*(it|describe)\(\s*['"]([^'"]+)['"]"#,
+            r"(?:a|b)*?c{2,}",
+            r"[\d\-.]+(?=x)|\u{1F600}",
+            r"(a(b)c)",
+            r"[^]",
+            "[-a-]",
+        ] {
+            assert!(m_regex(valid), "valid regex {valid:?} rejected");
+        }
+        for invalid in [
+            "^(abc]", "*a", "a{2,1}", "[z-a]", r"\", "a)", "(?=a)*", "^*", r"\k<x>", "a{", "]",
+            r"[\d-z]", "a???", r"\u12", r"\-", r"\c1",
+        ] {
+            assert!(!m_regex(invalid), "invalid regex {invalid:?} accepted");
+        }
         assert!(
             m("uri-reference", "//foo.bar/?baz=qux#quux")
                 && m("uri-reference", "#f")
