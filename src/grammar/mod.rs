@@ -308,11 +308,28 @@ fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
     }
 }
 
+/// Whether `hir` matches some string. Not `properties().minimum_len().is_some()`:
+/// regex-syntax gives an alternation no minimum length as soon as one branch has
+/// none, so `a|[a&&b]` (a JSON Schema type union with an impossible object) would
+/// count as matching nothing.
+pub fn hir_matches_something(hir: &Hir) -> bool {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Look(_) => true,
+        HirKind::Class(Class::Unicode(c)) => !c.ranges().is_empty(),
+        HirKind::Class(Class::Bytes(c)) => !c.ranges().is_empty(),
+        HirKind::Repetition(r) => r.min == 0 || hir_matches_something(&r.sub),
+        HirKind::Capture(c) => hir_matches_something(&c.sub),
+        HirKind::Concat(items) => items.iter().all(hir_matches_something),
+        HirKind::Alternation(items) => items.iter().any(hir_matches_something),
+    }
+}
+
 /// Whether `expr` derives some finite string, given which rules are known to.
 pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
     match expr {
         Expr::Empty => true,
-        Expr::Regex(hir) => hir.properties().minimum_len().is_some(),
+        Expr::Regex(hir) => hir_matches_something(hir),
         Expr::Ref(r) => productive_rules[r.index()],
         Expr::Seq(items) => items.iter().all(|e| expr_productive(e, productive_rules)),
         Expr::Alt(items) => items.iter().any(|e| expr_productive(e, productive_rules)),
