@@ -298,6 +298,27 @@ fn impossible_objects_leave_the_other_types() {
 }
 
 #[test]
+fn objects_with_min_properties_above_max_are_impossible() {
+    // minProperties > maxProperties: no object, but the other types remain (this
+    // used to fail the whole compile: "repetition has min 3 greater than max 2").
+    for order in [PropertyOrder::Any, PropertyOrder::Schema] {
+        let opts = JsonSchemaOptions {
+            property_order: order,
+            ..Default::default()
+        };
+        for properties in [json!({}), json!({"a": {}, "b": {}})] {
+            check_with(
+                json!({"type": ["object", "string"], "properties": properties,
+                       "minProperties": 3, "maxProperties": 2}),
+                &opts,
+                &[r#""x""#],
+                &["{}", r#"{"a":1,"b":2}"#, r#"{"a":1,"b":2,"c":3}"#],
+            );
+        }
+    }
+}
+
+#[test]
 fn additional_properties_schema_and_counts() {
     check(
         json!({"additionalProperties": {"type": "integer"}, "minProperties": 1, "maxProperties": 2}),
