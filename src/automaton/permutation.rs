@@ -219,9 +219,7 @@ impl Permutation {
                 count += 1;
             }
             if count < min {
-                if extra_cost.is_none() {
-                    return None;
-                }
+                extra_cost?; // no extra to fill the rest with
                 extras = min - count;
                 count = min;
             }
