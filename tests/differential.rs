@@ -209,6 +209,39 @@ fn ir_cases() -> Vec<(String, Grammar)> {
             }),
         )],
     ));
+    // A separator that matches nothing: sequences of at most one item remain.
+    out.push((
+        "permutation-impossible-separator",
+        vec![rule(
+            "root",
+            Expr::Alt(vec![
+                lit("y"),
+                Expr::Seq(vec![
+                    lit("x"),
+                    Expr::Permutation(Box::new(Permutation {
+                        members: vec![lit("a"), lit("bb"), lit("c")],
+                        required: vec![false, false, false],
+                        extra: Some(regex("[0-9]")),
+                        separator: Expr::Alt(Vec::new()),
+                        min: 0,
+                        max: None,
+                    })),
+                    lit("!"),
+                ]),
+                Expr::Seq(vec![
+                    lit("z"),
+                    Expr::Permutation(Box::new(Permutation {
+                        members: vec![lit("a"), lit("bb")],
+                        required: vec![false, true],
+                        extra: None,
+                        separator: Expr::Alt(Vec::new()),
+                        min: 1,
+                        max: Some(2),
+                    })),
+                ]),
+            ]),
+        )],
+    ));
     out.into_iter()
         .map(|(name, rules)| {
             (
@@ -807,7 +840,8 @@ fn reference_recognizer_sanity() {
 /// Permutations of one-byte members, checked exhaustively against their definition
 /// (not against the reference recognizer, which shares the parser's saturated
 /// counting): every combination of required flags, extra, separator and bounds,
-/// every string up to 7 bytes. A prefix is viable when items (real counts, no
+/// every string up to 7 bytes. A separator that matches nothing leaves sequences
+/// of at most one item (no separator is written before the first). A prefix is viable when items (real counts, no
 /// saturation) can still be added to reach an ending.
 #[test]
 fn small_permutations_match_their_definition() {
@@ -819,6 +853,8 @@ fn small_permutations_match_their_definition() {
         required: [bool; 3],
         extra: bool,
         comma: bool,
+        /// The separator matches nothing: at most one item.
+        no_separator: bool,
         min: u32,
         max: Option<u32>,
     }
@@ -834,7 +870,10 @@ fn small_permutations_match_their_definition() {
             if self.ends(used, count) {
                 return true;
             }
-            if budget == 0 || self.max.is_some_and(|m| count >= m) {
+            if budget == 0
+                || self.max.is_some_and(|m| count >= m)
+                || (self.no_separator && count >= 1)
+            {
                 return false;
             }
             let extra = self.extra && self.finishable(used, count + 1, budget - 1);
@@ -849,6 +888,9 @@ fn small_permutations_match_their_definition() {
             for (i, &b) in s.iter().enumerate() {
                 let expect_item = !self.comma || i % 2 == 0;
                 if expect_item {
+                    if self.no_separator && count >= 1 {
+                        return (false, false);
+                    }
                     let k = MEMBERS.iter().position(|&m| m == b);
                     match k {
                         Some(k) if used & 1 << k == 0 => used |= 1 << k,
@@ -917,13 +959,14 @@ fn small_permutations_match_their_definition() {
     let mut specs = Vec::new();
     for r in 0..8u8 {
         for extra in [false, true] {
-            for comma in [false, true] {
+            for (comma, no_separator) in [(false, false), (true, false), (false, true)] {
                 for min in 0..4 {
                     for max in [None, Some(0), Some(1), Some(2), Some(3)] {
                         specs.push(Spec {
                             required: [r & 1 != 0, r & 2 != 0, r & 4 != 0],
                             extra,
                             comma,
+                            no_separator,
                             min,
                             max,
                         });
@@ -934,14 +977,18 @@ fn small_permutations_match_their_definition() {
     }
     for spec in specs {
         let name = format!(
-            "required {:?} extra {} comma {} min {} max {:?}",
-            spec.required, spec.extra, spec.comma, spec.min, spec.max
+            "required {:?} extra {} comma {} no separator {} min {} max {:?}",
+            spec.required, spec.extra, spec.comma, spec.no_separator, spec.min, spec.max
         );
         let permutation = Permutation {
             members: MEMBERS.iter().map(|&b| lit(b)).collect(),
             required: spec.required.to_vec(),
             extra: spec.extra.then(|| lit(EXTRA)),
-            separator: if spec.comma { lit(b',') } else { Expr::Empty },
+            separator: match (spec.comma, spec.no_separator) {
+                (true, _) => lit(b','),
+                (_, true) => Expr::Alt(Vec::new()),
+                _ => Expr::Empty,
+            },
             min: spec.min,
             max: spec.max,
         };
