@@ -152,6 +152,29 @@ fn counters_and_required_properties() {
 }
 
 #[test]
+fn permutation_minimum_met_by_undeclared_properties() {
+    // Undeclared properties fill `minProperties`: the shortest completion counts
+    // them rather than listing them one by one (4e9 of them used to be a 16 GB
+    // list, built while pricing the grammar's shortest strings).
+    let opts = stencil::frontend::json_schema::JsonSchemaOptions {
+        property_order: stencil::frontend::json_schema::PropertyOrder::Any,
+        ..Default::default()
+    };
+    let properties = json!({"a": {"type": "integer"}, "bb": {"type": "integer"}});
+    let schema = json!({"type": "object", "properties": properties, "minProperties": 4});
+    let grammar = json_schema_common::compile(&schema, &opts).unwrap();
+    check(&grammar, "{", Some("\"\":0,\"\":0,\"\":0,\"\":0}"));
+    check(&grammar, "{\"bb\":1", Some(",\"\":0,\"\":0,\"\":0}"));
+    check(&grammar, "{\"x\":1,\"a\":1,\"y\":2", Some(",\"\":0}"));
+
+    let schema = json!({"type": "object", "properties": properties,
+                        "minProperties": 4_000_000_000u64});
+    let grammar = json_schema_common::compile(&schema, &opts).unwrap();
+    let m = matcher_at(&grammar, "{\"a\":1");
+    assert!(m.shortest_completion(1 << 20).is_none());
+}
+
+#[test]
 fn every_shipped_grammar_completes_from_its_prefixes() {
     for (path, text) in [
         ("grammars/json.gbnf", "{\"a\": [true, null, -1.5e3, \"x\\n\"], \"b\": {}}"),

@@ -209,6 +209,39 @@ fn ir_cases() -> Vec<(String, Grammar)> {
             }),
         )],
     ));
+    // A separator that matches nothing: sequences of at most one item remain.
+    out.push((
+        "permutation-impossible-separator",
+        vec![rule(
+            "root",
+            Expr::Alt(vec![
+                lit("y"),
+                Expr::Seq(vec![
+                    lit("x"),
+                    Expr::Permutation(Box::new(Permutation {
+                        members: vec![lit("a"), lit("bb"), lit("c")],
+                        required: vec![false, false, false],
+                        extra: Some(regex("[0-9]")),
+                        separator: Expr::Alt(Vec::new()),
+                        min: 0,
+                        max: None,
+                    })),
+                    lit("!"),
+                ]),
+                Expr::Seq(vec![
+                    lit("z"),
+                    Expr::Permutation(Box::new(Permutation {
+                        members: vec![lit("a"), lit("bb")],
+                        required: vec![false, true],
+                        extra: None,
+                        separator: Expr::Alt(Vec::new()),
+                        min: 1,
+                        max: Some(2),
+                    })),
+                ]),
+            ]),
+        )],
+    ));
     out.into_iter()
         .map(|(name, rules)| {
             (
@@ -802,4 +835,252 @@ fn reference_recognizer_sanity() {
             );
         }
     }
+}
+
+/// Permutations of one-byte members, checked exhaustively against their definition
+/// (not against the reference recognizer, which shares the parser's saturated
+/// counting): every combination of required flags, extra, separator and bounds,
+/// every string up to 7 bytes. A separator that matches nothing leaves sequences
+/// of at most one item (no separator is written before the first). A prefix is viable when items (real counts, no
+/// saturation) can still be added to reach an ending.
+#[test]
+fn small_permutations_match_their_definition() {
+    use stencil::grammar::{Expr, Permutation, Rule, RuleId};
+    const MEMBERS: &[u8] = b"abc";
+    const EXTRA: u8 = b'x';
+    const DEPTH: usize = 7;
+    struct Spec {
+        required: [bool; 3],
+        extra: bool,
+        comma: bool,
+        /// The separator matches nothing: at most one item.
+        no_separator: bool,
+        min: u32,
+        max: Option<u32>,
+    }
+    impl Spec {
+        fn ends(&self, used: u8, count: u32) -> bool {
+            count >= self.min
+                && self.max.is_none_or(|m| count <= m)
+                && (0..3).all(|k| !self.required[k] || used & 1 << k != 0)
+        }
+        /// Some sequence of further items reaches an ending (searched with real
+        /// counts; 8 more items always suffice here).
+        fn finishable(&self, used: u8, count: u32, budget: u32) -> bool {
+            if self.ends(used, count) {
+                return true;
+            }
+            if budget == 0
+                || self.max.is_some_and(|m| count >= m)
+                || (self.no_separator && count >= 1)
+            {
+                return false;
+            }
+            let extra = self.extra && self.finishable(used, count + 1, budget - 1);
+            extra
+                || (0..3).any(|k| {
+                    used & 1 << k == 0 && self.finishable(used | 1 << k, count + 1, budget - 1)
+                })
+        }
+        /// `(sentence, viable)` for `s` between the brackets.
+        fn judge(&self, s: &[u8]) -> (bool, bool) {
+            let (mut used, mut count, mut after_sep) = (0u8, 0u32, false);
+            for (i, &b) in s.iter().enumerate() {
+                let expect_item = !self.comma || i % 2 == 0;
+                if expect_item {
+                    if self.no_separator && count >= 1 {
+                        return (false, false);
+                    }
+                    let k = MEMBERS.iter().position(|&m| m == b);
+                    match k {
+                        Some(k) if used & 1 << k == 0 => used |= 1 << k,
+                        None if self.extra && b == EXTRA => {}
+                        _ => return (false, false),
+                    }
+                    count += 1;
+                    after_sep = false;
+                } else {
+                    if b != b',' {
+                        return (false, false);
+                    }
+                    after_sep = true;
+                }
+            }
+            let sentence = !after_sep && self.ends(used, count);
+            // After a separator another item must come.
+            let viable = if after_sep {
+                self.max.is_none_or(|m| count < m)
+                    && ((self.extra && self.finishable(used, count + 1, 8))
+                        || (0..3).any(|k| {
+                            used & 1 << k == 0 && self.finishable(used | 1 << k, count + 1, 8)
+                        }))
+            } else {
+                self.finishable(used, count, 8)
+            };
+            (sentence, viable)
+        }
+        /// Bytes of a shortest completion of a viable `s`, the closing `>` included.
+        fn shortest(&self, s: &[u8]) -> usize {
+            let (mut used, mut count) = (0u8, 0u32);
+            for &b in s {
+                if let Some(k) = MEMBERS.iter().position(|&m| m == b) {
+                    used |= 1 << k;
+                }
+                if b != b',' {
+                    count += 1;
+                }
+            }
+            let after_sep = s.last() == Some(&b',');
+            let fewest = |used: u8, count: u32| (0..=8).find(|&j| self.finishable(used, count, j));
+            let items = if after_sep {
+                let extra = self.extra.then(|| fewest(used, count + 1)).flatten();
+                (0..3)
+                    .filter(|&k| used & 1 << k == 0)
+                    .filter_map(|k| fewest(used | 1 << k, count + 1))
+                    .chain(extra)
+                    .min()
+                    .unwrap()
+                    + 1
+            } else {
+                fewest(used, count).unwrap()
+            };
+            let seps = if !self.comma || items == 0 {
+                0
+            } else if after_sep || count == 0 {
+                items - 1
+            } else {
+                items
+            };
+            items as usize + seps as usize + 1
+        }
+    }
+    let lit = |b: u8| Expr::literal(&[b]);
+    let mut failures = Vec::new();
+    let mut specs = Vec::new();
+    for r in 0..8u8 {
+        for extra in [false, true] {
+            for (comma, no_separator) in [(false, false), (true, false), (false, true)] {
+                for min in 0..4 {
+                    for max in [None, Some(0), Some(1), Some(2), Some(3)] {
+                        specs.push(Spec {
+                            required: [r & 1 != 0, r & 2 != 0, r & 4 != 0],
+                            extra,
+                            comma,
+                            no_separator,
+                            min,
+                            max,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for spec in specs {
+        let name = format!(
+            "required {:?} extra {} comma {} no separator {} min {} max {:?}",
+            spec.required, spec.extra, spec.comma, spec.no_separator, spec.min, spec.max
+        );
+        let permutation = Permutation {
+            members: MEMBERS.iter().map(|&b| lit(b)).collect(),
+            required: spec.required.to_vec(),
+            extra: spec.extra.then(|| lit(EXTRA)),
+            separator: match (spec.comma, spec.no_separator) {
+                (true, _) => lit(b','),
+                (_, true) => Expr::Alt(Vec::new()),
+                _ => Expr::Empty,
+            },
+            min: spec.min,
+            max: spec.max,
+        };
+        // `<` ... `>` around it, so that an empty permutation is a sentence too.
+        let grammar = Grammar {
+            rules: vec![Rule {
+                name: "root".into(),
+                expr: Expr::Seq(vec![
+                    lit(b'<'),
+                    Expr::Permutation(Box::new(permutation)),
+                    lit(b'>'),
+                ]),
+                location: None,
+            }],
+            root: RuleId(0),
+        };
+        let satisfiable = spec.finishable(0, 0, 8);
+        let compiled = match CompiledGrammar::compile(&grammar, &CompileOptions::default()) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                if satisfiable {
+                    failures.push(format!("{name}: compile error {e}"));
+                }
+                continue;
+            }
+        };
+        let mut m = Matcher::new(Arc::clone(&compiled));
+        if m.consume_byte(b'<').is_err() {
+            if satisfiable {
+                failures.push(format!("{name}: '<' rejected"));
+            }
+            continue;
+        }
+        // Depth-first over strings, following the matcher while it agrees.
+        let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
+        while let Some(s) = stack.pop() {
+            m.reset();
+            m.consume_byte(b'<').unwrap();
+            let consumed = m.consume_bytes(&s).is_ok();
+            let (sentence, viable) = spec.judge(&s);
+            if consumed != viable {
+                failures.push(format!(
+                    "{name}: <{}: matcher viable {consumed}, definition {viable}",
+                    String::from_utf8_lossy(&s)
+                ));
+                continue;
+            }
+            if !consumed {
+                continue;
+            }
+            let accepts_close = m.accepts_bytes(b">");
+            if accepts_close != sentence {
+                failures.push(format!(
+                    "{name}: <{}>: matcher {accepts_close}, definition {sentence}",
+                    String::from_utf8_lossy(&s)
+                ));
+            }
+            match m.shortest_completion(100) {
+                Some(c) => {
+                    if c.len() != spec.shortest(&s) {
+                        failures.push(format!(
+                            "{name}: <{} completed by {:?}, but {} bytes suffice",
+                            String::from_utf8_lossy(&s),
+                            String::from_utf8_lossy(&c),
+                            spec.shortest(&s)
+                        ));
+                    }
+                    let mut done = m.clone();
+                    if done.consume_bytes(&c).is_err() || !done.is_accepting() {
+                        failures.push(format!(
+                            "{name}: <{} completed by {:?} is not accepted",
+                            String::from_utf8_lossy(&s),
+                            String::from_utf8_lossy(&c)
+                        ));
+                    }
+                }
+                None => failures.push(format!(
+                    "{name}: <{}: viable but no completion",
+                    String::from_utf8_lossy(&s)
+                )),
+            }
+            if s.len() < DEPTH {
+                for &b in b"abcx,y" {
+                    stack.push([s.as_slice(), &[b]].concat());
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(30)].join("\n")
+    );
 }

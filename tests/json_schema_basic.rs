@@ -306,6 +306,46 @@ fn counted_objects_with_undeclared_properties_in_any_order() {
 }
 
 #[test]
+fn impossible_objects_leave_the_other_types() {
+    // The object branch is impossible; the union, fused into one regex, used to
+    // count as matching nothing (regex-syntax gives `a|[a&&b]` no minimum length),
+    // so the whole schema failed to compile.
+    check(
+        json!({"type": ["object", "string"], "properties": {"a": {}, "b": {}},
+               "required": ["a", "b"], "maxProperties": 1}),
+        &[r#""x""#],
+        &["{}", r#"{"a":1,"b":2}"#],
+    );
+    check(
+        json!({"anyOf": [{"type": "string"},
+                         {"type": "object", "properties": {"a": false}, "required": ["a"]}]}),
+        &[r#""x""#],
+        &["{}", r#"{"a":1}"#],
+    );
+}
+
+#[test]
+fn objects_with_min_properties_above_max_are_impossible() {
+    // minProperties > maxProperties: no object, but the other types remain (this
+    // used to fail the whole compile: "repetition has min 3 greater than max 2").
+    for order in [PropertyOrder::Any, PropertyOrder::Schema] {
+        let opts = JsonSchemaOptions {
+            property_order: order,
+            ..Default::default()
+        };
+        for properties in [json!({}), json!({"a": {}, "b": {}})] {
+            check_with(
+                json!({"type": ["object", "string"], "properties": properties,
+                       "minProperties": 3, "maxProperties": 2}),
+                &opts,
+                &[r#""x""#],
+                &["{}", r#"{"a":1,"b":2}"#, r#"{"a":1,"b":2,"c":3}"#],
+            );
+        }
+    }
+}
+
+#[test]
 fn additional_properties_schema_and_counts() {
     check(
         json!({"additionalProperties": {"type": "integer"}, "minProperties": 1, "maxProperties": 2}),

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
-use crate::grammar::{describe_expr, Expr, Grammar, RuleId};
+use crate::grammar::{describe_expr, expr_productive, Expr, Grammar, RuleId};
 
 /// The CFG produced by lowering, terminals still as regexes.
 pub(super) struct Lowered {
@@ -45,6 +45,7 @@ pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
             permutations: Vec::new(),
         },
         terminal_index: HashMap::new(),
+        productive_rules: None,
     };
     let start = lowering.fresh_nonterminal("<start>".into());
     lowering.out.start = start;
@@ -146,6 +147,8 @@ struct Lowering<'g> {
     queue: Vec<(RuleId, NonTerminalId)>,
     out: Lowered,
     terminal_index: HashMap<String, TerminalId>,
+    /// [`Grammar::productive_rules`], computed at the first permutation.
+    productive_rules: Option<Vec<bool>>,
 }
 
 impl Lowering<'_> {
@@ -346,10 +349,24 @@ impl Lowering<'_> {
                     max: *max,
                 }]]
             }
+            // A separator that matches nothing leaves only sequences of at most
+            // one item, which the parser's permutation does not model (its items
+            // after the first all start with the separator).
+            Expr::Permutation(p) if !self.expr_productive(&p.separator) => {
+                self.alternatives(&p.at_most_one_item())
+            }
             Expr::Permutation(p) => vec![vec![Symbol::Permutation(self.permutation(p))]],
             // Regular leaves were handled by `expr_hir` above.
             Expr::Empty | Expr::Regex(_) => vec![vec![]],
         }
+    }
+
+    fn expr_productive(&mut self, expr: &Expr) -> bool {
+        let grammar = self.grammar;
+        let rules = self
+            .productive_rules
+            .get_or_insert_with(|| grammar.productive_rules());
+        expr_productive(expr, rules)
     }
 
     /// Lowers a permutation: per item (members, then the extra) one nonterminal for

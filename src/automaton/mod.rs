@@ -156,7 +156,7 @@ impl CompiledGrammar {
         let terminal_productive: Vec<bool> = lowered
             .terminals
             .iter()
-            .map(|(_, hir)| hir.properties().minimum_len().is_some())
+            .map(|(_, hir)| crate::grammar::hir_matches_something(hir))
             .collect();
 
         let mut permutations = lowered.permutations;

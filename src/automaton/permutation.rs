@@ -184,19 +184,23 @@ impl Permutation {
     /// Items that finish the permutation soonest from `progress`, given each
     /// item's cost as a following item (`next`): every missing required member,
     /// then the cheapest others until `min` is reached. `None` when it cannot end.
+    /// The extra may be needed `min` times over, so it is counted, not listed
+    /// (a `minProperties` of 10^9 beside undeclared properties is one number here).
     pub fn cheapest_ending(
         &self,
         progress: &Progress,
         cost: impl Fn(u32) -> u64,
-    ) -> Option<Vec<u32>> {
-        let mut chosen: Vec<u32> = (0..self.members() as u32)
+    ) -> Option<Ending> {
+        let mut members: Vec<u32> = (0..self.members() as u32)
             .filter(|&k| self.required[k as usize] && !progress.uses(k))
             .collect();
-        if chosen.iter().any(|&k| !self.productive[k as usize]) {
+        if members.iter().any(|&k| !self.productive[k as usize]) {
             return None;
         }
-        let mut count = progress.count + chosen.len() as u32;
-        if count < self.min {
+        let min = u64::from(self.min);
+        let mut count = u64::from(progress.count) + members.len() as u64;
+        let mut extras = 0u64;
+        if count < min {
             let mut optional: Vec<u32> = (0..self.members() as u32)
                 .filter(|&k| {
                     !self.required[k as usize] && !progress.uses(k) && self.productive[k as usize]
@@ -204,21 +208,36 @@ impl Permutation {
                 .collect();
             optional.sort_by_key(|&k| cost(k));
             let extra = self.members() as u32;
-            let mut optional = optional.into_iter().peekable();
-            while count < self.min {
-                let take_extra = self.extra_productive()
-                    && optional.peek().is_none_or(|&k| cost(extra) < cost(k));
-                if take_extra {
-                    chosen.push(extra);
-                } else {
-                    chosen.push(optional.next()?);
+            let extra_cost = self.extra_productive().then(|| cost(extra));
+            // Cheapest first: once the extra is cheaper than the next member, it
+            // is cheaper than every member left.
+            for k in optional {
+                if count >= min || extra_cost.is_some_and(|c| c < cost(k)) {
+                    break;
                 }
+                members.push(k);
                 count += 1;
             }
+            if count < min {
+                extra_cost?; // no extra to fill the rest with
+                extras = min - count;
+                count = min;
+            }
         }
-        if self.max.is_some_and(|m| count > m) {
+        if self.max.is_some_and(|m| count > u64::from(m)) {
             return None;
         }
-        Some(chosen)
+        Some(Ending {
+            members,
+            extras: u32::try_from(extras).ok()?,
+        })
     }
+}
+
+/// A shortest way to finish a permutation ([`Permutation::cheapest_ending`]): these
+/// members in this order, then the extra `extras` times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    pub members: Vec<u32>,
+    pub extras: u32,
 }

@@ -152,30 +152,37 @@ impl ShortestStrings {
         }
     }
 
-    /// The items (and for each the nonterminal deriving it in place) of a shortest
-    /// way to finish permutation `id` from `progress`.
+    /// A shortest way to finish permutation `id` from `progress`: runs of
+    /// `(nonterminal deriving the item in place, times)`.
     fn permutation_ending(
         &self,
         grammar: &CompiledGrammar,
         id: PermutationId,
         progress: &Progress,
-    ) -> Option<Vec<NonTerminalId>> {
+    ) -> Option<Vec<(NonTerminalId, u32)>> {
         let p = grammar.permutation(id);
-        let items = p.cheapest_ending(progress, |k| self.nonterminal_len(p.next[k as usize]))?;
-        Some(
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, &k)| {
-                    let side = if i == 0 && progress.count == 0 {
-                        &p.first
-                    } else {
-                        &p.next
-                    };
-                    side[k as usize]
-                })
-                .collect(),
-        )
+        let ending = p.cheapest_ending(progress, |k| self.nonterminal_len(p.next[k as usize]))?;
+        let extra = p.members();
+        let mut runs: Vec<(NonTerminalId, u32)> = ending
+            .members
+            .iter()
+            .map(|&k| (p.next[k as usize], 1))
+            .collect();
+        match ending.extras {
+            0 => {}
+            // The first extra written is the permutation's first item.
+            n if runs.is_empty() && progress.count == 0 => {
+                runs.push((p.first[extra], 1));
+                runs.push((p.next[extra], n - 1));
+            }
+            n => runs.push((p.next[extra], n)),
+        }
+        if progress.count == 0 {
+            if let Some(&k) = ending.members.first() {
+                runs[0].0 = p.first[k as usize];
+            }
+        }
+        Some(runs)
     }
 
     /// Shortest length of what finishes permutation `id` from `progress`.
@@ -186,8 +193,8 @@ impl ShortestStrings {
         progress: &Progress,
     ) -> u64 {
         match self.permutation_ending(grammar, id, progress) {
-            Some(items) => items.iter().fold(0u64, |acc, &nt| {
-                acc.saturating_add(self.nonterminal_len(nt))
+            Some(runs) => runs.iter().fold(0u64, |acc, &(nt, times)| {
+                acc.saturating_add(self.nonterminal_len(nt).saturating_mul(u64::from(times)))
             }),
             None => UNREACHABLE,
         }
@@ -201,11 +208,13 @@ impl ShortestStrings {
         progress: &Progress,
         out: &mut Vec<u8>,
     ) {
-        for nt in self
+        for (nt, times) in self
             .permutation_ending(grammar, id, progress)
             .unwrap_or_default()
         {
-            self.write_nonterminal(grammar, nt, out);
+            for _ in 0..times {
+                self.write_nonterminal(grammar, nt, out);
+            }
         }
     }
 

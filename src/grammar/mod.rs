@@ -121,6 +121,28 @@ impl Permutation {
             .chain(std::iter::once(&self.separator))
     }
 
+    /// The sequences of at most one item, as an alternation: all the permutation
+    /// matches when its separator matches nothing.
+    pub fn at_most_one_item(&self) -> Expr {
+        let mut required = (0..self.members.len()).filter(|&k| self.required[k]);
+        let (first_required, more_required) = (required.next(), required.next().is_some());
+        let mut alternatives = Vec::new();
+        if self.min == 0 && first_required.is_none() {
+            alternatives.push(Expr::Empty);
+        }
+        if self.min <= 1 && self.max != Some(0) && !more_required {
+            for (k, member) in self.members.iter().enumerate() {
+                if first_required.is_none_or(|r| r == k) {
+                    alternatives.push(member.clone());
+                }
+            }
+            if let (Some(extra), None) = (&self.extra, first_required) {
+                alternatives.push(extra.clone());
+            }
+        }
+        Expr::Alt(alternatives)
+    }
+
     /// Whether some item sequence meets `required`, `min` and `max`, given which
     /// members (and whether the extra) derive some string.
     pub fn satisfiable(&self, member_productive: &[bool], extra_productive: bool) -> bool {
@@ -308,11 +330,28 @@ fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
     }
 }
 
+/// Whether `hir` matches some string. Not `properties().minimum_len().is_some()`:
+/// regex-syntax gives an alternation no minimum length as soon as one branch has
+/// none, so `a|[a&&b]` (a JSON Schema type union with an impossible object) would
+/// count as matching nothing.
+pub fn hir_matches_something(hir: &Hir) -> bool {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Look(_) => true,
+        HirKind::Class(Class::Unicode(c)) => !c.ranges().is_empty(),
+        HirKind::Class(Class::Bytes(c)) => !c.ranges().is_empty(),
+        HirKind::Repetition(r) => r.min == 0 || hir_matches_something(&r.sub),
+        HirKind::Capture(c) => hir_matches_something(&c.sub),
+        HirKind::Concat(items) => items.iter().all(hir_matches_something),
+        HirKind::Alternation(items) => items.iter().any(hir_matches_something),
+    }
+}
+
 /// Whether `expr` derives some finite string, given which rules are known to.
 pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
     match expr {
         Expr::Empty => true,
-        Expr::Regex(hir) => hir.properties().minimum_len().is_some(),
+        Expr::Regex(hir) => hir_matches_something(hir),
         Expr::Ref(r) => productive_rules[r.index()],
         Expr::Seq(items) => items.iter().all(|e| expr_productive(e, productive_rules)),
         Expr::Alt(items) => items.iter().any(|e| expr_productive(e, productive_rules)),
@@ -327,9 +366,11 @@ pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
                 .extra
                 .as_ref()
                 .is_some_and(|e| expr_productive(e, productive_rules));
-            // An unproductive separator makes the whole construct unproductive
-            // (simpler than counting on sequences of one item).
-            p.satisfiable(&members, extra) && expr_productive(&p.separator, productive_rules)
+            // Without a separator, only sequences of at most one item remain.
+            if !expr_productive(&p.separator, productive_rules) {
+                return expr_productive(&p.at_most_one_item(), productive_rules);
+            }
+            p.satisfiable(&members, extra)
         }
     }
 }

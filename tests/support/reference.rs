@@ -326,6 +326,11 @@ impl Perm {
     }
 
     fn productive(&self, prod: &[bool]) -> bool {
+        if !prod[self.sep] {
+            // At most one item: nothing, or one first item.
+            return self.can_end(0, 0)
+                || (0..self.items.len()).any(|k| self.step(0, 0, k, prod).is_some());
+        }
         let n = self.members();
         let required = self.required.iter().filter(|&&r| r).count() as u32;
         let available = (0..n).filter(|&k| prod[self.items[k]]).count() as u32;
@@ -338,6 +343,9 @@ impl Perm {
     /// Whether, with members `mask` used and `count` items written, the rest can
     /// still be completed.
     fn can_finish(&self, mask: u64, count: u32, prod: &[bool]) -> bool {
+        if !prod[self.sep] && count > 0 {
+            return self.can_end(mask, count); // nothing can follow an item
+        }
         let n = self.members();
         let unused = |k: usize| mask & (1 << k) == 0;
         let missing = (0..n).filter(|&k| self.required[k] && unused(k)).count() as u32;
@@ -927,6 +935,27 @@ impl Reference {
                         break;
                     }
                     self.gen(*x, depth, max_depth, soft_len, rng, out, shortest);
+                }
+            }
+            Node::Perm(perm) if !self.productive[perm.sep] => {
+                // At most one item (or none, where allowed).
+                let prod = &self.productive;
+                let mut choices: Vec<Option<usize>> = (0..perm.items.len())
+                    .filter(|&k| perm.step(0, 0, k, prod).is_some())
+                    .map(Some)
+                    .collect();
+                if perm.can_end(0, 0) {
+                    choices.insert(0, None);
+                }
+                let rank = |c: &Option<usize>| c.map_or(0, |k| self.rank[perm.items[k]]);
+                let choice = if shortest {
+                    *choices.iter().min_by_key(|c| rank(c)).unwrap()
+                } else {
+                    *rng.pick(&choices)
+                };
+                if let Some(k) = choice {
+                    let item = perm.items[k];
+                    self.gen(item, depth, max_depth, soft_len, rng, out, shortest);
                 }
             }
             Node::Perm(perm) => {

@@ -444,7 +444,9 @@ impl<'a> Compiler<'a> {
             || shape
                 .max
                 .is_some_and(|m| m < n as u64 || shape.extra.is_some());
-        if shape.max.is_some_and(|m| m < n_req) {
+        // Too few properties allowed for the required ones, or for `minProperties`
+        // (a permutation, like a repetition, must not have `min > max`).
+        if shape.max.is_some_and(|m| m < n_req || m < shape.min) {
             return Ok(nothing());
         }
         let comma = self.punct(b",");
