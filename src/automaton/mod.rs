@@ -168,13 +168,13 @@ impl CompiledGrammar {
         let permutation_productive = |p: &Permutation, known: &[bool]| {
             let items = item_productive(p, known);
             let extra = p.has_extra && items[p.members()];
-            let required = p.required.iter().filter(|&&r| r).count() as u64;
-            let max = p.max.map_or(u64::MAX, u64::from);
-            let available = items[..p.members()].iter().filter(|&&x| x).count() as u64;
-            p.required.iter().zip(&items).all(|(&r, &x)| !r || x)
-                && (extra || available >= u64::from(p.min))
-                && required <= max
-                && u64::from(p.min) <= max
+            crate::grammar::permutation_satisfiable(
+                &p.required,
+                p.min,
+                p.max,
+                &items[..p.members()],
+                extra,
+            )
         };
         let productive = fixpoint(
             n_nonterminals,

@@ -146,17 +146,34 @@ impl Permutation {
     /// Whether some item sequence meets `required`, `min` and `max`, given which
     /// members (and whether the extra) derive some string.
     pub fn satisfiable(&self, member_productive: &[bool], extra_productive: bool) -> bool {
-        let required = self.required.iter().filter(|&&r| r).count() as u64;
-        let all_required = self
-            .required
-            .iter()
-            .zip(member_productive)
-            .all(|(&r, &p)| !r || p);
-        let available = member_productive.iter().filter(|&&p| p).count() as u64;
-        let reaches_min = extra_productive || available >= u64::from(self.min);
-        let max = self.max.map_or(u64::MAX, u64::from);
-        all_required && reaches_min && required <= max && u64::from(self.min) <= max
+        permutation_satisfiable(
+            &self.required,
+            self.min,
+            self.max,
+            member_productive,
+            extra_productive,
+        )
     }
+}
+
+/// [`Permutation::satisfiable`] on the bounds alone, shared with the compiled
+/// permutation (which keeps nonterminals instead of expressions).
+pub fn permutation_satisfiable(
+    required: &[bool],
+    min: u32,
+    max: Option<u32>,
+    member_productive: &[bool],
+    extra_productive: bool,
+) -> bool {
+    let required_count = required.iter().filter(|&&r| r).count() as u64;
+    let all_required = required
+        .iter()
+        .zip(member_productive)
+        .all(|(&r, &p)| !r || p);
+    let available = member_productive.iter().filter(|&&p| p).count() as u64;
+    let reaches_min = extra_productive || available >= u64::from(min);
+    let max = max.map_or(u64::MAX, u64::from);
+    all_required && reaches_min && required_count <= max && u64::from(min) <= max
 }
 
 impl Expr {
