@@ -74,6 +74,8 @@ pub(super) struct Chart {
     /// shrinks: a number stays valid for the whole parse, rollbacks included.
     progresses: Vec<Progress>,
     progress_numbers: FxHashMap<Progress, u32>,
+    /// Scratch: the nonterminals a permutation item waits on.
+    awaited: Vec<NonTerminalId>,
 }
 
 static NOTHING_DONE: Progress = Progress {
@@ -316,12 +318,15 @@ impl Chart {
                 Symbol::Permutation(id) => {
                     let permutation = grammar.permutation(id);
                     let progress = progress_in(&self.progresses, item.count);
-                    let awaited: Vec<NonTerminalId> =
-                        permutation.awaited(progress).map(|(_, nt)| nt).collect();
+                    // A reused buffer: `predict` borrows the chart mutably.
+                    let mut awaited = std::mem::take(&mut self.awaited);
+                    awaited.clear();
+                    awaited.extend(permutation.awaited(progress).map(|(_, nt)| nt));
                     let can_end = permutation.can_end(progress);
-                    for nt in awaited {
+                    for &nt in &awaited {
                         self.predict(grammar, nt, set_index);
                     }
+                    self.awaited = awaited;
                     if can_end {
                         self.add(Item {
                             dot: item.dot + 1,
