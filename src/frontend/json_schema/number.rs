@@ -516,13 +516,16 @@ type Bound = Option<(Dec, bool)>;
 const LITERAL_EXPONENT_PADDING: i64 = 2;
 
 /// `[eE]` followed by every spelling of the exponent `e`.
+/// The exponent of an unbounded number: up to 99, down to -999 (with at most 200
+/// integer digits, what an f64 holds).
+const EXPONENT: &str = r"[eE](?:\+?[0-9]{1,2}|-[0-9]{1,3})";
+
 /// Numbers with an exponent on a side of zero that the bounds take whole: with
 /// `minimum: 0` every non-negative number is in range, so `1e-06` is too, and the
 /// sign alone decides (exactly). Mantissa and exponent as in the unbounded number
 /// grammar, so the value stays within an f64. Zero with an exponent (`0e5`, `-0e1`)
 /// wherever zero is in range.
 fn sign_only_exponent_spellings(lo: Option<&(Dec, bool)>, hi: Option<&(Dec, bool)>) -> Vec<Hir> {
-    const EXPONENT: &str = r"[eE](?:\+?[0-9]{1,2}|-[0-9]{1,3})";
     let nonzero = re(&format!(
         r"(?:[1-9][0-9]{{0,199}}(?:\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*){EXPONENT}"
     ));
@@ -645,9 +648,9 @@ impl<'a> Compiler<'a> {
                 } else if int_only {
                     re(r"-?(?:0|[1-9][0-9]{0,299})(?:\.0+)?")
                 } else {
-                    re(
-                        r"-?(?:0|[1-9][0-9]{0,199})(?:\.[0-9]+)?(?:[eE](?:\+?[0-9]{1,2}|-[0-9]{1,3}))?",
-                    )
+                    re(&format!(
+                        r"-?(?:0|[1-9][0-9]{{0,199}})(?:\.[0-9]+)?(?:{EXPONENT})?"
+                    ))
                 },
             ));
         }
