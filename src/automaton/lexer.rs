@@ -327,20 +327,16 @@ impl Terminal {
         }
     }
 
-    /// The states one body character leads to from `state` (appended to `out`,
-    /// sorted and deduplicated), or `None` when some such character dies there
-    /// (also midway through its UTF-8 bytes). Body characters: printable ASCII
-    /// except `"` and `\`, and the `non_ascii` ranges.
-    fn body_successors(
+    /// Appends the state each of `bytes` leads to from `state`, or `None` when one
+    /// dies. Consecutive bytes of one class go to the same state: one lookup per run.
+    fn step_each(
         &self,
         state: State,
-        non_ascii: &[(char, char)],
+        bytes: impl Iterator<Item = u8>,
         out: &mut Vec<State>,
     ) -> Option<()> {
-        out.clear();
         let mut last_class = None;
-        for b in (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\') {
-            // Bytes of one class go to the same state: one lookup per run.
+        for b in bytes {
             let class = self.classes[b as usize];
             if last_class == Some(class) {
                 continue;
@@ -352,6 +348,25 @@ impl Terminal {
             }
             out.push(r);
         }
+        Some(())
+    }
+
+    /// The states one body character leads to from `state` (appended to `out`,
+    /// sorted and deduplicated), or `None` when some such character dies there
+    /// (also midway through its UTF-8 bytes). Body characters: printable ASCII
+    /// except `"` and `\`, and the `non_ascii` ranges.
+    fn body_successors(
+        &self,
+        state: State,
+        non_ascii: &[(char, char)],
+        out: &mut Vec<State>,
+    ) -> Option<()> {
+        out.clear();
+        self.step_each(
+            state,
+            (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\'),
+            out,
+        )?;
         let mut current: Vec<State> = Vec::new();
         let mut next: Vec<State> = Vec::new();
         let sequences = non_ascii
@@ -363,19 +378,7 @@ impl Terminal {
             for range in sequence.as_slice() {
                 next.clear();
                 for &q in &current {
-                    let mut last_class = None;
-                    for b in range.start..=range.end {
-                        let class = self.classes[b as usize];
-                        if last_class == Some(class) {
-                            continue;
-                        }
-                        last_class = Some(class);
-                        let r = self.step(q, b);
-                        if r == DEAD {
-                            return None;
-                        }
-                        next.push(r);
-                    }
+                    self.step_each(q, range.start..=range.end, &mut next)?;
                 }
                 next.sort_unstable();
                 next.dedup();
