@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// keeps them process-wide by default), so time to first mask is all cold.
     #[arg(long)]
     cold: bool,
+    /// Also print stencil's N slowest masks: workload, instance, step, and the text
+    /// just before the step (where the tail comes from).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    slowest: usize,
 }
 
 /// One grammar with the texts to run through it.
@@ -156,6 +160,8 @@ struct Tally {
     memory: Vec<usize>,
     /// Per workload, per instance, per step: a fingerprint of the mask.
     fingerprints: Vec<Vec<Vec<u64>>>,
+    /// Per mask: (microseconds, workload, instance, step), for `--slowest`.
+    steps: Vec<(f64, usize, usize, usize)>,
     errors: Vec<String>,
 }
 
@@ -175,7 +181,7 @@ fn run_engine(
 ) -> Tally {
     let mut tally = Tally::default();
     let mut mask = vec![0u32; text_tokens.len() + 1];
-    for (workload, token_lists) in workloads.iter().zip(tokenized) {
+    for (workload_index, (workload, token_lists)) in workloads.iter().zip(tokenized).enumerate() {
         let mut per_instance = Vec::new();
         let started = Instant::now();
         let first = engine.compile(&workload.grammar).map(|mut session| {
@@ -196,7 +202,9 @@ fn run_engine(
                 continue;
             }
         };
-        for ((_, valid), tokens) in workload.instances.iter().zip(token_lists) {
+        for (instance, ((_, valid), tokens)) in
+            workload.instances.iter().zip(token_lists).enumerate()
+        {
             // The first instance reuses the session whose first mask was timed.
             let mut session = match first.take() {
                 Some(s) => s,
@@ -207,10 +215,12 @@ fn run_engine(
             };
             let mut steps = Vec::with_capacity(tokens.len());
             let mut accepted_all = true;
-            for &token in tokens {
+            for (step, &token) in tokens.iter().enumerate() {
                 let started = Instant::now();
                 session.fill_mask(&mut mask);
-                tally.tbm_us.push(started.elapsed().as_secs_f64() * 1e6);
+                let micros = started.elapsed().as_secs_f64() * 1e6;
+                tally.tbm_us.push(micros);
+                tally.steps.push((micros, workload_index, instance, step));
                 steps.push(fingerprint(&mask, text_tokens));
                 let allowed = mask
                     .get(token as usize / 32)
@@ -434,8 +444,32 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         for e in peer_errors.iter().take(10) {
             println!("{e}");
         }
+        print_slowest(args.slowest, &our_tally, &workloads, &tokenized, &vocab);
     }
     Ok(())
+}
+
+/// The `n` slowest masks of a run, each with the last bytes of text before it.
+fn print_slowest(
+    n: usize,
+    tally: &Tally,
+    workloads: &[Workload],
+    tokenized: &[Vec<Vec<u32>>],
+    vocab: &Vocabulary,
+) {
+    let mut steps = tally.steps.clone();
+    steps.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for &(micros, workload, instance, step) in steps.iter().take(n) {
+        let before = vocab.decode(&tokenized[workload][instance][..step]);
+        let tail = &before[before.len().saturating_sub(60)..];
+        let next = vocab.token_bytes(tokenized[workload][instance][step]);
+        println!(
+            "{micros:9.1} us  {} #{instance} step {step}: ...{:?} then {:?}",
+            workloads[workload].name,
+            String::from_utf8_lossy(tail),
+            String::from_utf8_lossy(next),
+        );
+    }
 }
 
 fn print_table(result: &Value) {
