@@ -94,6 +94,16 @@ pub struct Terminal {
     loopable: bool,
 }
 
+/// Borrowed flat tables of a [`Terminal`]'s automaton (see [`Terminal::tables`]).
+#[derive(Clone, Copy)]
+pub struct DfaTables<'a> {
+    pub classes: &'a [u8; 256],
+    pub stride: usize,
+    pub transitions: &'a [State],
+    pub matching: &'a [bool],
+    pub start: State,
+}
+
 impl Terminal {
     /// [`Terminal::build`] through the process-wide cache (the label is left empty).
     pub fn build_shared(hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
@@ -280,6 +290,19 @@ impl Terminal {
     #[inline]
     pub fn start(&self) -> State {
         self.start
+    }
+
+    /// The automaton as flat tables, for loops that step it millions of times
+    /// (a vocabulary walk): `next(q, b) = transitions[q * stride + classes[b]]`,
+    /// `matching[q]` for states without [`LOOPED`].
+    pub fn tables(&self) -> DfaTables<'_> {
+        DfaTables {
+            classes: &self.classes,
+            stride: self.stride,
+            transitions: &self.transitions,
+            matching: &self.matching,
+            start: self.start,
+        }
     }
 
     #[inline]

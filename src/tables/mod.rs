@@ -30,6 +30,7 @@ use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
 
+use crate::automaton::lexer::LOOPED;
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 use crate::vocab::{SliceChars, Vocabulary};
 
@@ -150,7 +151,7 @@ fn cached<K: std::hash::Hash + Eq, V>(
     }
 }
 
-#[inline]
+#[inline(always)]
 fn set(mask: &mut [u32], id: u32) {
     mask[id as usize / 32] |= 1 << (id % 32);
 }
@@ -285,7 +286,6 @@ impl TokenTables {
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();
-        let nodes = trie.nodes();
         let rank_words = trie.token_ids().len().div_ceil(32);
         let mut allowed = vec![0u32; self.mask_words()];
         let mut allowed_by_rank = vec![0u32; rank_words];
@@ -298,60 +298,120 @@ impl TokenTables {
             allowed.copy_from_slice(slice.members());
             allowed_by_rank.copy_from_slice(slice.members_by_rank());
         }
-        // By depth: the DFA state, and whether a match happened after 1..=depth bytes.
-        let max_depth = trie.max_depth();
-        let mut states: Vec<State> = vec![DEAD; max_depth + 1];
-        let mut matched: Vec<bool> = vec![false; max_depth + 1];
-        states[0] = state;
         // The nodes to visit: all of them, or with a slice only those whose subtree
         // holds a token outside it (the rest are taken in the OR above).
-        let (order, skip): (&[u32], Option<&[u32]>) = match slice {
+        let visit = match slice {
             Some(slice) => {
                 let (order, skip) = slice.outsider_nodes();
-                (order, Some(skip))
+                Visit::Outsiders { order, skip }
             }
-            None => (&[], None),
+            None => Visit::All,
         };
-        let visits = if skip.is_some() {
-            order.len()
-        } else {
-            nodes.len()
+        let mut walk = LexemeWalk {
+            trie,
+            allowed: &mut allowed,
+            allowed_by_rank: &mut allowed_by_rank,
+            boundary_by_rank: &mut boundary_by_rank,
         };
-        let mut k = 0;
-        while k < visits {
-            // `k` indexes `order` with a slice, else it is the node itself.
-            let i = if skip.is_some() { order[k] as usize } else { k };
-            let node = nodes[i];
-            let past_subtree = match skip {
-                Some(skip) => skip[k] as usize,
-                None => node.subtree_end as usize,
-            };
-            let depth = node.depth as usize;
-            let next = terminal.step(states[depth - 1], node.byte);
-            if next == DEAD {
-                // Every token below dies here; those past an earlier match may
-                // still be completed by the parser.
-                if matched[depth - 1] {
-                    set_range(&mut boundary_by_rank, trie.ranks_under(i));
-                }
-                k = past_subtree;
-                continue;
-            }
-            for &id in trie.tokens_at(i) {
-                set(&mut allowed, id);
-            }
-            set_range(
-                &mut allowed_by_rank,
-                node.tokens_start as usize..node.tokens_end as usize,
+        // Specialized loops: the plain automaton is a table lookup per byte; only a
+        // LOOPED lexeme pays for the restart test.
+        if state & LOOPED == 0 {
+            let dfa = terminal.tables();
+            walk.run(
+                visit,
+                state,
+                #[inline(always)]
+                |q, b| dfa.transitions[q as usize * dfa.stride + dfa.classes[b as usize] as usize],
+                #[inline(always)]
+                |q| dfa.matching[q as usize],
             );
-            states[depth] = next;
-            matched[depth] = matched[depth - 1] || terminal.is_match(next);
-            k += 1;
+        } else {
+            walk.run(
+                visit,
+                state,
+                #[inline(always)]
+                |q, b| terminal.step(q, b),
+                #[inline(always)]
+                |q| terminal.is_match(q),
+            );
         }
         LexemeMasks {
             allowed,
             allowed_by_rank,
             boundary_by_rank,
+        }
+    }
+}
+
+/// Which trie nodes a lexeme walk visits.
+#[derive(Clone, Copy)]
+enum Visit<'a> {
+    All,
+    /// Only `order` (preorder node indices); `skip[k]` is the entry past the
+    /// subtree of `order[k]`.
+    Outsiders {
+        order: &'a [u32],
+        skip: &'a [u32],
+    },
+}
+
+/// The outputs of one lexeme's walk over the vocabulary trie.
+struct LexemeWalk<'a> {
+    trie: &'a crate::vocab::TokenTrie,
+    allowed: &'a mut [u32],
+    allowed_by_rank: &'a mut [u32],
+    boundary_by_rank: &'a mut [u32],
+}
+
+impl LexemeWalk<'_> {
+    /// Walks the visited nodes in preorder through the automaton (`step`, DEAD when
+    /// it dies; `is_match`), skipping the subtree below a dead byte: tokens a state
+    /// survives are allowed, tokens below a death after a match are boundaries.
+    #[inline(always)]
+    fn run(
+        &mut self,
+        visit: Visit<'_>,
+        start: State,
+        step: impl Fn(State, u8) -> State,
+        is_match: impl Fn(State) -> bool,
+    ) {
+        let trie = self.trie;
+        let nodes = trie.nodes();
+        let token_ids = trie.token_ids();
+        // By depth: the state after that many bytes, with bit 0 of `matched` set
+        // when a match happened after 1..=depth of them.
+        let mut states: Vec<State> = vec![DEAD; trie.max_depth() + 1];
+        let mut matched: Vec<bool> = vec![false; trie.max_depth() + 1];
+        states[0] = start;
+        let visits = match visit {
+            Visit::All => nodes.len(),
+            Visit::Outsiders { order, .. } => order.len(),
+        };
+        let mut k = 0;
+        while k < visits {
+            let (i, past_subtree) = match visit {
+                Visit::All => (k, nodes[k].subtree_end as usize),
+                Visit::Outsiders { order, skip } => (order[k] as usize, skip[k] as usize),
+            };
+            let node = nodes[i];
+            let depth = node.depth as usize;
+            let next = step(states[depth - 1], node.byte);
+            if next == DEAD {
+                // Every token below dies here; those past an earlier match may
+                // still be completed by the parser.
+                if matched[depth - 1] {
+                    set_range(self.boundary_by_rank, trie.ranks_under(i));
+                }
+                k = past_subtree;
+                continue;
+            }
+            for rank in node.tokens_start..node.tokens_end {
+                set(self.allowed, token_ids[rank as usize]);
+                set(self.allowed_by_rank, rank);
+            }
+            states[depth] = next;
+            matched[depth] = matched[depth - 1] || is_match(next);
+            k += 1;
         }
     }
 }
