@@ -358,9 +358,49 @@ pub(crate) fn build_matcher(h: &Hir) -> std::result::Result<regex_automata::meta
         .map_err(|e| e.to_string())
 }
 
+/// Heap bytes the search automaton of an unanchored pattern may take to stay one
+/// terminal (see [`search_automaton_is_small`]).
+const SEARCH_DFA_BYTES: usize = 256 << 10;
+
+/// Whether the whole-string regex `h` of a pattern that searches (`.*P.*`, or
+/// `.*` inside) determinizes within [`SEARCH_DFA_BYTES`]. Most do (`[a-f0-9]{24}`
+/// anywhere: 25 states); those that do not (`a.{20}` anywhere: one state per
+/// subset of the last 21 positions) keep each `.*` as a parser-level rule instead.
+/// One terminal is what the token tables are fast on: a `.*` rule ends after
+/// every character, so almost every token of the string would go to the parser.
+pub(crate) fn search_automaton_is_small(h: &Hir) -> bool {
+    use regex_automata::dfa::{dense, StartKind};
+    use regex_automata::nfa::thompson;
+    let Ok(nfa) = thompson::Compiler::new()
+        .configure(thompson::Config::new().nfa_size_limit(Some(SEARCH_DFA_BYTES * 4)))
+        .build_from_hir(h)
+    else {
+        return false;
+    };
+    dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .start_kind(StartKind::Anchored)
+                .minimize(false)
+                .dfa_size_limit(Some(SEARCH_DFA_BYTES))
+                .determinize_size_limit(Some(SEARCH_DFA_BYTES)),
+        )
+        .build_from_nfa(&nfa)
+        .is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_automata_of_common_patterns_are_small_and_exponential_ones_are_not() {
+        let small = |p: &str| search_automaton_is_small(&pattern_to_hir(p, 1000).unwrap());
+        assert!(small("[a-f0-9]{24}"));
+        assert!(small(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}.\d{6}"));
+        assert!(small("(.+/)?.+:.+"));
+        assert!(!small("a.{20}"));
+    }
 
     fn m(p: &str, s: &str) -> bool {
         build_matcher(

@@ -157,6 +157,19 @@ fn is_any_string(h: &Hir) -> bool {
     }
 }
 
+/// Whether `h` has a `.*` (any string) somewhere.
+fn contains_any_string(h: &Hir) -> bool {
+    is_any_string(h)
+        || match h.kind() {
+            HirKind::Repetition(r) => contains_any_string(&r.sub),
+            HirKind::Capture(c) => contains_any_string(&c.sub),
+            HirKind::Concat(items) | HirKind::Alternation(items) => {
+                items.iter().any(contains_any_string)
+            }
+            _ => false,
+        }
+}
+
 /// [`encode_hir`], with `.*` (any string) replaced by the compiler's recursive rule.
 pub(crate) fn encode_hir_rest(h: &Hir, rest: crate::grammar::RuleId) -> Expr {
     encode_hir_with(h, &mut |x| is_any_string(x).then_some(Expr::Ref(rest)))
@@ -535,8 +548,12 @@ impl<'a> Compiler<'a> {
                         }
                     }
                 };
-                let rest = self.any_rest_rule()?;
-                encode_hir_rest(&h, rest)
+                if contains_any_string(&h) && !super::pattern::search_automaton_is_small(&h) {
+                    let rest = self.any_rest_rule()?;
+                    encode_hir_rest(&h, rest)
+                } else {
+                    encode_hir(&h)
+                }
             }
         };
         Ok(seq(vec![Expr::literal(b"\""), body, Expr::literal(b"\"")]))
