@@ -81,6 +81,25 @@ fn gpt2_masks_match_the_oracle() {
     );
 }
 
+/// Every prefix of texts where tokens cross terminal boundaries inside them: an
+/// identifier that matches after each letter, whitespace before a value, a string
+/// end followed by punctuation. The candidate walk splits such tokens at each
+/// boundary (lexer side, then the parser past it, one level down for large
+/// subtrees): every part of that walk decides some token here.
+#[test]
+fn tokens_across_terminal_boundaries_match_the_oracle() {
+    let v = vocab("gpt2");
+    let c = Arc::new(TokenTables::new(
+        gbnf("tests/fixtures/gbnf/llama.cpp/c.gbnf"),
+        Arc::clone(&v),
+    ));
+    let program = b"int main(int argc){int total = 0;for(int i = 0; i<argc; i = i+1){total = total+i*2;}return total;}";
+    assert_masks_agree("gpt2/c", &c, &[program], program.len());
+    let json = Arc::new(TokenTables::new(gbnf("grammars/json.gbnf"), Arc::clone(&v)));
+    let text = b"{ \"a\" : [ 1 , \"x y\" ],\n  \"b\": {\"c\": -2.5e3}, \"d\":\"\" }";
+    assert_masks_agree("gpt2/json-spaced", &json, &[text], text.len());
+}
+
 #[test]
 fn mistral_masks_match_the_oracle() {
     let v = vocab("mistral-7b-v0.1");

@@ -14,6 +14,7 @@
 //!
 //! History is kept per byte, so [`Matcher::rollback`] is a truncation.
 
+mod candidates;
 mod chart;
 mod complete;
 mod tokens;
@@ -125,9 +126,9 @@ impl MatchError {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Lexeme {
-    terminal: TerminalId,
-    state: State,
+pub(crate) struct Lexeme {
+    pub(crate) terminal: TerminalId,
+    pub(crate) state: State,
     /// The chart set whose items wait for this terminal.
     set: u32,
 }
@@ -220,7 +221,7 @@ impl Matcher {
         !self.allowed_bytes().is_empty()
     }
 
-    fn active_lexemes(&self) -> &[Lexeme] {
+    pub(crate) fn active_lexemes(&self) -> &[Lexeme] {
         let start = self.frames[self.position()].lexemes_start as usize;
         &self.lexemes[start..]
     }
@@ -345,6 +346,33 @@ impl Matcher {
         if self.completed.is_empty() {
             return Ok(());
         }
+        self.build_completed_set(offset)
+    }
+
+    /// Enters one more position at which exactly the active lexemes at `indices`
+    /// (into [`Matcher::active_lexemes`]) end their terminals and none goes on: the
+    /// parser's side of a token whose bytes so far stayed inside those lexemes (the
+    /// lexer's side, lexemes going on, is walked without the matcher). The bytes
+    /// read inside the lexemes are not recorded: completion does not depend on
+    /// them, only on which terminals ended where they started.
+    pub(crate) fn complete_active_lexemes(&mut self, indices: &[u32]) -> Result<(), MatchError> {
+        let offset = self.position();
+        let start = self.frames[offset].lexemes_start as usize;
+        self.completed.clear();
+        for &i in indices {
+            let lexeme = self.lexemes[start + i as usize];
+            self.completed.push((lexeme.terminal, lexeme.set));
+        }
+        self.frames.push(Frame {
+            lexemes_start: self.lexemes.len() as u32,
+            sets_before: self.chart.sets.len() as u32,
+        });
+        self.build_completed_set(offset)
+    }
+
+    /// Builds the chart set of position `offset + 1` (already entered) from the
+    /// terminals in `self.completed`, and starts the lexemes it expects.
+    fn build_completed_set(&mut self, offset: usize) -> Result<(), MatchError> {
         let completed = &self.completed;
         let built = self.chart.build_set(
             &self.grammar,

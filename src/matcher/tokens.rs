@@ -6,18 +6,18 @@
 //! than the vocabulary (the model's logits width) and padding ids stay 0.
 //!
 //! A mask is the cached per-configuration `allowed` set from [`TokenTables`] plus the
-//! configuration's few candidate tokens checked here against the byte matcher (a
-//! walk over them in byte order that shares prefixes), plus EOS when the grammar
-//! accepts. Tokens are applied to the byte matcher, and each step is remembered so
+//! configuration's few candidate tokens decided by the [candidate
+//! walk](super::candidates), plus EOS when the grammar accepts. Tokens are applied to the byte matcher, and each step is remembered so
 //! that a rollback by tokens is exact, EOS and policy steps included.
 
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::candidates::CandidateWalk;
 use super::Matcher;
 use crate::automaton::{State, TerminalId};
-use crate::tables::{RankSet, TokenTables};
+use crate::tables::TokenTables;
 
 /// What happens once the grammar accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,6 +69,7 @@ pub struct TokenMatcher {
     configuration: Vec<(TerminalId, State)>,
     signature: Vec<u32>,
     signature_memo: FxHashMap<(u32, u32), u32>,
+    candidate_walk: CandidateWalk,
 }
 
 impl TokenMatcher {
@@ -86,6 +87,7 @@ impl TokenMatcher {
             configuration: Vec::new(),
             signature: Vec::new(),
             signature_memo: FxHashMap::default(),
+            candidate_walk: CandidateWalk::default(),
         }
     }
 
@@ -172,7 +174,9 @@ impl TokenMatcher {
             match self.tables.accepted_candidates(&self.signature) {
                 Some(accepted) => accepted.iter().for_each(|&id| Self::set(mask, id)),
                 None => {
-                    let accepted = self.check_candidates(&masks.candidates);
+                    let accepted =
+                        self.candidate_walk
+                            .accepted(&mut self.bytes, &vocab, &masks.candidates);
                     accepted.iter().for_each(|&id| Self::set(mask, id));
                     self.tables
                         .remember_accepted_candidates(&self.signature, accepted);
@@ -200,42 +204,6 @@ impl TokenMatcher {
         for &id in vocab.text_tokens() {
             Self::set(mask, id);
         }
-    }
-
-    /// Walks the vocabulary trie through the byte matcher, entering only subtrees
-    /// that hold candidates and skipping every subtree whose prefix is rejected.
-    fn check_candidates(&mut self, candidates: &RankSet) -> Vec<u32> {
-        let vocab = Arc::clone(self.tables.vocab());
-        let trie = vocab.trie();
-        let nodes = trie.nodes();
-        let mut accepted = Vec::new();
-        let mut depth = 0usize;
-        let mut i = 0;
-        while i < nodes.len() {
-            let node = nodes[i];
-            if !candidates.any_in(trie.ranks_under(i)) {
-                i = node.subtree_end as usize;
-                continue;
-            }
-            let parent_depth = node.depth as usize - 1;
-            if depth > parent_depth {
-                self.bytes.rollback(depth - parent_depth);
-                depth = parent_depth;
-            }
-            if self.bytes.consume_byte(node.byte).is_err() {
-                i = node.subtree_end as usize;
-                continue;
-            }
-            depth += 1;
-            for rank in node.tokens_start..node.tokens_end {
-                if candidates.contains(rank as usize) {
-                    accepted.push(trie.token_ids()[rank as usize]);
-                }
-            }
-            i += 1;
-        }
-        self.bytes.rollback(depth);
-        accepted
     }
 
     /// Whether `token` may come next (the same answer as the mask's bit).

@@ -1,0 +1,381 @@
+//! The candidate walk: which of a configuration's candidate tokens (those that
+//! leave every live lexeme after passing a match, see [`crate::tables`]) the parser
+//! accepts.
+//!
+//! A token's bytes split into what the lexemes alive now read (the lexer's side)
+//! and, after some byte where one of them matched, what the parser reads once that
+//! terminal ends (the parser's side). Each parse of the token takes exactly one
+//! such first boundary, so the token is allowed iff a lexeme survives all of it, or
+//! for some boundary the rest of its bytes continues the parse state after the
+//! terminals that matched there end. That state depends on which lexemes ended,
+//! not on the bytes they read.
+//!
+//! So the walk steps only DFAs along the trie, and at a boundary:
+//! * below a small subtree (`abc"` then `,` or `}`), it queues the rests; at the
+//!   end of the level the byte matcher enters each boundary kind's state once and
+//!   reads its rests in byte order, sharing prefixes: a string body ends at ~900
+//!   Llama-3 nodes but is followed by ~260 distinct rests;
+//! * below a large one (the space before an identifier), it enters the state after
+//!   the boundary once and walks the subtree the same way, one level down.
+//!
+//! A memo of the bytes that may follow each boundary kind skips most boundaries at
+//! once (letters after an identifier). Feeding every byte to the Earley matcher
+//! instead completed a terminal wherever one matched: after every letter of an
+//! identifier, an Earley set per trie node, milliseconds per mask.
+
+use rustc_hash::FxHashMap;
+
+use super::{ByteSet, Matcher};
+use crate::automaton::State;
+use crate::tables::RankSet;
+use crate::vocab::Vocabulary;
+
+/// Subtrees below a boundary with at most this many nodes have their rests queued
+/// for the matcher; larger ones are walked one level down.
+const SMALL_SUBTREE: usize = 24;
+
+/// One boundary kind: in the parse state of walk level `level`, these active
+/// lexemes ended.
+struct Boundary {
+    /// The ended lexemes: indices into the level's active lexemes, ascending.
+    ended: Box<[u32]>,
+    /// Bytes that may follow right after the boundary, once asked.
+    first: Option<ByteSet>,
+    /// The walk level entered below this boundary, once created.
+    below: Option<u32>,
+}
+
+/// A walk level: a parse state reached from the mask's by a chain of boundaries.
+struct Level {
+    /// Boundary kinds met at this level, by the ended lexemes (indices into the
+    /// level's active lexemes, ascending).
+    kinds: FxHashMap<Box<[u32]>, u32>,
+}
+
+/// What a walk reads: the vocabulary and the candidates (by rank) to decide.
+#[derive(Clone, Copy)]
+struct Inputs<'a> {
+    vocab: &'a Vocabulary,
+    candidates: &'a RankSet,
+}
+
+/// Where a boundary is: its kind, the recursion it was met at, and the trie depth
+/// of its node.
+#[derive(Clone, Copy)]
+struct BoundaryAt {
+    kind: u32,
+    nesting: usize,
+    depth: usize,
+}
+
+/// A rest to ask the matcher about: (boundary kind, its first 8 bytes big-endian,
+/// the token's rank, the boundary's depth).
+type Rest = (u32, u64, u32, u32);
+
+/// One recursion's buffers: by depth below its root, the `(active lexeme index,
+/// state)` pairs alive, `lexemes[at[d]..at[d + 1]]`; and the queued rests.
+#[derive(Default)]
+struct Scratch {
+    lexemes: Vec<(u32, State)>,
+    at: Vec<usize>,
+    rests: Vec<Rest>,
+}
+
+/// Scratch kept between masks (no allocation per mask once warm).
+#[derive(Default)]
+pub(super) struct CandidateWalk {
+    boundaries: Vec<Boundary>,
+    levels: Vec<Level>,
+    /// By nesting of the recursion.
+    stacks: Vec<Scratch>,
+    ended: Vec<u32>,
+    /// Accepted candidates, bit per rank (cleared after each walk through
+    /// `accepted_ranks`, the same ones listed).
+    accepted: Vec<u32>,
+    accepted_ranks: Vec<u32>,
+}
+
+impl Clone for CandidateWalk {
+    /// Scratch only: a clone starts empty.
+    fn clone(&self) -> Self {
+        CandidateWalk::default()
+    }
+}
+
+impl CandidateWalk {
+    /// The candidates (by rank in the vocabulary trie) that `matcher` accepts next,
+    /// as token ids. The matcher is left as it was.
+    pub(super) fn accepted(
+        &mut self,
+        matcher: &mut Matcher,
+        vocab: &Vocabulary,
+        candidates: &RankSet,
+    ) -> Vec<u32> {
+        let trie = vocab.trie();
+        self.boundaries.clear();
+        self.levels.clear();
+        self.levels.push(Level {
+            kinds: FxHashMap::default(),
+        });
+        self.accepted.resize(trie.token_ids().len().div_ceil(32), 0);
+        self.accepted_ranks.clear();
+        let whole = 0..trie.nodes().len();
+        let inputs = Inputs { vocab, candidates };
+        self.walk_level(matcher, inputs, (0, 0), whole, 0);
+        for &rank in &self.accepted_ranks {
+            self.accepted[rank as usize / 32] = 0;
+        }
+        self.accepted_ranks
+            .iter()
+            .map(|&rank| trie.token_ids()[rank as usize])
+            .collect()
+    }
+
+    fn accept(&mut self, rank: usize) {
+        let (word, bit) = (rank / 32, 1 << (rank % 32));
+        if self.accepted[word] & bit == 0 {
+            self.accepted[word] |= bit;
+            self.accepted_ranks.push(rank as u32);
+        }
+    }
+
+    /// Walks the trie nodes `nodes_range` (a subtree's descendants, or the whole
+    /// trie; their paths' first `base` bytes already read) with the lexemes active
+    /// in `matcher`, the state of walk level `level` (`nesting` levels below the
+    /// mask's).
+    fn walk_level(
+        &mut self,
+        matcher: &mut Matcher,
+        Inputs { vocab, candidates }: Inputs<'_>,
+        (level, nesting): (u32, usize),
+        nodes_range: std::ops::Range<usize>,
+        base: usize,
+    ) {
+        let trie = vocab.trie();
+        let nodes = trie.nodes();
+        let grammar = std::sync::Arc::clone(matcher.grammar());
+        let depth_limit = trie.max_depth() + 2 - base;
+        let mut scratch = self.take_scratch(nesting);
+        let Scratch { lexemes, at, rests } = &mut scratch;
+        rests.clear();
+        lexemes.clear();
+        lexemes.extend(
+            matcher
+                .active_lexemes()
+                .iter()
+                .enumerate()
+                .map(|(i, lexeme)| (i as u32, lexeme.state)),
+        );
+        at.clear();
+        at.resize(depth_limit, 0);
+        at[1] = lexemes.len();
+        let mut i = nodes_range.start;
+        while i < nodes_range.end {
+            let node = nodes[i];
+            let past_subtree = node.subtree_end as usize;
+            if !candidates.any_in(trie.ranks_under(i)) {
+                i = past_subtree;
+                continue;
+            }
+            let d = node.depth as usize - base;
+            // The lexer's side: the lexemes alive at the parent, one byte on.
+            lexemes.truncate(at[d]);
+            self.ended.clear();
+            for k in at[d - 1]..at[d] {
+                let (index, state) = lexemes[k];
+                let terminal = grammar.terminal(matcher.active_lexemes()[index as usize].terminal);
+                let next = terminal.next(state, node.byte);
+                if terminal.is_dead(next) {
+                    continue;
+                }
+                lexemes.push((index, next));
+                if terminal.is_match(next) {
+                    self.ended.push(index);
+                }
+            }
+            at[d + 1] = lexemes.len();
+            let alive = at[d + 1] > at[d];
+            if alive {
+                for rank in node.tokens_start..node.tokens_end {
+                    if candidates.contains(rank as usize) {
+                        self.accept(rank as usize);
+                    }
+                }
+            }
+            // The parser's side of the tokens below, past this boundary.
+            let ranks_below = node.tokens_end as usize..trie.ranks_under(i).end;
+            if !self.ended.is_empty() && candidates.any_in(ranks_below) {
+                let boundary = BoundaryAt {
+                    kind: self.boundary_kind(level),
+                    nesting,
+                    depth: node.depth as usize,
+                };
+                let inputs = Inputs { vocab, candidates };
+                self.after_boundary(matcher, inputs, boundary, i + 1..past_subtree, rests);
+            }
+            i = if alive { i + 1 } else { past_subtree };
+        }
+        self.answer_rests(matcher, vocab, rests);
+        self.stacks[nesting] = scratch;
+    }
+
+    /// Accepts the tokens whose rests (see [`Scratch::rests`]) continue the parse
+    /// state past their boundary: per boundary kind, that state is entered once
+    /// and the rests are read in byte order, sharing prefixes.
+    fn answer_rests(&mut self, matcher: &mut Matcher, vocab: &Vocabulary, rests: &mut [Rest]) {
+        let trie = vocab.trie();
+        let rest_of = |&(_, _, rank, depth): &Rest| {
+            &vocab.token_bytes(trie.token_ids()[rank as usize])[depth as usize..]
+        };
+        // Any order is correct; byte order (here of the first 8 bytes) shares the
+        // most prefixes, and equal rests cost nothing after the first.
+        rests.sort_unstable_by_key(|&(kind, key, _, _)| (kind, key));
+        let mut consumed: Vec<u8> = Vec::new();
+        let mut k = 0;
+        while k < rests.len() {
+            let kind = rests[k].0;
+            let end = k + rests[k..].iter().take_while(|r| r.0 == kind).count();
+            let before = matcher.position();
+            if matcher
+                .complete_active_lexemes(&self.boundaries[kind as usize].ended)
+                .is_ok()
+            {
+                consumed.clear();
+                for r in &rests[k..end] {
+                    let rest = rest_of(r);
+                    let common = consumed
+                        .iter()
+                        .zip(rest)
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    matcher.rollback(consumed.len() - common);
+                    consumed.truncate(common);
+                    let mut viable = true;
+                    for &b in &rest[common..] {
+                        if matcher.consume_byte(b).is_err() {
+                            viable = false;
+                            break;
+                        }
+                        consumed.push(b);
+                    }
+                    if viable {
+                        self.accept(r.2 as usize);
+                    }
+                }
+            }
+            matcher.rollback(matcher.position() - before);
+            k = end;
+        }
+    }
+
+    /// Accepts the candidates in `nodes` (the descendants of the node where
+    /// `boundary` is) that the parse state past the boundary accepts, or queues
+    /// their rests.
+    fn after_boundary(
+        &mut self,
+        matcher: &mut Matcher,
+        inputs: Inputs<'_>,
+        BoundaryAt {
+            kind,
+            nesting,
+            depth,
+        }: BoundaryAt,
+        nodes: std::ops::Range<usize>,
+        rests: &mut Vec<Rest>,
+    ) {
+        let Inputs { vocab, candidates } = inputs;
+        let trie = vocab.trie();
+        let all = trie.nodes();
+        // Nothing below if no child's byte may follow the boundary.
+        let first = self.first_bytes(matcher, kind);
+        let mut child = nodes.start;
+        while child < nodes.end && !first.contains(all[child].byte) {
+            child = all[child].subtree_end as usize;
+        }
+        if child >= nodes.end {
+            return;
+        }
+        if nodes.len() <= SMALL_SUBTREE {
+            for node in nodes {
+                let n = all[node];
+                for rank in n.tokens_start..n.tokens_end {
+                    if !candidates.contains(rank as usize) {
+                        continue;
+                    }
+                    let rest = &vocab.token_bytes(trie.token_ids()[rank as usize])[depth..];
+                    if first.contains(rest[0]) {
+                        // Sorted by the first 8 bytes (see `answer_rests`).
+                        let mut prefix = [0u8; 8];
+                        let n = rest.len().min(8);
+                        prefix[..n].copy_from_slice(&rest[..n]);
+                        let key = u64::from_be_bytes(prefix);
+                        rests.push((kind, key, rank, depth as u32));
+                    }
+                }
+            }
+            return;
+        }
+        let ended = std::mem::take(&mut self.boundaries[kind as usize].ended);
+        let entered = matcher.complete_active_lexemes(&ended).is_ok();
+        self.boundaries[kind as usize].ended = ended;
+        if !entered {
+            return;
+        }
+        let below = match self.boundaries[kind as usize].below {
+            Some(l) => l,
+            None => {
+                self.levels.push(Level {
+                    kinds: FxHashMap::default(),
+                });
+                let l = (self.levels.len() - 1) as u32;
+                self.boundaries[kind as usize].below = Some(l);
+                l
+            }
+        };
+        self.walk_level(matcher, inputs, (below, nesting + 1), nodes, depth);
+        matcher.rollback(1);
+    }
+
+    /// The bytes that may follow right after boundary `kind`.
+    fn first_bytes(&mut self, matcher: &mut Matcher, kind: u32) -> ByteSet {
+        let boundary = &mut self.boundaries[kind as usize];
+        if let Some(first) = boundary.first {
+            return first;
+        }
+        let first = match matcher.complete_active_lexemes(&boundary.ended) {
+            Ok(()) => {
+                let first = matcher.allowed_bytes();
+                matcher.rollback(1);
+                first
+            }
+            Err(_) => ByteSet::default(),
+        };
+        boundary.first = Some(first);
+        first
+    }
+
+    /// The boundary kind of the lexemes in `self.ended` at `level`, added on first
+    /// sight.
+    fn boundary_kind(&mut self, level: u32) -> u32 {
+        if let Some(&kind) = self.levels[level as usize].kinds.get(self.ended.as_slice()) {
+            return kind;
+        }
+        let kind = self.boundaries.len() as u32;
+        self.boundaries.push(Boundary {
+            ended: self.ended.as_slice().into(),
+            first: None,
+            below: None,
+        });
+        self.levels[level as usize]
+            .kinds
+            .insert(self.ended.as_slice().into(), kind);
+        kind
+    }
+
+    fn take_scratch(&mut self, nesting: usize) -> Scratch {
+        if self.stacks.len() <= nesting {
+            self.stacks.resize_with(nesting + 1, Default::default);
+        }
+        std::mem::take(&mut self.stacks[nesting])
+    }
+}
