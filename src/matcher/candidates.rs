@@ -16,7 +16,9 @@
 //!   reads its rests in byte order, sharing prefixes: a string body ends at ~900
 //!   Llama-3 nodes but is followed by ~260 distinct rests;
 //! * below a large one (the space before an identifier), it enters the state after
-//!   the boundary once and walks the subtree the same way, one level down.
+//!   the boundary once, takes what its lexemes allow below the node from the
+//!   tables' cached [subtree masks](crate::tables::TokenTables::subtree_masks), and
+//!   walks the same way, one level down, only where they pass a match and die.
 //!
 //! A memo of the bytes that may follow each boundary kind skips most boundaries at
 //! once (letters after an identifier). Feeding every byte to the Earley matcher
@@ -27,7 +29,7 @@ use rustc_hash::FxHashMap;
 
 use super::{ByteSet, Matcher};
 use crate::automaton::State;
-use crate::tables::RankSet;
+use crate::tables::{RankSet, TokenTables};
 use crate::vocab::Vocabulary;
 
 /// Subtrees below a boundary with at most this many nodes have their rests queued
@@ -52,9 +54,11 @@ struct Level {
     kinds: FxHashMap<Box<[u32]>, u32>,
 }
 
-/// What a walk reads: the vocabulary and the candidates (by rank) to decide.
+/// What a walk reads: the tables (with the vocabulary) and the candidates (by
+/// rank) still to decide.
 #[derive(Clone, Copy)]
 struct Inputs<'a> {
+    tables: &'a TokenTables,
     vocab: &'a Vocabulary,
     candidates: &'a RankSet,
 }
@@ -108,9 +112,10 @@ impl CandidateWalk {
     pub(super) fn accepted(
         &mut self,
         matcher: &mut Matcher,
-        vocab: &Vocabulary,
+        tables: &TokenTables,
         candidates: &RankSet,
     ) -> Vec<u32> {
+        let vocab = &**tables.vocab();
         let trie = vocab.trie();
         self.boundaries.clear();
         self.levels.clear();
@@ -120,7 +125,11 @@ impl CandidateWalk {
         self.accepted.resize(trie.token_ids().len().div_ceil(32), 0);
         self.accepted_ranks.clear();
         let whole = 0..trie.nodes().len();
-        let inputs = Inputs { vocab, candidates };
+        let inputs = Inputs {
+            tables,
+            vocab,
+            candidates,
+        };
         self.walk_level(matcher, inputs, (0, 0), whole, 0);
         for &rank in &self.accepted_ranks {
             self.accepted[rank as usize / 32] = 0;
@@ -146,11 +155,14 @@ impl CandidateWalk {
     fn walk_level(
         &mut self,
         matcher: &mut Matcher,
-        Inputs { vocab, candidates }: Inputs<'_>,
+        inputs: Inputs<'_>,
         (level, nesting): (u32, usize),
         nodes_range: std::ops::Range<usize>,
         base: usize,
     ) {
+        let Inputs {
+            vocab, candidates, ..
+        } = inputs;
         let trie = vocab.trie();
         let nodes = trie.nodes();
         let grammar = std::sync::Arc::clone(matcher.grammar());
@@ -210,8 +222,7 @@ impl CandidateWalk {
                     nesting,
                     depth: node.depth as usize,
                 };
-                let inputs = Inputs { vocab, candidates };
-                self.after_boundary(matcher, inputs, boundary, i + 1..past_subtree, rests);
+                self.after_boundary(matcher, inputs, boundary, i, rests);
             }
             i = if alive { i + 1 } else { past_subtree };
         }
@@ -280,12 +291,17 @@ impl CandidateWalk {
             nesting,
             depth,
         }: BoundaryAt,
-        nodes: std::ops::Range<usize>,
+        node: usize,
         rests: &mut Vec<Rest>,
     ) {
-        let Inputs { vocab, candidates } = inputs;
+        let Inputs {
+            tables,
+            vocab,
+            candidates,
+        } = inputs;
         let trie = vocab.trie();
         let all = trie.nodes();
+        let nodes = node + 1..all[node].subtree_end as usize;
         // Nothing below if no child's byte may follow the boundary.
         let first = self.first_bytes(matcher, kind);
         let mut child = nodes.start;
@@ -332,7 +348,32 @@ impl CandidateWalk {
                 l
             }
         };
-        self.walk_level(matcher, inputs, (below, nesting + 1), nodes, depth);
+        // The tables say what the lexemes past the boundary allow below the node
+        // (cached: the same state recurs, e.g. after every space before a value);
+        // the walk goes on only where they pass a match and die.
+        let mut configuration = Vec::new();
+        matcher.lexer_configuration(&mut configuration);
+        let masks = tables.subtree_masks(&configuration, node);
+        let ranks = trie.ranks_under(node);
+        let (first_word, end_word) = (ranks.start / 32, ranks.end.div_ceil(32));
+        let mut rest = Vec::with_capacity(end_word - first_word);
+        for w in first_word..end_word {
+            let candidates_here = candidates.word(w);
+            let mut allowed = candidates_here & masks.allowed.word(w);
+            while allowed != 0 {
+                self.accept(w * 32 + allowed.trailing_zeros() as usize);
+                allowed &= allowed - 1;
+            }
+            rest.push(candidates_here & masks.boundary.word(w));
+        }
+        let rest = RankSet::from_window(first_word, rest);
+        if !rest.is_empty() {
+            let inputs = Inputs {
+                candidates: &rest,
+                ..inputs
+            };
+            self.walk_level(matcher, inputs, (below, nesting + 1), nodes, depth);
+        }
         matcher.rollback(1);
     }
 

@@ -174,9 +174,11 @@ impl TokenMatcher {
             match self.tables.accepted_candidates(&self.signature) {
                 Some(accepted) => accepted.iter().for_each(|&id| Self::set(mask, id)),
                 None => {
-                    let accepted =
-                        self.candidate_walk
-                            .accepted(&mut self.bytes, &vocab, &masks.candidates);
+                    let accepted = self.candidate_walk.accepted(
+                        &mut self.bytes,
+                        &self.tables,
+                        &masks.candidates,
+                    );
                     accepted.iter().for_each(|&id| Self::set(mask, id));
                     self.tables
                         .remember_accepted_candidates(&self.signature, accepted);

@@ -21,6 +21,10 @@
 //! terminal that is one iteration of a repetition far from its bound, and its
 //! table reads the terminal repeated (a `maxLength` string body as one loop).
 //!
+//! The same walk from a trie node's depth on gives a configuration's
+//! [`SubtreeMasks`]: what it allows of the rest of each token below that node, for
+//! the matcher's candidate walk past a terminal boundary there.
+//!
 //! Both answers are unions over the configuration's lexemes, so they are computed
 //! per lexeme (one DFA walk over the vocabulary trie, skipping dead subtrees) and
 //! combined per configuration; both levels are cached, lazily, on the tables shared
@@ -30,7 +34,7 @@ use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::automaton::lexer::LOOPED;
+use crate::automaton::lexer::{Terminal, LOOPED};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 use crate::vocab::{SliceChars, Vocabulary};
 
@@ -47,16 +51,23 @@ pub struct ConfigurationMasks {
 }
 
 /// A set of tokens indexed by rank (position in the vocabulary trie's byte order),
-/// with per-word prefix counts so "any member in this rank range" is O(1).
+/// with per-word prefix counts so "any member in this rank range" is O(1). It may
+/// cover only a window of ranks (from word `first_word` on): none outside.
 #[derive(Debug)]
 pub struct RankSet {
+    first_word: usize,
     bits: Vec<u32>,
-    /// `prefix[w]`: members with rank below `32 * w`.
+    /// `prefix[w]`: members with rank below `32 * (first_word + w)`.
     prefix: Vec<u32>,
 }
 
 impl RankSet {
     fn from_bits(bits: Vec<u32>) -> RankSet {
+        RankSet::from_window(0, bits)
+    }
+
+    /// The set whose word `first_word + w` is `bits[w]`.
+    pub fn from_window(first_word: usize, bits: Vec<u32>) -> RankSet {
         let mut prefix = Vec::with_capacity(bits.len() + 1);
         let mut count = 0u32;
         for &w in &bits {
@@ -64,12 +75,19 @@ impl RankSet {
             count += w.count_ones();
         }
         prefix.push(count);
-        RankSet { bits, prefix }
+        RankSet {
+            first_word,
+            bits,
+            prefix,
+        }
     }
 
     /// Members with rank below `rank`.
     #[inline]
     fn below(&self, rank: usize) -> u32 {
+        let Some(rank) = rank.checked_sub(self.first_word * 32) else {
+            return 0;
+        };
         let (w, b) = (rank / 32, rank % 32);
         let partial = match self.bits.get(w) {
             Some(&word) if b > 0 => (word & ((1u32 << b) - 1)).count_ones(),
@@ -86,9 +104,19 @@ impl RankSet {
 
     #[inline]
     pub fn contains(&self, rank: usize) -> bool {
-        self.bits
-            .get(rank / 32)
+        (rank / 32)
+            .checked_sub(self.first_word)
+            .and_then(|w| self.bits.get(w))
             .is_some_and(|w| w & (1 << (rank % 32)) != 0)
+    }
+
+    /// Word `w` of the bits (rank `32 * w + b` is bit `b`), 0 outside the window.
+    #[inline]
+    pub fn word(&self, w: usize) -> u32 {
+        w.checked_sub(self.first_word)
+            .and_then(|w| self.bits.get(w))
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn len(&self) -> usize {
@@ -116,6 +144,18 @@ struct LexemeMasks {
     boundary_by_rank: Vec<u32>,
 }
 
+/// What a lexer configuration allows among the tokens below one trie node, read
+/// from the node's depth on: the rest of each token past a terminal boundary at
+/// that node (see the candidate walk, [`crate::matcher`]). Over the window of the
+/// node's subtree's ranks.
+#[derive(Debug)]
+pub struct SubtreeMasks {
+    /// Tokens some lexeme survives.
+    pub allowed: RankSet,
+    /// Tokens not allowed that pass a match and then die: the parser decides.
+    pub boundary: RankSet,
+}
+
 type Cache<K, V> = RwLock<FxHashMap<K, Arc<V>>>;
 
 /// Per (grammar, vocabulary) pair: the lazily built caches of token masks.
@@ -124,6 +164,7 @@ pub struct TokenTables {
     vocab: Arc<Vocabulary>,
     configurations: Cache<LexerConfiguration, ConfigurationMasks>,
     lexemes: Cache<(TerminalId, State), LexemeMasks>,
+    subtrees: Cache<(LexerConfiguration, u32), SubtreeMasks>,
     /// Candidate tokens the parser accepted, keyed by the matcher's future signature.
     accepted_candidates: Cache<Box<[u32]>, Vec<u32>>,
 }
@@ -131,6 +172,9 @@ pub struct TokenTables {
 /// Most entries kept in the accepted-candidates cache; past it, results are simply
 /// not stored (bounded memory on adversarial inputs).
 const MAX_ACCEPTED_ENTRIES: usize = 1 << 16;
+
+/// Most subtree masks kept per tables (past it, they are computed and dropped).
+const MAX_SUBTREE_ENTRIES: usize = 1 << 12;
 
 /// Most automaton states explored to decide that a lexeme survives every text of
 /// string-body characters (past it, the table is built by a plain walk).
@@ -181,6 +225,7 @@ impl TokenTables {
             vocab,
             configurations: RwLock::new(FxHashMap::default()),
             lexemes: RwLock::new(FxHashMap::default()),
+            subtrees: RwLock::new(FxHashMap::default()),
             accepted_candidates: RwLock::new(FxHashMap::default()),
         }
     }
@@ -217,7 +262,15 @@ impl TokenTables {
                 .map(|m| (m.allowed.len() + m.allowed_by_rank.len() + m.boundary_by_rank.len()) * 4)
                 .sum()
         });
-        configurations + lexemes
+        let subtrees = self.subtrees.read().map_or(0, |cache| {
+            cache
+                .iter()
+                .map(|(key, m)| {
+                    key.0.len() * 8 + m.allowed.memory_usage() + m.boundary.memory_usage()
+                })
+                .sum()
+        });
+        configurations + lexemes + subtrees
     }
 
     /// Candidates accepted in a parse state with this future signature, if known.
@@ -279,6 +332,54 @@ impl TokenTables {
         }
     }
 
+    /// The masks of `configuration` over the descendants of trie node `node`,
+    /// computed on first use (at most [`MAX_SUBTREE_ENTRIES`] kept).
+    pub fn subtree_masks(
+        &self,
+        configuration: &[(TerminalId, State)],
+        node: usize,
+    ) -> Arc<SubtreeMasks> {
+        let key = (configuration.into(), node as u32);
+        if let Some(found) = self.subtrees.read().ok().and_then(|c| c.get(&key).cloned()) {
+            return found;
+        }
+        let built = Arc::new(self.build_subtree(configuration, node));
+        if let Ok(mut cache) = self.subtrees.write() {
+            if cache.len() < MAX_SUBTREE_ENTRIES {
+                cache.insert(key, Arc::clone(&built));
+            }
+        }
+        built
+    }
+
+    fn build_subtree(&self, configuration: &[(TerminalId, State)], node: usize) -> SubtreeMasks {
+        let trie = self.vocab.trie();
+        let ranks = trie.ranks_under(node);
+        let first_word = ranks.start / 32;
+        let words = ranks.end.div_ceil(32) - first_word;
+        let mut allowed = vec![0u32; words];
+        let mut boundary = vec![0u32; words];
+        // Lexeme walks only set bits: one pair of arrays holds their union.
+        for &(terminal, state) in configuration {
+            let terminal = self.grammar.terminal(terminal);
+            let mut walk = LexemeWalk {
+                trie,
+                allowed: None,
+                allowed_by_rank: &mut allowed,
+                boundary_by_rank: &mut boundary,
+                rank_base: first_word * 32,
+            };
+            walk_lexeme(&mut walk, terminal, Visit::Below(node), state);
+        }
+        for (b, a) in boundary.iter_mut().zip(&allowed) {
+            *b &= !a;
+        }
+        SubtreeMasks {
+            allowed: RankSet::from_window(first_word, allowed),
+            boundary: RankSet::from_window(first_word, boundary),
+        }
+    }
+
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
     /// and, when no text of a slice's characters can kill the lexeme (a looping
     /// string body, a key that may still be any string, a pattern's `.*`), the
@@ -309,32 +410,12 @@ impl TokenTables {
         };
         let mut walk = LexemeWalk {
             trie,
-            allowed: &mut allowed,
+            allowed: Some(&mut allowed),
             allowed_by_rank: &mut allowed_by_rank,
             boundary_by_rank: &mut boundary_by_rank,
+            rank_base: 0,
         };
-        // Specialized loops: the plain automaton is a table lookup per byte; only a
-        // LOOPED lexeme pays for the restart test.
-        if state & LOOPED == 0 {
-            let dfa = terminal.tables();
-            walk.run(
-                visit,
-                state,
-                #[inline(always)]
-                |q, b| dfa.transitions[q as usize * dfa.stride + dfa.classes[b as usize] as usize],
-                #[inline(always)]
-                |q| dfa.matching[q as usize],
-            );
-        } else {
-            walk.run(
-                visit,
-                state,
-                #[inline(always)]
-                |q, b| terminal.step(q, b),
-                #[inline(always)]
-                |q| terminal.is_match(q),
-            );
-        }
+        walk_lexeme(&mut walk, terminal, visit, state);
         LexemeMasks {
             allowed,
             allowed_by_rank,
@@ -343,10 +424,38 @@ impl TokenTables {
     }
 }
 
+/// Runs `walk` through `terminal` from `state`. Specialized loops: the plain
+/// automaton is a table lookup per byte; only a LOOPED lexeme pays for the
+/// restart test.
+fn walk_lexeme(walk: &mut LexemeWalk<'_>, terminal: &Terminal, visit: Visit<'_>, state: State) {
+    if state & LOOPED == 0 {
+        let dfa = terminal.tables();
+        walk.run(
+            visit,
+            state,
+            #[inline(always)]
+            |q, b| dfa.transitions[q as usize * dfa.stride + dfa.classes[b as usize] as usize],
+            #[inline(always)]
+            |q| dfa.matching[q as usize],
+        );
+    } else {
+        walk.run(
+            visit,
+            state,
+            #[inline(always)]
+            |q, b| terminal.step(q, b),
+            #[inline(always)]
+            |q| terminal.is_match(q),
+        );
+    }
+}
+
 /// Which trie nodes a lexeme walk visits.
 #[derive(Clone, Copy)]
 enum Visit<'a> {
     All,
+    /// The strict descendants of a node, read from its depth on.
+    Below(usize),
     /// Only `order` (preorder node indices); `skip[k]` is the entry past the
     /// subtree of `order[k]`.
     Outsiders {
@@ -358,9 +467,12 @@ enum Visit<'a> {
 /// The outputs of one lexeme's walk over the vocabulary trie.
 struct LexemeWalk<'a> {
     trie: &'a crate::vocab::TokenTrie,
-    allowed: &'a mut [u32],
+    /// By token id, when wanted.
+    allowed: Option<&'a mut [u32]>,
+    /// By rank minus `rank_base` (a multiple of 32: the bits of a window).
     allowed_by_rank: &'a mut [u32],
     boundary_by_rank: &'a mut [u32],
+    rank_base: usize,
 }
 
 impl LexemeWalk<'_> {
@@ -378,36 +490,49 @@ impl LexemeWalk<'_> {
         let trie = self.trie;
         let nodes = trie.nodes();
         let token_ids = trie.token_ids();
-        // By depth: the state after that many bytes, with bit 0 of `matched` set
-        // when a match happened after 1..=depth of them.
-        let mut states: Vec<State> = vec![DEAD; trie.max_depth() + 1];
-        let mut matched: Vec<bool> = vec![false; trie.max_depth() + 1];
-        states[0] = start;
-        let visits = match visit {
-            Visit::All => nodes.len(),
-            Visit::Outsiders { order, .. } => order.len(),
+        let rank_base = self.rank_base;
+        // Depths count from the walk's root: `base` bytes are read before it.
+        let (first, visits, base) = match visit {
+            Visit::All => (0, nodes.len(), 0),
+            Visit::Below(node) => (
+                node + 1,
+                nodes[node].subtree_end as usize,
+                nodes[node].depth as usize,
+            ),
+            Visit::Outsiders { order, .. } => (0, order.len(), 0),
         };
-        let mut k = 0;
+        // By depth: the state after that many bytes, and whether a match happened
+        // after 1..=depth of them.
+        let mut states: Vec<State> = vec![DEAD; trie.max_depth() + 1 - base];
+        let mut matched: Vec<bool> = vec![false; trie.max_depth() + 1 - base];
+        states[0] = start;
+        let mut k = first;
         while k < visits {
             let (i, past_subtree) = match visit {
-                Visit::All => (k, nodes[k].subtree_end as usize),
+                Visit::All | Visit::Below(_) => (k, nodes[k].subtree_end as usize),
                 Visit::Outsiders { order, skip } => (order[k] as usize, skip[k] as usize),
             };
             let node = nodes[i];
-            let depth = node.depth as usize;
+            let depth = node.depth as usize - base;
             let next = step(states[depth - 1], node.byte);
             if next == DEAD {
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.
                 if matched[depth - 1] {
-                    set_range(self.boundary_by_rank, trie.ranks_under(i));
+                    let ranks = trie.ranks_under(i);
+                    set_range(
+                        self.boundary_by_rank,
+                        ranks.start - rank_base..ranks.end - rank_base,
+                    );
                 }
                 k = past_subtree;
                 continue;
             }
             for rank in node.tokens_start..node.tokens_end {
-                set(self.allowed, token_ids[rank as usize]);
-                set(self.allowed_by_rank, rank);
+                if let Some(allowed) = self.allowed.as_deref_mut() {
+                    set(allowed, token_ids[rank as usize]);
+                }
+                set(self.allowed_by_rank, rank - rank_base as u32);
             }
             states[depth] = next;
             matched[depth] = matched[depth - 1] || is_match(next);
