@@ -10,7 +10,7 @@
 //! state can reach the match state; hence a DFA state that is not dead always has a
 //! completion, which is what makes "some lexeme is alive" mean "still viable".
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 use regex_automata::dfa::Automaton;

@@ -11,7 +11,7 @@
 //! Rules are lowered on demand from the start rule, so everything produced is
 //! reachable and no automaton is built for a terminal nobody can reach.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 
@@ -44,7 +44,7 @@ pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
             start: NonTerminalId(0),
             permutations: Vec::new(),
         },
-        terminal_index: HashMap::new(),
+        terminal_index: HashMap::default(),
         productive_rules: None,
     };
     let start = lowering.fresh_nonterminal("<start>".into());

@@ -18,7 +18,7 @@
 //! does not need to). Defining a rule twice is an error rather than llama.cpp's
 //! silent overwrite. Every error names line and column.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
 
@@ -56,7 +56,7 @@ pub fn parse(source: &str, options: &GbnfOptions) -> Result<Grammar, FrontendErr
         pos: 0,
         depth: 0,
         limits: &options.limits,
-        names: HashMap::new(),
+        names: HashMap::default(),
         rules: Vec::new(),
         first_use: Vec::new(),
     };
@@ -123,7 +123,7 @@ impl<'a> Parser<'a> {
             pos: self.pos,
             depth: 0,
             limits: self.limits,
-            names: HashMap::new(),
+            names: HashMap::default(),
             rules: Vec::new(),
             first_use: Vec::new(),
         };

@@ -32,7 +32,7 @@ mod string;
 mod types;
 mod validate;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use crate::grammar::{Expr, Grammar, GrammarError, Hir, Rule, RuleId};
@@ -204,9 +204,9 @@ pub fn compile_schema(
         draft,
         index,
         rules: Vec::new(),
-        memo: HashMap::new(),
+        memo: HashMap::default(),
         warnings: Vec::new(),
-        patterns: HashMap::new(),
+        patterns: HashMap::default(),
         any_rest: None,
     };
     let root_ref = Sref::root(schema, c.index.root_base.clone());
@@ -290,9 +290,9 @@ impl<'a> Compiler<'a> {
             draft: Draft::Draft202012,
             index: refs::Index::build(&TRUE, Draft::Draft202012),
             rules: Vec::new(),
-            memo: HashMap::new(),
+            memo: HashMap::default(),
             warnings: Vec::new(),
-            patterns: HashMap::new(),
+            patterns: HashMap::default(),
             any_rest: None,
         }
     }

@@ -15,7 +15,8 @@
 //! elimination (the IR's leaves are regexes). Both steps are bounded; above the
 //! bounds the caller reports the keyword as unsupported, never an approximation.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use regex_automata::dfa::Automaton;
 
@@ -145,7 +146,7 @@ impl NameAutomaton {
             .collect();
         let mut count = 0;
         loop {
-            let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+            let mut ids: HashMap<Vec<u32>, u32> = HashMap::default();
             let mut next = Vec::with_capacity(n);
             for s in 0..n {
                 let mut key = Vec::with_capacity(stride + 1);
@@ -166,7 +167,7 @@ impl NameAutomaton {
             count = new_count;
         }
         // One node per live block, then a start and a final node.
-        let mut node_of: HashMap<u32, usize> = HashMap::new();
+        let mut node_of: HashMap<u32, usize> = HashMap::default();
         let mut representative: Vec<usize> = Vec::new();
         for s in (0..n).filter(|&s| live[s]) {
             node_of.entry(block[s]).or_insert_with(|| {

@@ -17,7 +17,7 @@
 //! is linear in the number of properties (as a grammar it would need a rule per
 //! subset of them).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::grammar::{Expr, Permutation, RuleId};
 use serde_json::Value;
@@ -529,7 +529,7 @@ impl<'a> Compiler<'a> {
     fn schema_order(&mut self, shape: &Shape, comma: &Expr) -> Result<Expr> {
         let n = shape.entries.len();
         let counting = shape.min > 0 || shape.max.is_some();
-        let mut b_memo: HashMap<(usize, u64), RuleId> = HashMap::new();
+        let mut b_memo: HashMap<(usize, u64), RuleId> = HashMap::default();
         // A(i): nothing emitted yet, properties i.. remain. Built from the end.
         let mut a_next: Expr = {
             let mut alts = Vec::new();

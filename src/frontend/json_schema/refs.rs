@@ -8,7 +8,7 @@
 //! document is reported as unsupported. Resolution only finds the target; recursion
 //! is handled by the compiler's rule memo, so it needs no depth cap here.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use serde_json::Value;
@@ -34,9 +34,9 @@ impl<'a> Index<'a> {
         let mut index = Index {
             root_base: Rc::from(DEFAULT_BASE),
             root,
-            ids: HashMap::new(),
-            anchors: HashMap::new(),
-            bases: HashMap::new(),
+            ids: HashMap::default(),
+            anchors: HashMap::default(),
+            bases: HashMap::default(),
         };
         let base: Rc<str> = Rc::from(DEFAULT_BASE);
         index.walk(root, String::new(), base, draft, 0);
