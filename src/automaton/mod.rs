@@ -26,6 +26,7 @@ pub use lexer::{LexerLimits, State, Terminal, DEAD};
 pub use permutation::{Permutation, PermutationId, Progress};
 
 use regex_syntax::hir::{Hir, HirKind};
+use rustc_hash::FxHashMap;
 
 use crate::grammar::{Grammar, GrammarError};
 
@@ -96,6 +97,8 @@ pub enum CompileError {
 /// An immutable, shareable compiled grammar.
 pub struct CompiledGrammar {
     terminals: Vec<Terminal>,
+    /// Per terminal: see [`CompiledGrammar::table_terminal`].
+    table_terminals: Vec<(TerminalId, State)>,
     productions: Vec<Production>,
     /// Productions of each nonterminal.
     by_lhs: Vec<Vec<ProductionId>>,
@@ -146,11 +149,13 @@ impl CompiledGrammar {
                 })
                 .collect::<Result<Vec<_>, _>>();
             match built {
-                Ok(terminals) => break (lowered, terminals),
+                Ok(built) => break (lowered, built),
                 Err(_) if weight > 1 => weight = 1,
                 Err(e) => return Err(e),
             }
         };
+        let (terminals, shared): (Vec<Terminal>, Vec<_>) = terminals.into_iter().unzip();
+        let table_terminals = table_terminals(&shared);
         let n_nonterminals = lowered.nonterminal_names.len();
         let terminal_nullable: Vec<bool> = terminals.iter().map(Terminal::matches_empty).collect();
         let terminal_productive: Vec<bool> = lowered
@@ -289,6 +294,7 @@ impl CompiledGrammar {
             .collect();
         Ok(CompiledGrammar {
             terminals,
+            table_terminals,
             productions,
             by_lhs,
             nonterminal_names: lowered.nonterminal_names,
@@ -314,6 +320,21 @@ impl CompiledGrammar {
     #[inline]
     pub fn terminal(&self, id: TerminalId) -> &Terminal {
         &self.terminals[id.0 as usize]
+    }
+
+    /// The terminal whose token tables serve `terminal` in `state`. Terminals that
+    /// chain a literal onto one shared automaton (`,"a":"` and `,"b":"` before a
+    /// string body) are that automaton past their literal, with the same state
+    /// numbers, so their lexemes there share one table. A [`LOOPED`](lexer::LOOPED)
+    /// state restarts at its own literal: never shared.
+    #[inline]
+    pub fn table_terminal(&self, terminal: TerminalId, state: State) -> TerminalId {
+        let (canonical, shared_states) = self.table_terminals[terminal.0 as usize];
+        if state < shared_states {
+            canonical
+        } else {
+            terminal
+        }
     }
 
     pub fn productions(&self) -> &[Production] {
@@ -384,21 +405,49 @@ impl CompiledGrammar {
 /// the literal chained onto the automaton of the rest, so every literal a rest
 /// follows shares one determinization of it; automata come from the process-wide
 /// cache ([`Terminal::build_shared`]).
-fn build_terminal(label: &str, hir: &Hir, limits: &LexerLimits) -> Result<Terminal, String> {
+/// Also returns, for a chained terminal, the pattern of the rest and its number of
+/// states (the chained terminal's states below it are the rest's, same numbers).
+fn build_terminal(
+    label: &str,
+    hir: &Hir,
+    limits: &LexerLimits,
+) -> Result<(Terminal, Option<(String, State)>), String> {
     if let HirKind::Concat(items) = hir.kind() {
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
-            let rest = Terminal::build_shared(&Hir::concat(items[1..].to_vec()), limits)?;
-            return Ok(Terminal::with_literal_prefix(
+            let rest_hir = Hir::concat(items[1..].to_vec());
+            let rest = Terminal::build_shared(&rest_hir, limits)?;
+            let shared = (rest_hir.to_string(), rest.state_count() as State);
+            let terminal = Terminal::with_literal_prefix(
                 label.to_string(),
                 hir.to_string(),
                 &literal.0,
                 &rest,
-            ));
+            );
+            return Ok((terminal, Some(shared)));
         }
     }
     let mut terminal = Terminal::clone(&*Terminal::build_shared(hir, limits)?);
     terminal.label = label.to_string();
-    Ok(terminal)
+    Ok((terminal, None))
+}
+
+/// Per terminal, the terminal whose token tables serve it and below which state:
+/// the first terminal chained onto the same rest, and the rest's state count.
+fn table_terminals(shared: &[Option<(String, State)>]) -> Vec<(TerminalId, State)> {
+    let mut first_with: FxHashMap<&str, TerminalId> = FxHashMap::default();
+    shared
+        .iter()
+        .enumerate()
+        .map(|(i, rest)| match rest {
+            Some((pattern, states)) => {
+                let canonical = *first_with
+                    .entry(pattern.as_str())
+                    .or_insert(TerminalId(i as u32));
+                (canonical, *states)
+            }
+            None => (TerminalId(i as u32), 0),
+        })
+        .collect()
 }
 
 /// Least fixpoint of a per-nonterminal property over productions: a nonterminal

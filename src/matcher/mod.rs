@@ -227,10 +227,16 @@ impl Matcher {
     }
 
     /// The alive `(terminal, DFA state)` pairs here, sorted and deduplicated: the
-    /// key of the token tables.
+    /// key of the token tables (each terminal as its
+    /// [table terminal](CompiledGrammar::table_terminal)).
     pub fn lexer_configuration(&self, out: &mut Vec<(TerminalId, State)>) {
         out.clear();
-        out.extend(self.active_lexemes().iter().map(|l| (l.terminal, l.state)));
+        let grammar = &*self.grammar;
+        out.extend(
+            self.active_lexemes()
+                .iter()
+                .map(|l| (grammar.table_terminal(l.terminal, l.state), l.state)),
+        );
         out.sort_unstable();
         out.dedup();
     }
@@ -253,7 +259,7 @@ impl Matcher {
             } else {
                 lexeme.state
             };
-            out.push((lexeme.terminal, state));
+            out.push((self.grammar.table_terminal(lexeme.terminal, state), state));
         }
         out.sort_unstable();
         out.dedup();
