@@ -436,6 +436,13 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
 
     if args.json {
         println!("{result}");
+        // The JSON object is one line on stdout; the slowest masks go to stderr.
+        if args.slowest > 0 {
+            eprint!(
+                "{}",
+                slowest_lines(args.slowest, &our_tally, &workloads, &tokenized, &vocab)
+            );
+        }
     } else {
         print_table(&result);
         for e in our_tally.errors.iter().take(10) {
@@ -444,32 +451,38 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         for e in peer_errors.iter().take(10) {
             println!("{e}");
         }
-        print_slowest(args.slowest, &our_tally, &workloads, &tokenized, &vocab);
+        print!(
+            "{}",
+            slowest_lines(args.slowest, &our_tally, &workloads, &tokenized, &vocab)
+        );
     }
     Ok(())
 }
 
-/// The `n` slowest masks of a run, each with the last bytes of text before it.
-fn print_slowest(
+/// The `n` slowest masks of a run, a line each with the last bytes of text before
+/// it.
+fn slowest_lines(
     n: usize,
     tally: &Tally,
     workloads: &[Workload],
     tokenized: &[Vec<Vec<u32>>],
     vocab: &Vocabulary,
-) {
+) -> String {
     let mut steps = tally.steps.clone();
     steps.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut out = String::new();
     for &(micros, workload, instance, step) in steps.iter().take(n) {
         let before = vocab.decode(&tokenized[workload][instance][..step]);
         let tail = &before[before.len().saturating_sub(60)..];
         let next = vocab.token_bytes(tokenized[workload][instance][step]);
-        println!(
-            "{micros:9.1} us  {} #{instance} step {step}: ...{:?} then {:?}",
+        out.push_str(&format!(
+            "{micros:9.1} us  {} #{instance} step {step}: ...{:?} then {:?}\n",
             workloads[workload].name,
             String::from_utf8_lossy(tail),
             String::from_utf8_lossy(next),
-        );
+        ));
     }
+    out
 }
 
 fn print_table(result: &Value) {

@@ -85,7 +85,8 @@ struct Scratch {
     rests: Vec<Rest>,
 }
 
-/// Scratch kept between masks (no allocation per mask once warm).
+/// Scratch kept between masks (the per-depth buffers are reused; a boundary over
+/// a large subtree and each new boundary kind still allocate a little).
 #[derive(Default)]
 pub(super) struct CandidateWalk {
     boundaries: Vec<Boundary>,
