@@ -447,6 +447,62 @@ impl Terminal {
         true
     }
 
+    /// A class of ASCII bytes (DEL excluded; bit `b` of a `u128`) that no text of
+    /// them can kill from `state`, with the states such texts reach (`closed[q]`):
+    /// from any of those states, every token made only of the class is allowed,
+    /// whatever states it passes (a pattern's `[\w/.:-]+`, an email's domain).
+    /// Grown greedily: the bytes that loop on `state`, then each other byte whose
+    /// addition keeps every reached state alive on every byte of the class (there
+    /// is no greatest such class in general: `.` in `example.gov.uk` keeps the
+    /// domain going, `@` may be the pattern's any-character before `gov`, but
+    /// not both). `None` for an empty class or past `limit` states.
+    pub fn closed_class(&self, state: State, limit: usize) -> Option<(u128, Vec<bool>)> {
+        if state == DEAD || state & LOOPED != 0 {
+            return None;
+        }
+        let bits = |class: u128| (0..0x7fu8).filter(move |&b| class & (1 << b) != 0);
+        // The states texts of `class` reach from `state`, if they all survive it.
+        let closure = |class: u128, reached: &mut Vec<State>, seen: &mut Vec<bool>| -> bool {
+            seen.iter_mut().for_each(|x| *x = false);
+            reached.clear();
+            reached.push(state);
+            seen[state as usize] = true;
+            let mut k = 0;
+            while k < reached.len() {
+                let q = reached[k];
+                k += 1;
+                for b in bits(class) {
+                    let r = self.next(q, b);
+                    if r == DEAD || reached.len() > limit {
+                        return false;
+                    }
+                    if !seen[r as usize] {
+                        seen[r as usize] = true;
+                        reached.push(r);
+                    }
+                }
+            }
+            true
+        };
+        let mut class: u128 = (0..0x7fu8)
+            .filter(|&b| self.next(state, b) == state)
+            .fold(0, |c, b| c | 1 << b);
+        let mut seen = vec![false; self.state_count()];
+        let mut reached = Vec::new();
+        for b in 0..0x7fu8 {
+            if class & (1 << b) == 0
+                && self.next(state, b) != DEAD
+                && closure(class | 1 << b, &mut reached, &mut seen)
+            {
+                class |= 1 << b;
+            }
+        }
+        if class == 0 || !closure(class, &mut reached, &mut seen) {
+            return None;
+        }
+        Some((class, seen))
+    }
+
     /// Whether the empty string matches.
     pub fn matches_empty(&self) -> bool {
         self.is_match(self.start)

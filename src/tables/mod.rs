@@ -36,7 +36,7 @@ use rustc_hash::FxHashMap;
 
 use crate::automaton::lexer::{Terminal, LOOPED};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
-use crate::vocab::{SliceChars, Vocabulary};
+use crate::vocab::{SliceChars, SubtreeBytes, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -172,6 +172,10 @@ pub struct TokenTables {
 /// Most entries kept in the accepted-candidates cache; past it, results are simply
 /// not stored (bounded memory on adversarial inputs).
 const MAX_ACCEPTED_ENTRIES: usize = 1 << 16;
+
+/// Fewest bytes in a closed class for the walk to test subtrees against it (a
+/// smaller class has few tokens).
+const MIN_CLOSED_CLASS_BYTES: u32 = 8;
 
 /// Most subtree masks kept per tables (past it, they are computed and dropped).
 /// One below a Llama-3 node as wide as `" "` takes about 30 KB: 512 bound them to
@@ -370,6 +374,7 @@ impl TokenTables {
                 allowed_by_rank: &mut allowed,
                 boundary_by_rank: &mut boundary,
                 rank_base: first_word * 32,
+                closed: None,
             };
             walk_lexeme(&mut walk, terminal, Visit::Below(node), state);
         }
@@ -410,12 +415,23 @@ impl TokenTables {
             }
             None => Visit::All,
         };
+        // Without a slice, a class of bytes no text of which kills the lexeme
+        // (`[A-Za-z0-9.-]+`) lets the walk take a subtree made only of it at once.
+        let closed = match slice {
+            Some(_) => None,
+            None => terminal
+                .closed_class(state, MAX_SLICE_STATES)
+                .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
+        };
         let mut walk = LexemeWalk {
             trie,
             allowed: Some(&mut allowed),
             allowed_by_rank: &mut allowed_by_rank,
             boundary_by_rank: &mut boundary_by_rank,
             rank_base: 0,
+            closed: closed
+                .as_ref()
+                .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
         };
         walk_lexeme(&mut walk, terminal, visit, state);
         LexemeMasks {
@@ -475,6 +491,9 @@ struct LexemeWalk<'a> {
     allowed_by_rank: &'a mut [u32],
     boundary_by_rank: &'a mut [u32],
     rank_base: usize,
+    /// States from which no text of a byte class kills the lexeme, and the class:
+    /// a subtree entered in such a state and made only of the class is allowed.
+    closed: Option<(&'a [bool], SubtreeBytes)>,
 }
 
 impl LexemeWalk<'_> {
@@ -516,6 +535,24 @@ impl LexemeWalk<'_> {
             };
             let node = nodes[i];
             let depth = node.depth as usize - base;
+            if let Some((closed, class)) = self.closed {
+                if closed.get(states[depth - 1] as usize) == Some(&true)
+                    && trie.subtree_bytes(i).within(class)
+                {
+                    let ranks = trie.ranks_under(i);
+                    if let Some(allowed) = self.allowed.as_deref_mut() {
+                        for &id in &token_ids[ranks.clone()] {
+                            set(allowed, id);
+                        }
+                    }
+                    set_range(
+                        self.allowed_by_rank,
+                        ranks.start - rank_base..ranks.end - rank_base,
+                    );
+                    k = past_subtree;
+                    continue;
+                }
+            }
             let next = step(states[depth - 1], node.byte);
             if next == DEAD {
                 // Every token below dies here; those past an earlier match may

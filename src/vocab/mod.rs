@@ -18,7 +18,7 @@ use std::fmt;
 
 pub use load::{load_tokenizer, VocabError};
 pub use slice::{is_string_body_char, SliceChars, TokenSlice};
-pub use trie::{TokenTrie, TrieNode};
+pub use trie::{SubtreeBytes, TokenTrie, TrieNode};
 
 /// Token id to bytes, plus the EOS set and the sorted-trie view.
 #[derive(Clone)]

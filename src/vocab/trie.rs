@@ -23,6 +23,9 @@ pub struct TrieNode {
 #[derive(Debug, Clone, Default)]
 pub struct TokenTrie {
     nodes: Vec<TrieNode>,
+    /// Per node: the bytes anywhere in its subtree (the node's own included), as a
+    /// [`SubtreeBytes`] mask.
+    subtree_bytes: Vec<SubtreeBytes>,
     token_ids: Vec<u32>,
     max_depth: usize,
 }
@@ -66,8 +69,10 @@ impl TokenTrie {
             nodes[done].subtree_end = nodes.len() as u32;
         }
         let max_depth = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
+        let subtree_bytes = subtree_bytes(&nodes);
         TokenTrie {
             nodes,
+            subtree_bytes,
             token_ids: sorted,
             max_depth,
         }
@@ -138,10 +143,52 @@ impl TokenTrie {
         self.nodes.is_empty()
     }
 
+    /// The bytes anywhere in the subtree of `node`.
+    #[inline]
+    pub fn subtree_bytes(&self, node: usize) -> SubtreeBytes {
+        self.subtree_bytes[node]
+    }
+
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
-        self.nodes.len() * std::mem::size_of::<TrieNode>() + self.token_ids.len() * 4
+        self.nodes.len() * (std::mem::size_of::<TrieNode>() + std::mem::size_of::<SubtreeBytes>())
+            + self.token_ids.len() * 4
     }
+}
+
+/// A set of bytes, exact for ASCII below DEL (bit `b` of the 128); DEL and every
+/// byte from 0x80 share bit 127, so a set without bit 127 holds only those ASCII
+/// bytes. What a walk needs to know of a subtree: "are all its bytes in this class".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SubtreeBytes(pub u128);
+
+impl SubtreeBytes {
+    #[inline]
+    pub fn of_byte(b: u8) -> SubtreeBytes {
+        SubtreeBytes(1u128 << b.min(127))
+    }
+
+    /// Every byte here is in `class`.
+    #[inline]
+    pub fn within(self, class: SubtreeBytes) -> bool {
+        self.0 & !class.0 == 0
+    }
+}
+
+/// Per node, the union of the bytes of its subtree: children first (reverse
+/// preorder), each child's set joined into its parent's.
+fn subtree_bytes(nodes: &[TrieNode]) -> Vec<SubtreeBytes> {
+    let mut out = vec![SubtreeBytes::default(); nodes.len()];
+    for i in (0..nodes.len()).rev() {
+        let mut set = SubtreeBytes::of_byte(nodes[i].byte).0;
+        let mut child = i + 1;
+        while child < nodes[i].subtree_end as usize {
+            set |= out[child].0;
+            child = nodes[child].subtree_end as usize;
+        }
+        out[i] = SubtreeBytes(set);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -172,5 +219,12 @@ mod tests {
         assert_eq!(trie.longest_prefix(b"ba"), Some((3, 1)));
         assert_eq!(trie.longest_prefix(b"c"), None);
         assert_eq!(trie.longest_prefix(b""), None);
+        let ab = SubtreeBytes(SubtreeBytes::of_byte(b'a').0 | SubtreeBytes::of_byte(b'b').0);
+        assert_eq!(
+            trie.subtree_bytes(0).0,
+            ab.0 | SubtreeBytes::of_byte(b'c').0
+        );
+        assert!(trie.subtree_bytes(3).within(ab));
+        assert!(!trie.subtree_bytes(1).within(ab), "c is below ab");
     }
 }
