@@ -59,7 +59,6 @@ struct Level {
 #[derive(Clone, Copy)]
 struct Inputs<'a> {
     tables: &'a TokenTables,
-    vocab: &'a Vocabulary,
     candidates: &'a RankSet,
 }
 
@@ -126,11 +125,7 @@ impl CandidateWalk {
         self.accepted.resize(trie.token_ids().len().div_ceil(32), 0);
         self.accepted_ranks.clear();
         let whole = 0..trie.nodes().len();
-        let inputs = Inputs {
-            tables,
-            vocab,
-            candidates,
-        };
+        let inputs = Inputs { tables, candidates };
         self.walk_level(matcher, inputs, (0, 0), whole, 0);
         for &rank in &self.accepted_ranks {
             self.accepted[rank as usize / 32] = 0;
@@ -161,9 +156,8 @@ impl CandidateWalk {
         nodes_range: std::ops::Range<usize>,
         base: usize,
     ) {
-        let Inputs {
-            vocab, candidates, ..
-        } = inputs;
+        let Inputs { tables, candidates } = inputs;
+        let vocab = &**tables.vocab();
         let trie = vocab.trie();
         let nodes = trie.nodes();
         let grammar = std::sync::Arc::clone(matcher.grammar());
@@ -186,7 +180,8 @@ impl CandidateWalk {
         while i < nodes_range.end {
             let node = nodes[i];
             let past_subtree = node.subtree_end as usize;
-            if !candidates.any_in(trie.ranks_under(i)) {
+            let ranks = trie.ranks_under(i);
+            if !candidates.any_in(ranks.clone()) {
                 i = past_subtree;
                 continue;
             }
@@ -216,8 +211,7 @@ impl CandidateWalk {
                 }
             }
             // The parser's side of the tokens below, past this boundary.
-            let ranks_below = node.tokens_end as usize..trie.ranks_under(i).end;
-            if !self.ended.is_empty() && candidates.any_in(ranks_below) {
+            if !self.ended.is_empty() && candidates.any_in(node.tokens_end as usize..ranks.end) {
                 let boundary = BoundaryAt {
                     kind: self.boundary_kind(level),
                     nesting,
@@ -295,11 +289,8 @@ impl CandidateWalk {
         node: usize,
         rests: &mut Vec<Rest>,
     ) {
-        let Inputs {
-            tables,
-            vocab,
-            candidates,
-        } = inputs;
+        let Inputs { tables, candidates } = inputs;
+        let vocab = &**tables.vocab();
         let trie = vocab.trie();
         let all = trie.nodes();
         let nodes = node + 1..all[node].subtree_end as usize;
@@ -332,10 +323,8 @@ impl CandidateWalk {
             }
             return;
         }
-        let ended = std::mem::take(&mut self.boundaries[kind as usize].ended);
-        let entered = matcher.complete_active_lexemes(&ended).is_ok();
-        self.boundaries[kind as usize].ended = ended;
-        if !entered {
+        let ended = &self.boundaries[kind as usize].ended;
+        if matcher.complete_active_lexemes(ended).is_err() {
             return;
         }
         let below = match self.boundaries[kind as usize].below {
