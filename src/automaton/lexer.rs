@@ -101,7 +101,6 @@ pub struct DfaTables<'a> {
     pub stride: usize,
     pub transitions: &'a [State],
     pub matching: &'a [bool],
-    pub start: State,
 }
 
 impl Terminal {
@@ -301,7 +300,6 @@ impl Terminal {
             stride: self.stride,
             transitions: &self.transitions,
             matching: &self.matching,
-            start: self.start,
         }
     }
 
@@ -463,7 +461,8 @@ impl Terminal {
         let bits = |class: u128| (0..0x7fu8).filter(move |&b| class & (1 << b) != 0);
         // The states texts of `class` reach from `state`, if they all survive it.
         let closure = |class: u128, reached: &mut Vec<State>, seen: &mut Vec<bool>| -> bool {
-            seen.iter_mut().for_each(|x| *x = false);
+            // Only the last attempt's states are set: clear those, not the whole map.
+            reached.iter().for_each(|&q| seen[q as usize] = false);
             reached.clear();
             reached.push(state);
             seen[state as usize] = true;

@@ -206,6 +206,12 @@ fn set(mask: &mut [u32], id: u32) {
     mask[id as usize / 32] |= 1 << (id % 32);
 }
 
+/// `ranks` in a window's coordinates (ranks from `base` on).
+#[inline]
+fn shift(ranks: std::ops::Range<usize>, base: usize) -> std::ops::Range<usize> {
+    ranks.start - base..ranks.end - base
+}
+
 /// Sets bits `range` of `bits`, a word at a time.
 fn set_range(bits: &mut [u32], range: std::ops::Range<usize>) {
     let (start, end) = (range.start, range.end);
@@ -545,10 +551,7 @@ impl LexemeWalk<'_> {
                             set(allowed, id);
                         }
                     }
-                    set_range(
-                        self.allowed_by_rank,
-                        ranks.start - rank_base..ranks.end - rank_base,
-                    );
+                    set_range(self.allowed_by_rank, shift(ranks, rank_base));
                     k = past_subtree;
                     continue;
                 }
@@ -558,11 +561,7 @@ impl LexemeWalk<'_> {
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.
                 if matched[depth - 1] {
-                    let ranks = trie.ranks_under(i);
-                    set_range(
-                        self.boundary_by_rank,
-                        ranks.start - rank_base..ranks.end - rank_base,
-                    );
+                    set_range(self.boundary_by_rank, shift(trie.ranks_under(i), rank_base));
                 }
                 k = past_subtree;
                 continue;
