@@ -123,6 +123,15 @@ fn ir_cases() -> Vec<(String, Grammar)> {
     };
     let object =
         |p: Permutation| Expr::Seq(vec![lit("{"), Expr::Permutation(Box::new(p)), lit("}")]);
+    let excluding = |pattern: &str, excluded: &[&str]| {
+        let Expr::Regex(regex) = regex(pattern) else {
+            unreachable!()
+        };
+        Expr::Excluding(Box::new(stencil::grammar::Excluding {
+            regex,
+            excluded: excluded.iter().map(|x| x.as_bytes().to_vec()).collect(),
+        }))
+    };
     let mut out = Vec::new();
     out.push((
         "permutation-basic",
@@ -239,6 +248,39 @@ fn ir_cases() -> Vec<(String, Grammar)> {
                         max: Some(2),
                     })),
                 ]),
+            ]),
+        )],
+    ));
+    // Finitely many strings out of an infinite leaf: object keys but the declared
+    // ones, beside the declared members; and exclusions that change the shortest
+    // string, contain the empty one, or are no strings of the leaf at all.
+    out.push((
+        "excluding-object-keys",
+        vec![rule(
+            "root",
+            object(Permutation {
+                members: vec![lit("\"a\":1"), lit("\"ab\":2")],
+                required: vec![false, false],
+                extra: Some(Expr::Seq(vec![
+                    excluding(r#""[ab]*""#, &[r#""a""#, r#""ab""#]),
+                    lit(":0"),
+                ])),
+                separator: lit(","),
+                min: 0,
+                max: None,
+            }),
+        )],
+    ));
+    out.push((
+        "excluding-shortest-and-empty",
+        vec![rule(
+            "root",
+            Expr::Alt(vec![
+                Expr::Seq(vec![
+                    excluding("[ab]*", &["", "a", "b", "aa", "zz"]),
+                    lit("!"),
+                ]),
+                Expr::Seq(vec![lit("c"), excluding("c*d", &["d", "cd"])]),
             ]),
         )],
     ));

@@ -222,12 +222,138 @@ impl Terminal {
             .iter()
             .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
             .collect();
+        Ok(Terminal::trimmed(
+            label,
+            hir.to_string(),
+            classes,
+            stride,
+            &raw_transitions,
+            &matching_raw,
+        ))
+    }
 
+    /// The strings of `base` except the `excluded` ones: the product of `base`'s
+    /// automaton with a trie of the excluded strings (a state is a trie node, or
+    /// "off the trie", beside a `base` state), then trimmed and minimized. No
+    /// determinization: linear in the trie's size times the classes. `pattern` is
+    /// a description, not a regex (no regex this short says it).
+    pub fn excluding(
+        label: String,
+        base: &Terminal,
+        excluded: &[Vec<u8>],
+        limits: &LexerLimits,
+    ) -> Result<Terminal, String> {
+        const OFF_TRIE: u32 = u32::MAX;
+        // The trie: children sorted by byte, and whether a string ends at the node.
+        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut ends = vec![false];
+        for string in excluded {
+            let mut node = 0usize;
+            for &b in string {
+                node = match children[node].binary_search_by_key(&b, |&(c, _)| c) {
+                    Ok(k) => children[node][k].1 as usize,
+                    Err(k) => {
+                        children.push(Vec::new());
+                        ends.push(false);
+                        let child = children.len() - 1;
+                        children[node].insert(k, (b, child as u32));
+                        child
+                    }
+                };
+            }
+            ends[node] = true;
+        }
+        // Classes: `base`'s, refined so every byte the trie reads is told apart.
+        let mut on_trie = [false; 256];
+        for node in &children {
+            for &(b, _) in node {
+                on_trie[b as usize] = true;
+            }
+        }
+        let mut classes = [0u8; 256];
+        let mut keys: Vec<(u8, Option<u8>)> = Vec::new();
+        let mut representatives: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            let key = (base.classes[b as usize], on_trie[b as usize].then_some(b));
+            let class = match keys.iter().position(|&k| k == key) {
+                Some(c) => c,
+                None => {
+                    keys.push(key);
+                    representatives.push(b);
+                    keys.len() - 1
+                }
+            };
+            classes[b as usize] = class as u8;
+        }
+        let stride = keys.len();
+        // Raw state 0 is the start; a dead base state is one raw sink.
+        let mut index: HashMap<(u32, State), u32> = HashMap::default();
+        let mut states: Vec<(u32, State)> = vec![(0, base.start)];
+        index.insert((0, base.start), 0);
+        let mut sink = None;
+        let mut raw_transitions: Vec<u32> = Vec::new();
+        let mut i = 0;
+        while i < states.len() {
+            let (node, q) = states[i];
+            i += 1;
+            for &b in &representatives {
+                let next = base.next(q, b);
+                let target = if next == DEAD {
+                    *sink.get_or_insert_with(|| {
+                        states.push((OFF_TRIE, DEAD));
+                        (states.len() - 1) as u32
+                    })
+                } else {
+                    let child = match node {
+                        OFF_TRIE => OFF_TRIE,
+                        n => children[n as usize]
+                            .binary_search_by_key(&b, |&(c, _)| c)
+                            .map_or(OFF_TRIE, |k| children[n as usize][k].1),
+                    };
+                    *index.entry((child, next)).or_insert_with(|| {
+                        states.push((child, next));
+                        (states.len() - 1) as u32
+                    })
+                };
+                raw_transitions.push(target);
+            }
+            if states.len() * stride * std::mem::size_of::<State>() > limits.dfa_bytes {
+                return Err("the automaton of a leaf minus excluded strings is too large".into());
+            }
+        }
+        let matching_raw: Vec<bool> = states
+            .iter()
+            .map(|&(node, q)| {
+                q != DEAD && base.matching[q as usize] && (node == OFF_TRIE || !ends[node as usize])
+            })
+            .collect();
+        let pattern = format!("({}) except {} strings", base.pattern, excluded.len());
+        Ok(Terminal::trimmed(
+            label,
+            pattern,
+            classes,
+            stride,
+            &raw_transitions,
+            &matching_raw,
+        ))
+    }
+
+    /// The terminal of a raw DFA (state 0 the start; the transition on a class is
+    /// `raw_transitions[state * stride + class]`): states that cannot reach a
+    /// match merged into [`DEAD`], then minimized.
+    fn trimmed(
+        label: String,
+        pattern: String,
+        classes: [u8; 256],
+        stride: usize,
+        raw_transitions: &[u32],
+        matching_raw: &[bool],
+    ) -> Terminal {
         // Keep the states from which a match is reachable (backwards from matches),
         // predecessors as one array with offsets.
-        let n = order.len();
+        let n = matching_raw.len();
         let mut offsets = vec![0u32; n + 1];
-        for &to in &raw_transitions {
+        for &to in raw_transitions {
             offsets[to as usize + 1] += 1;
         }
         for s in 1..=n {
@@ -239,7 +365,7 @@ impl Terminal {
             predecessors[fill[to as usize] as usize] = (t / stride) as u32;
             fill[to as usize] += 1;
         }
-        let mut viable = matching_raw.clone();
+        let mut viable = matching_raw.to_vec();
         let mut stack: Vec<u32> = (0..n as u32).filter(|&s| viable[s as usize]).collect();
         while let Some(s) = stack.pop() {
             let (lo, hi) = (offsets[s as usize], offsets[s as usize + 1]);
@@ -273,7 +399,7 @@ impl Terminal {
         let (transitions, matching, start) = minimize(stride, &transitions, &matching, renumber[0]);
         let mut terminal = Terminal {
             label,
-            pattern: hir.to_string(),
+            pattern,
             classes,
             stride,
             transitions,
@@ -282,7 +408,7 @@ impl Terminal {
             loopable: false,
         };
         terminal.loopable = !terminal.matching[start as usize] && terminal.loopable_body();
-        Ok(terminal)
+        terminal
     }
 
     /// The state before any byte ([`DEAD`] when the terminal matches nothing).

@@ -16,11 +16,18 @@ use rustc_hash::FxHashMap as HashMap;
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
-use crate::grammar::{describe_expr, expr_productive, Expr, Grammar, RuleId};
+use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId};
+
+/// What a terminal's automaton is built from.
+pub(super) enum TerminalSource {
+    Regex(Hir),
+    /// Never fused with neighbours: its automaton is a product, not a regex.
+    Excluding(Excluding),
+}
 
 /// The CFG produced by lowering, terminals still as regexes.
 pub(super) struct Lowered {
-    pub terminals: Vec<(String, Hir)>,
+    pub terminals: Vec<(String, TerminalSource)>,
     pub nonterminal_names: Vec<String>,
     pub productions: Vec<Production>,
     /// The augmented start symbol: one production `start -> root`.
@@ -182,11 +189,26 @@ impl Lowering<'_> {
 
     fn terminal(&mut self, hir: Hir, label: String) -> TerminalId {
         let key = hir.to_string();
+        self.terminal_from(key, label, || TerminalSource::Regex(hir))
+    }
+
+    fn excluding_terminal(&mut self, excluding: &Excluding, label: String) -> TerminalId {
+        let key = format!("{} except {:?}", excluding.regex, excluding.excluded);
+        self.terminal_from(key, label, || TerminalSource::Excluding(excluding.clone()))
+    }
+
+    /// The terminal known by `key`, added from `source` the first time.
+    fn terminal_from(
+        &mut self,
+        key: String,
+        label: String,
+        source: impl FnOnce() -> TerminalSource,
+    ) -> TerminalId {
         if let Some(&id) = self.terminal_index.get(&key) {
             return id;
         }
         let id = TerminalId(self.out.terminals.len() as u32);
-        self.out.terminals.push((label, hir));
+        self.out.terminals.push((label, source()));
         self.terminal_index.insert(key, id);
         id
     }
@@ -231,7 +253,7 @@ impl Lowering<'_> {
                 });
                 Some((hir, weight))
             }
-            Expr::Permutation(_) => None,
+            Expr::Permutation(_) | Expr::Excluding(_) => None,
         }
     }
 
@@ -356,6 +378,10 @@ impl Lowering<'_> {
                 self.alternatives(&p.at_most_one_item())
             }
             Expr::Permutation(p) => vec![vec![Symbol::Permutation(self.permutation(p))]],
+            Expr::Excluding(e) => {
+                let label = describe_expr(expr, self.grammar);
+                vec![vec![Symbol::Terminal(self.excluding_terminal(e, label))]]
+            }
             // Regular leaves were handled by `expr_hir` above.
             Expr::Empty | Expr::Regex(_) => vec![vec![]],
         }

@@ -29,6 +29,7 @@ use regex_syntax::hir::{Hir, HirKind};
 use rustc_hash::FxHashMap;
 
 use crate::grammar::{Grammar, GrammarError};
+use lower::TerminalSource;
 
 /// Index of a terminal in [`CompiledGrammar::terminals`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -139,8 +140,8 @@ impl CompiledGrammar {
             let built = lowered
                 .terminals
                 .iter()
-                .map(|(label, hir)| {
-                    build_terminal(label, hir, &options.lexer).map_err(|message| {
+                .map(|(label, source)| {
+                    build_terminal(label, source, &options.lexer).map_err(|message| {
                         CompileError::Terminal {
                             terminal: label.chars().take(80).collect(),
                             message,
@@ -161,7 +162,11 @@ impl CompiledGrammar {
         let terminal_productive: Vec<bool> = lowered
             .terminals
             .iter()
-            .map(|(_, hir)| crate::grammar::hir_matches_something(hir))
+            .zip(&terminals)
+            .map(|((_, source), terminal)| match source {
+                TerminalSource::Regex(hir) => crate::grammar::hir_matches_something(hir),
+                TerminalSource::Excluding(_) => !terminal.is_dead(terminal.start()),
+            })
             .collect();
 
         let mut permutations = lowered.permutations;
@@ -409,9 +414,17 @@ impl CompiledGrammar {
 /// states (the chained terminal's states below it are the rest's, same numbers).
 fn build_terminal(
     label: &str,
-    hir: &Hir,
+    source: &TerminalSource,
     limits: &LexerLimits,
 ) -> Result<(Terminal, Option<(String, State)>), String> {
+    let hir = match source {
+        TerminalSource::Regex(hir) => hir,
+        TerminalSource::Excluding(e) => {
+            let base = Terminal::build_shared(&e.regex, limits)?;
+            let terminal = Terminal::excluding(label.to_string(), &base, &e.excluded, limits)?;
+            return Ok((terminal, None));
+        }
+    };
     if let HirKind::Concat(items) = hir.kind() {
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
             let rest_hir = Hir::concat(items[1..].to_vec());

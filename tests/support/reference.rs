@@ -100,10 +100,12 @@ enum NState {
     Fail,
 }
 
-/// A regular leaf: its NFA, simulated as a set of states.
+/// A regular leaf: its NFA, simulated as a set of states; minus the `excluded`
+/// strings for an [`Expr::Excluding`].
 #[derive(Debug, Clone)]
 struct Leaf {
     hir: Hir,
+    excluded: Vec<Vec<u8>>,
     states: Vec<NState>,
     start: usize,
     /// Fewest bytes from each state to the match state (`INF`: unreachable).
@@ -199,6 +201,7 @@ impl Leaf {
         }));
         let mut leaf = Leaf {
             hir: hir.clone(),
+            excluded: Vec::new(),
             start: id(nfa.start_anchored()),
             states,
             dist,
@@ -262,6 +265,56 @@ impl Leaf {
 
     /// `(E, P)` of this leaf at `i` over `s`.
     fn scan(&self, s: &[u8], i: usize) -> (u64, u64) {
+        if self.excluded.is_empty() {
+            return self.scan_regex(s, i);
+        }
+        // A prefix is viable when some completion is no excluded string; once none
+        // is, no longer prefix has one either.
+        let (mut ends, mut viable) = (0u64, 0u64);
+        let mut set = self.start_set();
+        let mut j = i;
+        while self.completes_outside(&set, &s[i..j]) {
+            viable |= 1 << j;
+            if self.is_match(&set) && !self.excluded.iter().any(|x| x[..] == s[i..j]) {
+                ends |= 1 << j;
+            }
+            if j == s.len() {
+                break;
+            }
+            set = self.step(&set, s[j]);
+            j += 1;
+        }
+        (ends, viable)
+    }
+
+    /// Whether the leaf, having read `read` into `set`, has a completion that is
+    /// not an excluded string: a match off every excluded string, or a step that
+    /// leaves them all while still live, or the same one step further down.
+    fn completes_outside(&self, set: &[usize], read: &[u8]) -> bool {
+        if self.set_dist(set) == INF {
+            return false;
+        }
+        let rests: Vec<&[u8]> = self
+            .excluded
+            .iter()
+            .filter_map(|x| x.strip_prefix(read))
+            .collect();
+        if rests.is_empty() || (self.is_match(set) && !rests.iter().any(|r| r.is_empty())) {
+            return true;
+        }
+        (0..=255u8).any(|b| {
+            let next = self.step(set, b);
+            if self.set_dist(&next) == INF {
+                return false;
+            }
+            if !rests.iter().any(|r| r.first() == Some(&b)) {
+                return true;
+            }
+            self.completes_outside(&next, &[read, &[b]].concat())
+        })
+    }
+
+    fn scan_regex(&self, s: &[u8], i: usize) -> (u64, u64) {
         if i == s.len() || !self.first_live[s[i] as usize] {
             // The common case, without simulating: at most the empty string.
             let live = self.set_dist(&self.start_set) != INF;
@@ -475,20 +528,29 @@ impl Reference {
         r
     }
 
+    /// The index of the leaf for `hir` minus `excluded`, added if new.
+    fn leaf(&mut self, hir: &Hir, excluded: &[Vec<u8>]) -> usize {
+        match self
+            .leaves
+            .iter()
+            .position(|l| l.hir == *hir && l.excluded == excluded)
+        {
+            Some(l) => l,
+            None => {
+                let mut leaf = Leaf::new(hir);
+                leaf.excluded = excluded.to_vec();
+                self.leaves.push(leaf);
+                self.leaves.len() - 1
+            }
+        }
+    }
+
     /// Converts `expr`; children get smaller ids than their parent.
     fn add(&mut self, expr: &Expr) -> usize {
         let node = match expr {
             Expr::Empty => Node::Empty,
-            Expr::Regex(hir) => {
-                let leaf = match self.leaves.iter().position(|l| l.hir == *hir) {
-                    Some(l) => l,
-                    None => {
-                        self.leaves.push(Leaf::new(hir));
-                        self.leaves.len() - 1
-                    }
-                };
-                Node::Leaf(leaf)
-            }
+            Expr::Regex(hir) => Node::Leaf(self.leaf(hir, &[])),
+            Expr::Excluding(e) => Node::Leaf(self.leaf(&e.regex, &e.excluded)),
             Expr::Ref(rule) => Node::Ref(rule.0 as usize),
             Expr::Seq(items) => Node::Seq(items.iter().map(|e| self.add(e)).collect(), Vec::new()),
             Expr::Alt(items) => Node::Alt(items.iter().map(|e| self.add(e)).collect()),
@@ -1018,6 +1080,16 @@ impl Reference {
     }
 
     fn gen_leaf(&self, leaf: &Leaf, rng: &mut Rng, out: &mut Vec<u8>, shortest: bool) {
+        let start = out.len();
+        self.gen_regex(leaf, rng, out, shortest);
+        // Infinitely many strings: random draws soon leave the finite excluded set.
+        while leaf.excluded.iter().any(|x| out[start..] == x[..]) {
+            out.truncate(start);
+            self.gen_regex(leaf, rng, out, false);
+        }
+    }
+
+    fn gen_regex(&self, leaf: &Leaf, rng: &mut Rng, out: &mut Vec<u8>, shortest: bool) {
         let mut set = leaf.start_set();
         let mut len = 0;
         loop {
