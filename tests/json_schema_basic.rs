@@ -346,6 +346,53 @@ fn objects_with_min_properties_above_max_are_impossible() {
 }
 
 #[test]
+fn undeclared_keys_are_every_key_but_the_declared_ones() {
+    // Names that are empty, non-ASCII, escaped, or a control character (whose
+    // `\u00XX` escape may spell its hex letter in either case).
+    let schema = json!({
+        "properties": {
+            "a": {"type": "integer"}, "": {"type": "integer"}, "é": {"type": "integer"},
+            "\u{1f}": {"type": "integer"}, "q\"": {"type": "integer"}, "ab": {"type": "integer"}
+        },
+        "additionalProperties": {"type": "string"}
+    });
+    let good = [
+        r#"{"a":1}"#,
+        r#"{"":1}"#,
+        r#"{"é":1}"#,
+        r#"{"\u001f":1}"#,
+        r#"{"q\"":1}"#,
+        r#"{"a":2,"ab":1}"#,
+        r#"{"abc":"x"}"#,
+        r#"{"b":"x"}"#,
+        r#"{"é2":"x"}"#,
+        r#"{"e":"x"}"#,
+        r#"{"\u001f ":"x"}"#,
+        r#"{"\u001e":"x"}"#,
+        r#"{"q":"x"}"#,
+        r#"{"q\"\"":"x"}"#,
+        r#"{" ":"x"}"#,
+    ];
+    let bad = [
+        r#"{"a":"x"}"#,
+        r#"{"":"x"}"#,
+        r#"{"é":"x"}"#,
+        r#"{"\u001f":"x"}"#,
+        r#"{"\u001F":"x"}"#,
+        r#"{"\u001F":1}"#,
+        r#"{"q\"":"x"}"#,
+        r#"{"ab":"x"}"#,
+    ];
+    for order in [PropertyOrder::Schema, PropertyOrder::Any] {
+        let opts = JsonSchemaOptions {
+            property_order: order,
+            ..JsonSchemaOptions::default()
+        };
+        check_with(schema.clone(), &opts, &good, &bad);
+    }
+}
+
+#[test]
 fn additional_properties_schema_and_counts() {
     check(
         json!({"additionalProperties": {"type": "integer"}, "minProperties": 1, "maxProperties": 2}),

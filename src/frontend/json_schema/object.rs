@@ -5,7 +5,7 @@
 //! schema part says about that name (its `properties` entry and every matching
 //! `patternProperties` schema, else its `additionalProperties`). Undeclared keys are
 //! "extra" pairs whose key is any string except the declared names (an exact
-//! finite complement, see [`super::string::complement_of_set`]); with
+//! finite complement, [`Expr::Excluding`]); with
 //! `patternProperties`, one extra pair per group of matched-pattern sets, its key
 //! language computed on an automaton ([`super::names`]).
 //!
@@ -19,13 +19,16 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::grammar::{Expr, Permutation, RuleId};
+use crate::grammar::{Excluding, Expr, Permutation, RuleId};
 use serde_json::Value;
 
 use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange, Hir};
 
 use super::names::{NameAutomaton, NameLimits};
-use super::string::{complement_of_set, encode_class, encode_hir, literal_string};
+use super::string::{
+    canonical_encodings, canonical_string, complement_of_set, encode_class, encode_hir,
+    literal_string,
+};
 use super::types::{Node, ObjPart, T_STR};
 use super::{alt, nothing, seq, Compiler, PropertyOrder, Result, Sref};
 
@@ -230,11 +233,7 @@ impl<'a> Compiler<'a> {
                 Expr::literal(b"\""),
             ])
         } else {
-            seq(vec![
-                Expr::literal(b"\""),
-                encode_hir(&complement_of_set(names)),
-                Expr::literal(b"\""),
-            ])
+            undeclared_key(names)
         };
         let value = self.value_rule(&value_conj)?;
         // One shared rule: the automaton stage fuses it (or not) once.
@@ -618,12 +617,38 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// Any key but `names`: every canonical string minus the names' encodings,
+/// built as a product automaton ([`Expr::Excluding`]); as a regex complement only
+/// when the names have too many encodings (escaped control characters).
+fn undeclared_key(names: &[String]) -> Expr {
+    const MOST_ENCODINGS: usize = 4096;
+    let mut excluded = Vec::new();
+    for name in names {
+        match canonical_encodings(name, MOST_ENCODINGS) {
+            Some(encodings) if excluded.len() + encodings.len() <= MOST_ENCODINGS => {
+                excluded.extend(encodings)
+            }
+            _ => {
+                return seq(vec![
+                    Expr::literal(b"\""),
+                    encode_hir(&complement_of_set(names)),
+                    Expr::literal(b"\""),
+                ])
+            }
+        }
+    }
+    Expr::Excluding(Box::new(Excluding {
+        regex: canonical_string(),
+        excluded,
+    }))
+}
+
 /// The regex of an expression without rule references (`None` if it has one).
 fn expr_hir(e: &Expr) -> Option<Hir> {
     Some(match e {
         Expr::Empty => Hir::empty(),
         Expr::Regex(h) => h.clone(),
-        Expr::Ref(_) | Expr::Permutation(_) => return None,
+        Expr::Ref(_) | Expr::Permutation(_) | Expr::Excluding(_) => return None,
         Expr::Seq(items) => Hir::concat(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Alt(items) => Hir::alternation(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Repeat { expr, min, max } => Hir::repetition(regex_syntax::hir::Repetition {

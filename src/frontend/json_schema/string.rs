@@ -339,6 +339,61 @@ fn restrict_concat(items: &[Hir], min: u64, max: Option<u64>) -> Option<Hir> {
     Some(Hir::concat(out))
 }
 
+/// Every JSON string, quotes included, in the canonical encoding (the universe
+/// [`complement_of_set`] is encoded in).
+pub(crate) fn canonical_string() -> Hir {
+    Hir::concat(vec![
+        Hir::literal(&b"\""[..]),
+        Hir::repetition(regex_syntax::hir::Repetition {
+            min: 0,
+            max: None,
+            greedy: true,
+            sub: Box::new(encode_class(&ClassUnicode::new([ClassUnicodeRange::new(
+                '\0',
+                char::MAX,
+            )]))),
+        }),
+        Hir::literal(&b"\""[..]),
+    ])
+}
+
+/// The encodings of `s`, quotes included, that [`canonical_string`] matches: the
+/// canonical one, with a `\u00XX` escape's hex letters in either case. `None`
+/// when there are more than `limit`.
+pub(crate) fn canonical_encodings(s: &str, limit: usize) -> Option<Vec<Vec<u8>>> {
+    let canonical = serde_json::to_string(s)
+        .expect("strings serialize")
+        .into_bytes();
+    let mut encodings = vec![Vec::with_capacity(canonical.len())];
+    let (mut after_backslash, mut hex_left) = (false, 0);
+    for &b in &canonical {
+        if after_backslash {
+            after_backslash = false;
+            if b == b'u' {
+                hex_left = 4;
+            }
+        } else if b == b'\\' {
+            after_backslash = true;
+        } else if hex_left > 0 {
+            hex_left -= 1;
+            if b.is_ascii_alphabetic() {
+                if encodings.len() * 2 > limit {
+                    return None;
+                }
+                let upper: Vec<Vec<u8>> = encodings
+                    .iter()
+                    .map(|e| [&e[..], &[b.to_ascii_uppercase()]].concat())
+                    .collect();
+                encodings.iter_mut().for_each(|e| e.push(b));
+                encodings.extend(upper);
+                continue;
+            }
+        }
+        encodings.iter_mut().for_each(|e| e.push(b));
+    }
+    Some(encodings)
+}
+
 /// A decoded-string regex that matches every string except those of `set`.
 pub(crate) fn complement_of_set(set: &[String]) -> Hir {
     let chars: Vec<Vec<char>> = set.iter().map(|s| s.chars().collect()).collect();
