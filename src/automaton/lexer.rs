@@ -92,6 +92,20 @@ pub struct Terminal {
     /// Nothing continues a match and the empty string does not match: the terminal
     /// read repeatedly is one automaton (restart after each match).
     loopable: bool,
+    /// See [`Terminal::fingerprint`].
+    fingerprint: u128,
+}
+
+/// 128 bits of SipHash over `value` (two differently seeded passes).
+fn fingerprint_of(value: &impl std::hash::Hash) -> u128 {
+    use std::hash::{DefaultHasher, Hasher};
+    let half = |seed: u8| {
+        let mut hasher = DefaultHasher::new();
+        hasher.write_u8(seed);
+        value.hash(&mut hasher);
+        hasher.finish() as u128
+    };
+    (half(0) << 64) | half(1)
 }
 
 /// Borrowed flat tables of a [`Terminal`]'s automaton (see [`Terminal::tables`]).
@@ -193,7 +207,15 @@ impl Terminal {
             matching,
             start,
             loopable,
+            fingerprint: fingerprint_of(&(literal, suffix.fingerprint)),
         }
+    }
+
+    /// Identifies the automaton (its tables, state numbers included) in the
+    /// process, whatever built it: token tables cached across grammars key on it.
+    /// A chained terminal's is derived from its literal and its suffix's.
+    pub fn fingerprint(&self) -> u128 {
+        self.fingerprint
     }
 
     /// Every match state is final (nothing continues a match).
@@ -406,8 +428,15 @@ impl Terminal {
             matching,
             start,
             loopable: false,
+            fingerprint: 0,
         };
         terminal.loopable = !terminal.matching[start as usize] && terminal.loopable_body();
+        terminal.fingerprint = fingerprint_of(&(
+            &terminal.classes[..],
+            &terminal.transitions,
+            &terminal.matching,
+            terminal.start,
+        ));
         terminal
     }
 
@@ -824,6 +853,38 @@ mod tests {
     }
 
     const ALL: &[(char, char)] = &[('\u{80}', char::MAX)];
+
+    #[test]
+    fn fingerprints_name_the_tables_whatever_built_them() {
+        // Two builds, one fingerprint; another automaton, another. (The same
+        // language with other byte classes, `ab|ac` and `a[bc]`, may get another:
+        // less sharing, never a wrong one.)
+        assert_eq!(
+            terminal("ab|ac").fingerprint(),
+            terminal("ab|ac").fingerprint()
+        );
+        assert_ne!(
+            terminal("ab|ac").fingerprint(),
+            terminal("ab|ad").fingerprint()
+        );
+        let rest = terminal("[0-9]+");
+        let chained = |literal: &[u8]| {
+            Terminal::with_literal_prefix(String::new(), String::new(), literal, &rest)
+                .fingerprint()
+        };
+        assert_eq!(chained(b"a:"), chained(b"a:"));
+        assert_ne!(chained(b"a:"), chained(b"b:"));
+        assert_ne!(chained(b"a:"), rest.fingerprint());
+        let base = terminal("\"[a-z]*\"");
+        let excluding = |names: &[&str]| {
+            let names: Vec<Vec<u8>> = names.iter().map(|n| n.as_bytes().to_vec()).collect();
+            Terminal::excluding(String::new(), &base, &names, &LexerLimits::default())
+                .unwrap()
+                .fingerprint()
+        };
+        assert_ne!(excluding(&["\"a\""]), excluding(&["\"b\""]));
+        assert_eq!(excluding(&["\"a\""]), excluding(&["\"a\"", "\"a\""]));
+    }
 
     #[test]
     fn literal_prefix_chained_onto_a_suffix_is_the_whole_terminal() {

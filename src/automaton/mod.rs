@@ -100,6 +100,9 @@ pub struct CompiledGrammar {
     terminals: Vec<Terminal>,
     /// Per terminal: see [`CompiledGrammar::table_terminal`].
     table_terminals: Vec<(TerminalId, State)>,
+    /// Per terminal: the fingerprint of the automaton it chains a literal onto (0
+    /// when none), for [`CompiledGrammar::table_fingerprint`].
+    rest_fingerprints: Vec<u128>,
     productions: Vec<Production>,
     /// Productions of each nonterminal.
     by_lhs: Vec<Vec<ProductionId>>,
@@ -157,6 +160,7 @@ impl CompiledGrammar {
         };
         let (terminals, shared): (Vec<Terminal>, Vec<_>) = terminals.into_iter().unzip();
         let table_terminals = table_terminals(&shared);
+        let rest_fingerprints = shared.iter().map(|r| r.map_or(0, |(f, _)| f)).collect();
         let n_nonterminals = lowered.nonterminal_names.len();
         let terminal_nullable: Vec<bool> = terminals.iter().map(Terminal::matches_empty).collect();
         let terminal_productive: Vec<bool> = lowered
@@ -300,6 +304,7 @@ impl CompiledGrammar {
         Ok(CompiledGrammar {
             terminals,
             table_terminals,
+            rest_fingerprints,
             productions,
             by_lhs,
             nonterminal_names: lowered.nonterminal_names,
@@ -339,6 +344,19 @@ impl CompiledGrammar {
             canonical
         } else {
             terminal
+        }
+    }
+
+    /// Identifies the automaton a [table terminal](CompiledGrammar::table_terminal)
+    /// runs in `state`, in the whole process: the shared rest's where the terminal
+    /// is past its literal, else its own ([`Terminal::fingerprint`]). Tables built
+    /// for one grammar's lexeme serve every grammar's lexeme with the same key.
+    pub fn table_fingerprint(&self, terminal: TerminalId, state: State) -> u128 {
+        let (_, shared_states) = self.table_terminals[terminal.0 as usize];
+        if state < shared_states {
+            self.rest_fingerprints[terminal.0 as usize]
+        } else {
+            self.terminal(terminal).fingerprint()
         }
     }
 
@@ -410,13 +428,13 @@ impl CompiledGrammar {
 /// the literal chained onto the automaton of the rest, so every literal a rest
 /// follows shares one determinization of it; automata come from the process-wide
 /// cache ([`Terminal::build_shared`]).
-/// Also returns, for a chained terminal, the pattern of the rest and its number of
+/// Also returns, for a chained terminal, the fingerprint of the rest and its number of
 /// states (the chained terminal's states below it are the rest's, same numbers).
 fn build_terminal(
     label: &str,
     source: &TerminalSource,
     limits: &LexerLimits,
-) -> Result<(Terminal, Option<(String, State)>), String> {
+) -> Result<(Terminal, Option<(u128, State)>), String> {
     let hir = match source {
         TerminalSource::Regex(hir) => hir,
         TerminalSource::Excluding(e) => {
@@ -429,7 +447,7 @@ fn build_terminal(
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
             let rest_hir = Hir::concat(items[1..].to_vec());
             let rest = Terminal::build_shared(&rest_hir, limits)?;
-            let shared = (rest_hir.to_string(), rest.state_count() as State);
+            let shared = (rest.fingerprint(), rest.state_count() as State);
             let terminal = Terminal::with_literal_prefix(
                 label.to_string(),
                 hir.to_string(),
@@ -446,15 +464,15 @@ fn build_terminal(
 
 /// Per terminal, the terminal whose token tables serve it and below which state:
 /// the first terminal chained onto the same rest, and the rest's state count.
-fn table_terminals(shared: &[Option<(String, State)>]) -> Vec<(TerminalId, State)> {
-    let mut first_with: FxHashMap<&str, TerminalId> = FxHashMap::default();
+fn table_terminals(shared: &[Option<(u128, State)>]) -> Vec<(TerminalId, State)> {
+    let mut first_with: FxHashMap<u128, TerminalId> = FxHashMap::default();
     shared
         .iter()
         .enumerate()
         .map(|(i, rest)| match rest {
-            Some((pattern, states)) => {
+            Some((fingerprint, states)) => {
                 let canonical = *first_with
-                    .entry(pattern.as_str())
+                    .entry(*fingerprint)
                     .or_insert(TerminalId(i as u32));
                 (canonical, *states)
             }

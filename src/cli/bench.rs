@@ -47,8 +47,9 @@ pub struct BenchArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
-    /// Forget the automata earlier compiles built before each compile (stencil
-    /// keeps them process-wide by default), so time to first mask is all cold.
+    /// Forget the automata and token tables earlier compiles built before each
+    /// compile (stencil keeps them process-wide by default), so every grammar
+    /// starts cold.
     #[arg(long)]
     cold: bool,
     /// Also print stencil's N slowest masks: workload, instance, step, and the text
@@ -105,6 +106,7 @@ impl Engine for Stencil {
     fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String> {
         if self.cold {
             stencil::automaton::lexer::clear_shared_automata();
+            stencil::tables::clear_shared_tables();
         }
         let compiled = match grammar {
             GrammarSpec::Gbnf(text) => stencil::compile_gbnf(text).map_err(|e| e.to_string())?,

@@ -30,7 +30,7 @@
 //! combined per configuration; both levels are cached, lazily, on the tables shared
 //! by every request for the same grammar and vocabulary.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
 
@@ -144,6 +144,12 @@ struct LexemeMasks {
     boundary_by_rank: Vec<u32>,
 }
 
+impl LexemeMasks {
+    fn memory_usage(&self) -> usize {
+        (self.allowed.len() + self.allowed_by_rank.len() + self.boundary_by_rank.len()) * 4
+    }
+}
+
 /// What a lexer configuration allows among the tokens below one trie node, read
 /// from the node's depth on: the rest of each token past a terminal boundary at
 /// that node (see the candidate walk, [`crate::matcher`]). Over the window of the
@@ -157,6 +163,29 @@ pub struct SubtreeMasks {
 }
 
 type Cache<K, V> = RwLock<FxHashMap<K, Arc<V>>>;
+
+/// Lexeme tables built by every [`TokenTables`] of the process, by vocabulary,
+/// automaton fingerprint and state. A JSON string body or number is one automaton
+/// in every schema (the lexer's automata are shared too), so a server compiling
+/// many schemas walks the vocabulary once per such state, not once per schema:
+/// the first visit of `"name":"` in a new schema costs a lookup, not a 100 us
+/// walk. Bounded: emptied when it holds more than [`SHARED_LEXEME_BYTES`].
+static SHARED_LEXEMES: Mutex<Option<SharedLexemes>> = Mutex::new(None);
+
+/// Heap bytes the process-wide lexeme tables may hold (a Llama-3 lexeme's are
+/// about 48 KB: some 1,400 of them).
+pub const SHARED_LEXEME_BYTES: usize = 64 << 20;
+
+#[derive(Default)]
+struct SharedLexemes {
+    built: FxHashMap<(u64, u128, State), Arc<LexemeMasks>>,
+    bytes: usize,
+}
+
+/// Forgets every lexeme table built so far (the next grammars start cold).
+pub fn clear_shared_tables() {
+    *SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
 
 /// Per (grammar, vocabulary) pair: the lazily built caches of token masks.
 pub struct TokenTables {
@@ -268,12 +297,10 @@ impl TokenTables {
                 .map(|(key, m)| key.len() * 8 + m.allowed.len() * 4 + m.candidates.memory_usage())
                 .sum()
         });
-        let lexemes = self.lexemes.read().map_or(0, |cache| {
-            cache
-                .values()
-                .map(|m| (m.allowed.len() + m.allowed_by_rank.len() + m.boundary_by_rank.len()) * 4)
-                .sum()
-        });
+        let lexemes = self
+            .lexemes
+            .read()
+            .map_or(0, |cache| cache.values().map(|m| m.memory_usage()).sum());
         let subtrees = self.subtrees.read().map_or(0, |cache| {
             cache
                 .iter()
@@ -324,7 +351,7 @@ impl TokenTables {
         let mut allowed_by_rank = vec![0u32; rank_words];
         let mut boundary_by_rank = vec![0u32; rank_words];
         for &lexeme in configuration {
-            let masks = cached(&self.lexemes, lexeme, || self.build_lexeme(lexeme));
+            let masks = self.lexeme_masks(lexeme);
             for (a, b) in allowed.iter_mut().zip(&masks.allowed) {
                 *a |= b;
             }
@@ -397,6 +424,45 @@ impl TokenTables {
     /// and, when no text of a slice's characters can kill the lexeme (a looping
     /// string body, a key that may still be any string, a pattern's `.*`), the
     /// subtrees of tokens made only of them (all allowed, taken in one OR).
+    /// A lexeme's tables: from this grammar's cache, else the process's
+    /// ([`SHARED_LEXEMES`]), else built (and kept in both).
+    fn lexeme_masks(&self, lexeme: (TerminalId, State)) -> Arc<LexemeMasks> {
+        if let Some(found) = self
+            .lexemes
+            .read()
+            .ok()
+            .and_then(|c| c.get(&lexeme).cloned())
+        {
+            return found;
+        }
+        let key = (
+            self.vocab.id(),
+            self.grammar.table_fingerprint(lexeme.0, lexeme.1),
+            lexeme.1,
+        );
+        let shared = SHARED_LEXEMES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|cache| cache.built.get(&key).cloned());
+        let masks = shared.unwrap_or_else(|| {
+            let built = Arc::new(self.build_lexeme(lexeme));
+            let mut guard = SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner());
+            let cache = guard.get_or_insert_with(SharedLexemes::default);
+            let bytes = built.memory_usage();
+            if cache.bytes + bytes > SHARED_LEXEME_BYTES {
+                *cache = SharedLexemes::default();
+            }
+            cache.bytes += bytes;
+            cache.built.insert(key, Arc::clone(&built));
+            built
+        });
+        match self.lexemes.write() {
+            Ok(mut c) => Arc::clone(c.entry(lexeme).or_insert(masks)),
+            Err(_) => masks,
+        }
+    }
+
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();

@@ -35,6 +35,8 @@ pub struct Vocabulary {
     /// Per [`SliceChars`]: the tokens made only of those characters (computed with
     /// the vocabulary, not on a mask's time).
     slices: Vec<TokenSlice>,
+    /// See [`Vocabulary::id`].
+    id: u64,
 }
 
 impl fmt::Debug for Vocabulary {
@@ -76,6 +78,7 @@ impl Vocabulary {
         let mut eos = eos;
         eos.sort_unstable();
         eos.dedup();
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Vocabulary {
             tokens,
             special,
@@ -83,7 +86,14 @@ impl Vocabulary {
             trie,
             rank,
             slices,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
+    }
+
+    /// Names these token bytes in the process (copies keep it): token tables
+    /// cached across grammars are keyed by it.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Number of token ids (the highest id plus one).
