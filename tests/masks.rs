@@ -455,6 +455,46 @@ fn closed_byte_classes_match_the_oracle() {
     }
 }
 
+/// Counters (`maxLength`, `{1,32}`) take whole subtrees made of their class,
+/// allowing the tokens short enough; past a match earlier in the token, the longer
+/// ones are boundaries (the regex case: `a` matches, then `[c-z]{0,6}!` counts).
+#[test]
+fn counted_classes_match_the_oracle() {
+    let schemas: Vec<(serde_json::Value, &str)> = vec![
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "p": {"type": "string", "maxLength": 8},
+                "q": {"type": "string", "minLength": 2, "maxLength": 12}}}),
+            r#"{"p":"50.00","q":"abcdefgh ijk"}"#,
+        ),
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "n": {"type": "string", "pattern": "^[A-Za-z0-9 &'()*,-./@£]{1,32}$"}}}),
+            r#"{"n":"My Savings Account (£)"}"#,
+        ),
+    ];
+    for v in [vocab("gpt2"), vocab("mistral-7b-v0.1")] {
+        for (schema, sample) in &schemas {
+            let name = schema.to_string();
+            let t = schema_tables(schema.clone(), &v);
+            assert_masks_agree(&name, &t, &[sample.as_bytes()], sample.len());
+        }
+        let t = tables(compile_regex("[c-z]{0,6}!|a[c-z]{0,6}!|a").unwrap(), &v);
+        assert_masks_agree("counter after a match", &t, &[b"accc!", b"zzz!"], 5);
+        // The same terminal, then the parser's: a token longer than the counter
+        // past `a` (`attention`) may end the terminal at `a`.
+        let grammar = r#"root ::= ([c-z]{0,6} "!" | "a" [c-z]{0,6} "!" | "a") tail
+tail ::= [c-z]* | "(" root ")""#;
+        let t = tables(compile_gbnf(grammar).unwrap(), &v);
+        assert_masks_agree(
+            "counter after a match, then more",
+            &t,
+            &[b"attention", b"zz!(acc!dd)"],
+            9,
+        );
+    }
+}
+
 /// Any-order objects are permutations whose progress (members used, items
 /// written) is part of the cached candidate checks' signature: after `"a"` and
 /// after `"b"` the same bytes may be allowed or not, and counts near

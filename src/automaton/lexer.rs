@@ -28,6 +28,9 @@ pub const DEAD: State = 0;
 /// a row (see [`Terminal::step`]). Only the token tables use it.
 pub const LOOPED: State = 1 << 31;
 
+/// "Not on the counter" in [`Terminal::counted_class`]'s budgets.
+pub const NO_BUDGET: u32 = u32::MAX;
+
 /// Size bounds for building terminal automata.
 #[derive(Debug, Clone)]
 pub struct LexerLimits {
@@ -655,6 +658,66 @@ impl Terminal {
             return None;
         }
         Some((class, seen))
+    }
+
+    /// A class of ASCII bytes (DEL excluded; bit `b` of a `u128`) that `state`
+    /// reads as a counter: every byte of it leads to one common state, not a match,
+    /// and so on from there, until every byte of it kills the lexeme. With the
+    /// counter's budget per state (`budgets[q]`: how many more bytes of the class
+    /// it survives; [`NO_BUDGET`] off the chain): from a state with budget `b`, a
+    /// token made only of the class is allowed when at most `b` bytes long and dies
+    /// without a match otherwise. That is a `maxLength` string body or a counted
+    /// class (`[A-Za-z0-9 ]{1,32}`), where [`Terminal::closed_class`] finds nothing
+    /// (every text long enough dies). The class may shrink along the chain to the
+    /// bytes that keep agreeing; `None` below `min_bytes` bytes, for a chain that
+    /// loops, or past `limit` states.
+    pub fn counted_class(
+        &self,
+        state: State,
+        min_bytes: u32,
+        limit: usize,
+    ) -> Option<(u128, Vec<u32>)> {
+        if state == DEAD || state & LOOPED != 0 {
+            return None;
+        }
+        let mut class: u128 = (0..0x7fu8).fold(0, |c, b| c | 1 << b);
+        let mut chain = vec![state];
+        loop {
+            let q = *chain.last().expect("the chain starts with `state`");
+            // The bytes of the class by the state they lead to.
+            let mut groups: Vec<(State, u128)> = Vec::new();
+            for b in (0..0x7fu8).filter(|&b| class & (1 << b) != 0) {
+                let r = self.next(q, b);
+                match groups.iter_mut().find(|(t, _)| *t == r) {
+                    Some((_, bytes)) => *bytes |= 1 << b,
+                    None => groups.push((r, 1 << b)),
+                }
+            }
+            // Keep the largest group that continues the chain in a state that is
+            // not a match, else the group that ends it (DEAD).
+            let big_enough = |&(_, bytes): &(State, u128)| bytes.count_ones() >= min_bytes;
+            let continuing = groups
+                .iter()
+                .copied()
+                .filter(|&(t, _)| t != DEAD && !self.is_match(t))
+                .filter(big_enough)
+                .max_by_key(|&(_, bytes)| bytes.count_ones());
+            let ending = groups.iter().copied().find(|&(t, _)| t == DEAD);
+            let (target, bytes) = continuing.or(ending.filter(big_enough))?;
+            class = bytes;
+            if target == DEAD {
+                break;
+            }
+            if chain.contains(&target) || chain.len() > limit {
+                return None;
+            }
+            chain.push(target);
+        }
+        let mut budgets = vec![NO_BUDGET; self.state_count()];
+        for (i, &q) in chain.iter().enumerate() {
+            budgets[q as usize] = (chain.len() - 1 - i) as u32;
+        }
+        Some((class, budgets))
     }
 
     /// Whether the empty string matches.

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::automaton::lexer::{Terminal, LOOPED};
+use crate::automaton::lexer::{Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 use crate::vocab::{SliceChars, SubtreeBytes, Vocabulary};
 
@@ -205,6 +205,10 @@ const MAX_ACCEPTED_ENTRIES: usize = 1 << 16;
 /// Fewest bytes in a closed class for the walk to test subtrees against it (a
 /// smaller class has few tokens).
 const MIN_CLOSED_CLASS_BYTES: u32 = 8;
+
+/// Longest counter [`Terminal::counted_class`] follows (token lengths are kept
+/// up to 255 bytes).
+const MAX_COUNTED_BYTES: usize = 200;
 
 /// Most subtree masks kept per tables (past it, they are computed and dropped).
 /// One below a Llama-3 node as wide as `" "` takes about 30 KB: 512 bound them to
@@ -408,6 +412,7 @@ impl TokenTables {
                 boundary_by_rank: &mut boundary,
                 rank_base: first_word * 32,
                 closed: None,
+                counted: None,
             };
             walk_lexeme(&mut walk, terminal, Visit::Below(node), state);
         }
@@ -420,10 +425,6 @@ impl TokenTables {
         }
     }
 
-    /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
-    /// and, when no text of a slice's characters can kill the lexeme (a looping
-    /// string body, a key that may still be any string, a pattern's `.*`), the
-    /// subtrees of tokens made only of them (all allowed, taken in one OR).
     /// A lexeme's tables: from this grammar's cache, else the process's
     /// ([`SHARED_LEXEMES`]), else built (and kept in both).
     fn lexeme_masks(&self, lexeme: (TerminalId, State)) -> Arc<LexemeMasks> {
@@ -463,6 +464,10 @@ impl TokenTables {
         }
     }
 
+    /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
+    /// and, when no text of a slice's characters can kill the lexeme (a looping
+    /// string body, a key that may still be any string, a pattern's `.*`), the
+    /// subtrees of tokens made only of them (all allowed, taken in one OR).
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
         let terminal = self.grammar.terminal(terminal);
         let trie = self.vocab.trie();
@@ -495,6 +500,14 @@ impl TokenTables {
                 .closed_class(state, MAX_SLICE_STATES)
                 .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
         };
+        // Else a counter (`maxLength`, `{1,32}`): a subtree made only of its class
+        // is its tokens short enough, taken by length a word of ranks at a time.
+        let counted = match (slice, &closed) {
+            (None, None) => {
+                terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, MAX_COUNTED_BYTES)
+            }
+            _ => None,
+        };
         let mut walk = LexemeWalk {
             trie,
             allowed: Some(&mut allowed),
@@ -504,6 +517,9 @@ impl TokenTables {
             closed: closed
                 .as_ref()
                 .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
+            counted: counted
+                .as_ref()
+                .map(|(class, budgets)| (&budgets[..], SubtreeBytes(*class))),
         };
         walk_lexeme(&mut walk, terminal, visit, state);
         LexemeMasks {
@@ -566,9 +582,49 @@ struct LexemeWalk<'a> {
     /// States from which no text of a byte class kills the lexeme, and the class:
     /// a subtree entered in such a state and made only of the class is allowed.
     closed: Option<(&'a [bool], SubtreeBytes)>,
+    /// A counter's budget per state and its class ([`Terminal::counted_class`]):
+    /// a subtree entered in a state with budget `b` and made only of the class
+    /// holds allowed tokens (those at most `b` bytes past the entry) and dead ones.
+    counted: Option<(&'a [u32], SubtreeBytes)>,
 }
 
 impl LexemeWalk<'_> {
+    /// Of the tokens below `node` (made of a counter's class, entered with the
+    /// budget for a whole token of some length): those `short` enough (bits by
+    /// rank) are allowed, the others die without a match in the class, so are
+    /// boundaries when the token passed a match before (`matched`). A word of
+    /// ranks at a time.
+    fn take_short_tokens(&mut self, node: usize, short: &[u32], matched: bool) {
+        let trie = self.trie;
+        let ranks = trie.ranks_under(node);
+        let token_ids = trie.token_ids();
+        let base_word = self.rank_base / 32;
+        for w in ranks.start / 32..ranks.end.div_ceil(32) {
+            let low = if w == ranks.start / 32 {
+                u32::MAX << (ranks.start % 32)
+            } else {
+                u32::MAX
+            };
+            let high = if w == (ranks.end - 1) / 32 {
+                u32::MAX >> (31 - (ranks.end - 1) % 32)
+            } else {
+                u32::MAX
+            };
+            let in_subtree = low & high;
+            let mut allowed = short[w] & in_subtree;
+            self.allowed_by_rank[w - base_word] |= allowed;
+            if matched {
+                self.boundary_by_rank[w - base_word] |= !short[w] & in_subtree;
+            }
+            if let Some(by_id) = self.allowed.as_deref_mut() {
+                while allowed != 0 {
+                    set(by_id, token_ids[w * 32 + allowed.trailing_zeros() as usize]);
+                    allowed &= allowed - 1;
+                }
+            }
+        }
+    }
+
     /// Walks the visited nodes in preorder through the automaton (`step`, DEAD when
     /// it dies; `is_match`), skipping the subtree below a dead byte: tokens a state
     /// survives are allowed, tokens below a death after a match are boundaries.
@@ -620,6 +676,25 @@ impl LexemeWalk<'_> {
                     set_range(self.allowed_by_rank, shift(ranks, rank_base));
                     k = past_subtree;
                     continue;
+                }
+            }
+            if let Some((budgets, class)) = self.counted {
+                // A budget of 0 or 1 allows next to nothing below: the plain walk
+                // stops there at once.
+                let budget = budgets
+                    .get(states[depth - 1] as usize)
+                    .copied()
+                    .filter(|&b| b >= 2 && b != NO_BUDGET);
+                // Lengths count from the token's start: `base + depth - 1` bytes
+                // are read before the entry.
+                let short =
+                    budget.and_then(|b| trie.ranks_up_to_len(base + depth - 1 + b as usize));
+                if let Some(short) = short {
+                    if trie.subtree_bytes(i).within(class) {
+                        self.take_short_tokens(i, short, matched[depth - 1]);
+                        k = past_subtree;
+                        continue;
+                    }
                 }
             }
             let next = step(states[depth - 1], node.byte);

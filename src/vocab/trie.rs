@@ -27,6 +27,9 @@ pub struct TokenTrie {
     /// [`SubtreeBytes`] mask.
     subtree_bytes: Vec<SubtreeBytes>,
     token_ids: Vec<u32>,
+    /// Per length `l` up to [`SHORT_TOKEN_LENGTHS`]: the tokens at most `l` bytes
+    /// long, as bits by rank (see [`TokenTrie::ranks_up_to_len`]).
+    short_ranks: Vec<Vec<u32>>,
     max_depth: usize,
 }
 
@@ -70,10 +73,12 @@ impl TokenTrie {
         }
         let max_depth = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         let subtree_bytes = subtree_bytes(&nodes);
+        let short_ranks = short_ranks(&nodes, sorted.len(), max_depth);
         TokenTrie {
             nodes,
             subtree_bytes,
             token_ids: sorted,
+            short_ranks,
             max_depth,
         }
     }
@@ -85,6 +90,18 @@ impl TokenTrie {
     /// All tokens of the trie, in byte order.
     pub fn token_ids(&self) -> &[u32] {
         &self.token_ids
+    }
+
+    /// The tokens at most `len` bytes long, as bits by rank (bit `r % 32` of word
+    /// `r / 32`): what a counter with `len` bytes left allows among tokens made of
+    /// its class. `None` past [`SHORT_TOKEN_LENGTHS`] when longer tokens exist.
+    #[inline]
+    pub fn ranks_up_to_len(&self, len: usize) -> Option<&[u32]> {
+        if len >= self.max_depth {
+            self.short_ranks.get(self.max_depth).map(Vec::as_slice)
+        } else {
+            self.short_ranks.get(len).map(Vec::as_slice)
+        }
     }
 
     /// The longest token's length.
@@ -153,7 +170,31 @@ impl TokenTrie {
     pub fn memory_usage(&self) -> usize {
         self.nodes.len() * (std::mem::size_of::<TrieNode>() + std::mem::size_of::<SubtreeBytes>())
             + self.token_ids.len() * 4
+            + self.short_ranks.iter().map(|l| l.len() * 4).sum::<usize>()
     }
+}
+
+/// Lengths [`TokenTrie::ranks_up_to_len`] answers for (1 MB for Llama-3's 128k
+/// tokens): counters longer than that are walked.
+pub const SHORT_TOKEN_LENGTHS: usize = 64;
+
+/// Per length up to [`SHORT_TOKEN_LENGTHS`] (and the longest token's, when it is
+/// within): the tokens at most that long, as bits by rank.
+fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u32>> {
+    let lengths = max_depth.min(SHORT_TOKEN_LENGTHS) + 1;
+    let mut by_len = vec![vec![0u32; tokens.div_ceil(32)]; lengths];
+    for node in nodes.iter().filter(|n| (n.depth as usize) < lengths) {
+        for rank in node.tokens_start..node.tokens_end {
+            by_len[node.depth as usize][rank as usize / 32] |= 1 << (rank % 32);
+        }
+    }
+    for l in 1..lengths {
+        let (shorter, this) = by_len.split_at_mut(l);
+        for (w, s) in this[0].iter_mut().zip(&shorter[l - 1]) {
+            *w |= s;
+        }
+    }
+    by_len
 }
 
 /// A set of bytes, exact for ASCII below DEL (bit `b` of the 128); DEL and every
