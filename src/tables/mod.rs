@@ -492,20 +492,20 @@ impl TokenTables {
             }
             None => Visit::All,
         };
-        // Without a slice, a class of bytes no text of which kills the lexeme
-        // (`[A-Za-z0-9.-]+`) lets the walk take a subtree made only of it at once.
-        let closed = match slice {
+        // Without a slice, a counter (`maxLength`, `{1,32}`): a subtree made only
+        // of its class is its tokens short enough, taken by length a word of ranks
+        // at a time. Tried first: cheap, and where it exists the closed class
+        // below would explore every counter state to find nothing.
+        let counted = match slice {
             Some(_) => None,
-            None => terminal
+            None => terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, MAX_COUNTED_BYTES),
+        };
+        // Else a class of bytes no text of which kills the lexeme (`[A-Za-z0-9.-]+`)
+        // lets the walk take a subtree made only of it at once.
+        let closed = match (slice, &counted) {
+            (None, None) => terminal
                 .closed_class(state, MAX_SLICE_STATES)
                 .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
-        };
-        // Else a counter (`maxLength`, `{1,32}`): a subtree made only of its class
-        // is its tokens short enough, taken by length a word of ranks at a time.
-        let counted = match (slice, &closed) {
-            (None, None) => {
-                terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, MAX_COUNTED_BYTES)
-            }
             _ => None,
         };
         let mut walk = LexemeWalk {
