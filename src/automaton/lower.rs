@@ -64,10 +64,16 @@ pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
     while let Some((rule, nt)) = lowering.queue.pop() {
         let expr = &grammar.rule(rule).expr;
         let name = grammar.rule(rule).name.clone();
-        let alternatives = match lowering.expr_hir(expr) {
+        let alternatives = match (lowering.expr_hir(expr), expr) {
             // A regular rule lowered on its own is one terminal named after it.
-            Some((hir, _)) => lowering.hir_alternatives(hir, name),
-            None => match lowering.right_linear_hir(rule) {
+            (Some((hir, _)), _) => lowering.hir_alternatives(hir, name),
+            // So is a rule that excludes strings from a leaf (no regex says that).
+            (None, Expr::Excluding(excluding)) => {
+                vec![vec![Symbol::Terminal(
+                    lowering.excluding_terminal(excluding, name),
+                )]]
+            }
+            (None, _) => match lowering.right_linear_hir(rule) {
                 Some(hir) => lowering.hir_alternatives(hir, name),
                 None => lowering.alternatives(expr),
             },

@@ -486,10 +486,15 @@ fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
         },
         Expr::Ref(r) => out.push_str(&grammar.rule(*r).name),
         Expr::Excluding(e) => {
-            out.push_str(&format!("({}) except", e.regex));
-            for excluded in &e.excluded {
-                out.push_str(&format!(" {:?}", String::from_utf8_lossy(excluded)));
+            // The excluded strings first: the leaf is often long and opaque.
+            out.push_str("except(");
+            for (i, excluded) in e.excluded.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&format!("{:?}", String::from_utf8_lossy(excluded)));
             }
+            out.push_str(&format!("; {})", e.regex));
         }
         Expr::Seq(items) | Expr::Alt(items) => {
             let alt = matches!(expr, Expr::Alt(_));
