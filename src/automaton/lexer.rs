@@ -99,6 +99,27 @@ pub struct Terminal {
     fingerprint: u128,
 }
 
+/// `classes` refined so that every byte `told_apart` is a class of its own, with
+/// one representative byte per class (in class order).
+fn refine_classes(classes: &[u8; 256], told_apart: impl Fn(u8) -> bool) -> ([u8; 256], Vec<u8>) {
+    let mut refined = [0u8; 256];
+    let mut keys: Vec<(u8, Option<u8>)> = Vec::new();
+    let mut representatives: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let key = (classes[b as usize], told_apart(b).then_some(b));
+        let class = match keys.iter().position(|&k| k == key) {
+            Some(c) => c,
+            None => {
+                keys.push(key);
+                representatives.push(b);
+                keys.len() - 1
+            }
+        };
+        refined[b as usize] = class as u8;
+    }
+    (refined, representatives)
+}
+
 /// 128 bits of SipHash over `value` (two differently seeded passes).
 fn fingerprint_of(value: &impl std::hash::Hash) -> u128 {
     use std::hash::{DefaultHasher, Hasher};
@@ -156,25 +177,8 @@ impl Terminal {
         literal: &[u8],
         suffix: &Terminal,
     ) -> Terminal {
-        let mut classes = [0u8; 256];
-        let mut keys: Vec<(u8, Option<u8>)> = Vec::new();
-        let mut representatives: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            let key = (
-                suffix.classes[b as usize],
-                literal.contains(&b).then_some(b),
-            );
-            let class = match keys.iter().position(|&k| k == key) {
-                Some(c) => c,
-                None => {
-                    keys.push(key);
-                    representatives.push(b);
-                    keys.len() - 1
-                }
-            };
-            classes[b as usize] = class as u8;
-        }
-        let stride = keys.len();
+        let (classes, representatives) = refine_classes(&suffix.classes, |b| literal.contains(&b));
+        let stride = representatives.len();
         let suffix_states = suffix.state_count();
         let states = suffix_states + literal.len();
         let mut transitions = vec![DEAD; states * stride];
@@ -295,22 +299,8 @@ impl Terminal {
                 on_trie[b as usize] = true;
             }
         }
-        let mut classes = [0u8; 256];
-        let mut keys: Vec<(u8, Option<u8>)> = Vec::new();
-        let mut representatives: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            let key = (base.classes[b as usize], on_trie[b as usize].then_some(b));
-            let class = match keys.iter().position(|&k| k == key) {
-                Some(c) => c,
-                None => {
-                    keys.push(key);
-                    representatives.push(b);
-                    keys.len() - 1
-                }
-            };
-            classes[b as usize] = class as u8;
-        }
-        let stride = keys.len();
+        let (classes, representatives) = refine_classes(&base.classes, |b| on_trie[b as usize]);
+        let stride = representatives.len();
         // Raw state 0 is the start; a dead base state is one raw sink.
         let mut index: HashMap<(u32, State), u32> = HashMap::default();
         let mut states: Vec<(u32, State)> = vec![(0, base.start)];

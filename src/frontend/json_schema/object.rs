@@ -22,11 +22,11 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::grammar::{Excluding, Expr, Permutation, RuleId};
 use serde_json::Value;
 
-use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange, Hir};
+use regex_syntax::hir::Hir;
 
 use super::names::{NameAutomaton, NameLimits};
 use super::string::{
-    canonical_encodings, canonical_string, complement_of_set, encode_class, encode_hir,
+    canonical_body, canonical_encodings, canonical_string, complement_of_set, encode_hir,
     literal_string,
 };
 use super::types::{Node, ObjPart, T_STR};
@@ -330,15 +330,7 @@ impl<'a> Compiler<'a> {
                 encoded.push(e);
             }
         }
-        let body = Hir::repetition(regex_syntax::hir::Repetition {
-            min: 0,
-            max: None,
-            greedy: true,
-            sub: Box::new(encode_class(&ClassUnicode::new([ClassUnicodeRange::new(
-                '\0',
-                char::MAX,
-            )]))),
-        });
+        let body = canonical_body();
         // Every spelling the body admits (`\u001f` and `\u001F`), so that no declared
         // name comes back as an undeclared one.
         let declared = Hir::alternation(

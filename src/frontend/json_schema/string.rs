@@ -339,20 +339,25 @@ fn restrict_concat(items: &[Hir], min: u64, max: Option<u64>) -> Option<Hir> {
     Some(Hir::concat(out))
 }
 
-/// Every JSON string, quotes included, in the canonical encoding (the universe
-/// [`complement_of_set`] is encoded in).
+/// Every JSON string body in the canonical encoding (the universe
+/// [`complement_of_set`] and property-name languages are encoded in).
+pub(crate) fn canonical_body() -> Hir {
+    Hir::repetition(regex_syntax::hir::Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(encode_class(&ClassUnicode::new([ClassUnicodeRange::new(
+            '\0',
+            char::MAX,
+        )]))),
+    })
+}
+
+/// [`canonical_body`] between quotes.
 pub(crate) fn canonical_string() -> Hir {
     Hir::concat(vec![
         Hir::literal(&b"\""[..]),
-        Hir::repetition(regex_syntax::hir::Repetition {
-            min: 0,
-            max: None,
-            greedy: true,
-            sub: Box::new(encode_class(&ClassUnicode::new([ClassUnicodeRange::new(
-                '\0',
-                char::MAX,
-            )]))),
-        }),
+        canonical_body(),
         Hir::literal(&b"\""[..]),
     ])
 }
