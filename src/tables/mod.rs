@@ -597,6 +597,9 @@ impl LexemeWalk<'_> {
     fn take_short_tokens(&mut self, node: usize, short: &[u32], matched: bool) {
         let trie = self.trie;
         let ranks = trie.ranks_under(node);
+        if ranks.is_empty() {
+            return;
+        }
         let token_ids = trie.token_ids();
         let base_word = self.rank_base / 32;
         for w in ranks.start / 32..ranks.end.div_ceil(32) {
