@@ -265,8 +265,11 @@ impl Leaf {
 
     /// `(E, P)` of this leaf at `i` over `s`.
     fn scan(&self, s: &[u8], i: usize) -> (u64, u64) {
-        if self.excluded.is_empty() {
-            return self.scan_regex(s, i);
+        if self.excluded.is_empty() && (i == s.len() || !self.first_live[s[i] as usize]) {
+            // The common case, without simulating: at most the empty string.
+            let live = self.set_dist(&self.start_set) != INF;
+            let matches = self.is_match(&self.start_set);
+            return (u64::from(matches) << i, u64::from(live) << i);
         }
         // A prefix is viable when some completion is no excluded string; once none
         // is, no longer prefix has one either.
@@ -288,8 +291,9 @@ impl Leaf {
     }
 
     /// Whether the leaf, having read `read` into `set`, has a completion that is
-    /// not an excluded string: a match off every excluded string, or a step that
-    /// leaves them all while still live, or the same one step further down.
+    /// not an excluded string (without exclusions: whether `set` is live): a match
+    /// off every excluded string, or a step that leaves them all while still live,
+    /// or the same one step further down.
     fn completes_outside(&self, set: &[usize], read: &[u8]) -> bool {
         if self.set_dist(set) == INF {
             return false;
@@ -312,33 +316,6 @@ impl Leaf {
             }
             self.completes_outside(&next, &[read, &[b]].concat())
         })
-    }
-
-    fn scan_regex(&self, s: &[u8], i: usize) -> (u64, u64) {
-        if i == s.len() || !self.first_live[s[i] as usize] {
-            // The common case, without simulating: at most the empty string.
-            let live = self.set_dist(&self.start_set) != INF;
-            let matches = self.is_match(&self.start_set);
-            return (u64::from(matches) << i, u64::from(live) << i);
-        }
-        let (mut ends, mut viable) = (0u64, 0u64);
-        let mut set = self.start_set();
-        let mut j = i;
-        loop {
-            if self.set_dist(&set) == INF {
-                break;
-            }
-            viable |= 1 << j;
-            if self.is_match(&set) {
-                ends |= 1 << j;
-            }
-            if j == s.len() {
-                break;
-            }
-            set = self.step(&set, s[j]);
-            j += 1;
-        }
-        (ends, viable)
     }
 }
 
