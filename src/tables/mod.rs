@@ -222,12 +222,12 @@ const MAX_SLICE_STATES: usize = 4096;
 fn cached<K: std::hash::Hash + Eq, V>(
     cache: &Cache<K, V>,
     key: K,
-    build: impl FnOnce() -> V,
+    build: impl FnOnce() -> Arc<V>,
 ) -> Arc<V> {
     if let Some(found) = cache.read().ok().and_then(|c| c.get(&key).cloned()) {
         return found;
     }
-    let built = Arc::new(build());
+    let built = build();
     match cache.write() {
         Ok(mut c) => Arc::clone(c.entry(key).or_insert(built)),
         Err(_) => built,
@@ -345,7 +345,7 @@ impl TokenTables {
             return found;
         }
         cached(&self.configurations, configuration.into(), || {
-            self.build_configuration(configuration)
+            Arc::new(self.build_configuration(configuration))
         })
     }
 
@@ -428,40 +428,31 @@ impl TokenTables {
     /// A lexeme's tables: from this grammar's cache, else the process's
     /// ([`SHARED_LEXEMES`]), else built (and kept in both).
     fn lexeme_masks(&self, lexeme: (TerminalId, State)) -> Arc<LexemeMasks> {
-        if let Some(found) = self
-            .lexemes
-            .read()
-            .ok()
-            .and_then(|c| c.get(&lexeme).cloned())
-        {
-            return found;
-        }
+        cached(&self.lexemes, lexeme, || self.shared_lexeme_masks(lexeme))
+    }
+
+    fn shared_lexeme_masks(&self, lexeme: (TerminalId, State)) -> Arc<LexemeMasks> {
         let key = (
             self.vocab.id(),
             self.grammar.table_fingerprint(lexeme.0, lexeme.1),
             lexeme.1,
         );
-        let shared = SHARED_LEXEMES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .and_then(|cache| cache.built.get(&key).cloned());
-        let masks = shared.unwrap_or_else(|| {
-            let built = Arc::new(self.build_lexeme(lexeme));
-            let mut guard = SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner());
-            let cache = guard.get_or_insert_with(SharedLexemes::default);
-            let bytes = built.memory_usage();
-            if cache.bytes + bytes > SHARED_LEXEME_BYTES {
-                *cache = SharedLexemes::default();
-            }
-            cache.bytes += bytes;
-            cache.built.insert(key, Arc::clone(&built));
-            built
-        });
-        match self.lexemes.write() {
-            Ok(mut c) => Arc::clone(c.entry(lexeme).or_insert(masks)),
-            Err(_) => masks,
+        let mut guard = SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = guard.as_ref().and_then(|cache| cache.built.get(&key)) {
+            return Arc::clone(found);
         }
+        // Not held while walking: other threads' lookups go on.
+        drop(guard);
+        let built = Arc::new(self.build_lexeme(lexeme));
+        guard = SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = guard.get_or_insert_with(SharedLexemes::default);
+        let bytes = built.memory_usage();
+        if cache.bytes + bytes > SHARED_LEXEME_BYTES {
+            *cache = SharedLexemes::default();
+        }
+        cache.bytes += bytes;
+        cache.built.insert(key, Arc::clone(&built));
+        built
     }
 
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
