@@ -102,10 +102,7 @@ pub enum CompileError {
 pub struct CompiledGrammar {
     terminals: Vec<Terminal>,
     /// Per terminal: see [`CompiledGrammar::table_terminal`].
-    table_terminals: Vec<(TerminalId, State)>,
-    /// Per terminal: the fingerprint of the automaton it chains a literal onto (0
-    /// when none), for [`CompiledGrammar::table_fingerprint`].
-    rest_fingerprints: Vec<u128>,
+    table_terminals: Vec<TableShare>,
     productions: Vec<Production>,
     /// Productions of each nonterminal.
     by_lhs: Vec<Vec<ProductionId>>,
@@ -163,7 +160,6 @@ impl CompiledGrammar {
         };
         let (terminals, shared): (Vec<Terminal>, Vec<_>) = terminals.into_iter().unzip();
         let table_terminals = table_terminals(&shared);
-        let rest_fingerprints = shared.iter().map(|r| r.map_or(0, |(f, _)| f)).collect();
         let n_nonterminals = lowered.nonterminal_names.len();
         let terminal_nullable: Vec<bool> = terminals.iter().map(Terminal::matches_empty).collect();
         let terminal_productive: Vec<bool> = lowered
@@ -307,7 +303,6 @@ impl CompiledGrammar {
         Ok(CompiledGrammar {
             terminals,
             table_terminals,
-            rest_fingerprints,
             productions,
             by_lhs,
             nonterminal_names: lowered.nonterminal_names,
@@ -342,9 +337,9 @@ impl CompiledGrammar {
     /// state restarts at its own literal: never shared.
     #[inline]
     pub fn table_terminal(&self, terminal: TerminalId, state: State) -> TerminalId {
-        let (canonical, shared_states) = self.table_terminals[terminal.0 as usize];
-        if state < shared_states {
-            canonical
+        let share = &self.table_terminals[terminal.0 as usize];
+        if state < share.states {
+            share.canonical
         } else {
             terminal
         }
@@ -355,9 +350,9 @@ impl CompiledGrammar {
     /// is past its literal, else its own ([`Terminal::fingerprint`]). Tables built
     /// for one grammar's lexeme serve every grammar's lexeme with the same key.
     pub fn table_fingerprint(&self, terminal: TerminalId, state: State) -> u128 {
-        let (_, shared_states) = self.table_terminals[terminal.0 as usize];
-        if state < shared_states {
-            self.rest_fingerprints[terminal.0 as usize]
+        let share = &self.table_terminals[terminal.0 as usize];
+        if state < share.states {
+            share.rest_fingerprint
         } else {
             self.terminal(terminal).fingerprint()
         }
@@ -465,21 +460,36 @@ fn build_terminal(
     Ok((terminal, None))
 }
 
-/// Per terminal, the terminal whose token tables serve it and below which state:
-/// the first terminal chained onto the same rest, and the rest's state count.
-fn table_terminals(shared: &[Option<(u128, State)>]) -> Vec<(TerminalId, State)> {
+/// How a terminal shares token tables: below `states` (its chained rest's state
+/// count; 0 when it chains none) it is `canonical`, the first terminal chained onto
+/// the same rest, whose automaton there is the rest's (`rest_fingerprint`).
+#[derive(Debug, Clone, Copy)]
+struct TableShare {
+    canonical: TerminalId,
+    states: State,
+    rest_fingerprint: u128,
+}
+
+/// Per terminal, its [`TableShare`], from the chained rests' fingerprints and
+/// state counts.
+fn table_terminals(shared: &[Option<(u128, State)>]) -> Vec<TableShare> {
     let mut first_with: FxHashMap<u128, TerminalId> = FxHashMap::default();
     shared
         .iter()
         .enumerate()
         .map(|(i, rest)| match rest {
-            Some((fingerprint, states)) => {
-                let canonical = *first_with
+            Some((fingerprint, states)) => TableShare {
+                canonical: *first_with
                     .entry(*fingerprint)
-                    .or_insert(TerminalId(i as u32));
-                (canonical, *states)
-            }
-            None => (TerminalId(i as u32), 0),
+                    .or_insert(TerminalId(i as u32)),
+                states: *states,
+                rest_fingerprint: *fingerprint,
+            },
+            None => TableShare {
+                canonical: TerminalId(i as u32),
+                states: 0,
+                rest_fingerprint: 0,
+            },
         })
         .collect()
 }
