@@ -120,6 +120,11 @@ fn refine_classes(classes: &[u8; 256], told_apart: impl Fn(u8) -> bool) -> ([u8;
     (refined, representatives)
 }
 
+/// The bytes of a class of ASCII bytes below DEL (bit `b` of the `u128`).
+fn class_bytes(class: u128) -> impl Iterator<Item = u8> {
+    (0..0x7fu8).filter(move |&b| class & (1 << b) != 0)
+}
+
 /// 128 bits of SipHash over `value` (two differently seeded passes).
 fn fingerprint_of(value: &impl std::hash::Hash) -> u128 {
     use std::hash::{DefaultHasher, Hasher};
@@ -606,7 +611,6 @@ impl Terminal {
         if state == DEAD || state & LOOPED != 0 {
             return None;
         }
-        let bits = |class: u128| (0..0x7fu8).filter(move |&b| class & (1 << b) != 0);
         // The states texts of `class` reach from `state`, if they all survive it.
         let closure = |class: u128, reached: &mut Vec<State>, seen: &mut Vec<bool>| -> bool {
             // Only the last attempt's states are set: clear those, not the whole map.
@@ -618,7 +622,7 @@ impl Terminal {
             while k < reached.len() {
                 let q = reached[k];
                 k += 1;
-                for b in bits(class) {
+                for b in class_bytes(class) {
                     let r = self.next(q, b);
                     if r == DEAD || reached.len() > limit {
                         return false;
@@ -676,7 +680,7 @@ impl Terminal {
             let q = *chain.last().expect("the chain starts with `state`");
             // The bytes of the class by the state they lead to.
             let mut groups: Vec<(State, u128)> = Vec::new();
-            for b in (0..0x7fu8).filter(|&b| class & (1 << b) != 0) {
+            for b in class_bytes(class) {
                 let r = self.next(q, b);
                 match groups.iter_mut().find(|(t, _)| *t == r) {
                     Some((_, bytes)) => *bytes |= 1 << b,
