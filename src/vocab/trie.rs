@@ -94,13 +94,16 @@ impl TokenTrie {
 
     /// The tokens at most `len` bytes long, as bits by rank (bit `r % 32` of word
     /// `r / 32`): what a counter with `len` bytes left allows among tokens made of
-    /// its class. `None` past [`SHORT_TOKEN_LENGTHS`] when longer tokens exist.
+    /// its class. `None` from [`SHORT_TOKEN_LENGTHS`] up to the longest token.
     #[inline]
     pub fn ranks_up_to_len(&self, len: usize) -> Option<&[u32]> {
         if len >= self.max_depth {
-            self.short_ranks.get(self.max_depth).map(Vec::as_slice)
+            self.short_ranks.last().map(Vec::as_slice)
         } else {
-            self.short_ranks.get(len).map(Vec::as_slice)
+            // The last entry is every token, not length `len`.
+            self.short_ranks[..self.short_ranks.len() - 1]
+                .get(len)
+                .map(Vec::as_slice)
         }
     }
 
@@ -174,12 +177,12 @@ impl TokenTrie {
     }
 }
 
-/// Lengths [`TokenTrie::ranks_up_to_len`] answers for (1 MB for Llama-3's 128k
-/// tokens): counters longer than that are walked.
-pub const SHORT_TOKEN_LENGTHS: usize = 64;
+/// Lengths [`TokenTrie::ranks_up_to_len`] answers for (2 MB for Llama-3's 128k
+/// tokens, whose longest is 128 bytes): counters longer than that are walked.
+pub const SHORT_TOKEN_LENGTHS: usize = 128;
 
 /// Per length up to [`SHORT_TOKEN_LENGTHS`] (and the longest token's, when it is
-/// within): the tokens at most that long, as bits by rank.
+/// within): the tokens at most that long, as bits by rank; then every token.
 fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u32>> {
     let lengths = max_depth.min(SHORT_TOKEN_LENGTHS) + 1;
     let mut by_len = vec![vec![0u32; tokens.div_ceil(32)]; lengths];
@@ -194,6 +197,11 @@ fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u
             *w |= s;
         }
     }
+    let mut every = vec![u32::MAX; tokens.div_ceil(32)];
+    if tokens % 32 != 0 {
+        every[tokens / 32] = (1u32 << (tokens % 32)) - 1;
+    }
+    by_len.push(every);
     by_len
 }
 
