@@ -87,27 +87,153 @@ pub struct Terminal {
     classes: [u8; 256],
     /// Number of classes: the row width of `transitions`.
     stride: usize,
-    /// `transitions[state * stride + class]`.
-    transitions: Vec<State>,
+    /// `transitions[state * stride + class]`; shared by the clones (a counted
+    /// repetition's may take megabytes).
+    transitions: Arc<[State]>,
     /// Per state: the bytes so far are a complete match.
-    matching: Vec<bool>,
+    matching: Arc<[bool]>,
     start: State,
     /// Nothing continues a match and the empty string does not match: the terminal
     /// read repeatedly is one automaton (restart after each match).
     loopable: bool,
     /// See [`Terminal::fingerprint`].
     fingerprint: u128,
+    /// For a counted repetition built by [`Terminal::counted`]: where its counter
+    /// states lie (see [`Terminal::table_state`]).
+    counter: Option<Counter>,
+}
+
+/// The counter states of a [`Terminal::counted`] automaton, computed rather than
+/// stored (a `maxLength: 1000` string would need megabytes of rows): state
+/// `first + (c << shift) + i` has completed `c` iterations of the leaf and is
+/// between iterations (`i = 0`) or in the leaf's `i`-th state (`i >= 1`, below
+/// `per_count`; the numbers from `per_count` to the next count are unused, so a
+/// state's count is a shift away). Only `(max, 0)` exists at count `max`; stored
+/// states follow.
+#[derive(Clone, Debug)]
+struct Counter {
+    first: State,
+    /// One past `(max, 0)`.
+    end: State,
+    per_count: u32,
+    shift: u32,
+    min: u32,
+    max: u32,
+    /// Per `(i, class)`: where the byte leads inside an iteration, relative to the
+    /// count's first state (`1 << shift` is the next count, between iterations),
+    /// or [`NO_TARGET`].
+    template: Arc<[u32]>,
+    /// Per class: where the suffix goes from between iterations (count >= min).
+    entry: Arc<[State]>,
+    /// The suffix matches the empty string: between iterations is then a match
+    /// (count >= min).
+    ends: bool,
+}
+
+/// "The byte kills the iteration" in [`Counter::template`].
+const NO_TARGET: u32 = u32::MAX;
+
+/// Most states a counted automaton may have (the per-state tables built from it,
+/// such as shortest completions, stay bounded).
+const MAX_COUNTED_STATES: u64 = 1 << 18;
+
+impl Counter {
+    #[inline]
+    fn contains(&self, state: State) -> bool {
+        state >= self.first && state < self.end
+    }
+
+    /// `(count, i)` of a counter state.
+    #[inline]
+    fn position(&self, state: State) -> (u32, u32) {
+        let offset = state - self.first;
+        (offset >> self.shift, offset & ((1 << self.shift) - 1))
+    }
+
+    #[inline]
+    fn next(&self, state: State, class: usize, stride: usize) -> State {
+        let (count, i) = self.position(state);
+        if i >= self.per_count {
+            return DEAD;
+        }
+        let target = self.template[i as usize * stride + class];
+        if target != NO_TARGET && count < self.max {
+            state - i + target
+        } else if i == 0 && count >= self.min {
+            self.entry[class]
+        } else {
+            DEAD
+        }
+    }
+
+    #[inline]
+    fn is_match(&self, state: State) -> bool {
+        let (count, i) = self.position(state);
+        i == 0 && count >= self.min && self.ends
+    }
+
+    /// The stored row of a state outside the counter.
+    #[inline]
+    fn row(&self, state: State) -> usize {
+        if state < self.first {
+            state as usize
+        } else {
+            (state - (self.end - self.first)) as usize
+        }
+    }
+
+    /// The state of a stored row.
+    fn state_of_row(&self, row: usize) -> State {
+        if (row as State) < self.first {
+            row as State
+        } else {
+            row as State + (self.end - self.first)
+        }
+    }
+
+    /// The same counter over refined byte classes (`representatives` of the new
+    /// classes, `old_classes` and `old_stride` the counter's).
+    fn refined(
+        &self,
+        old_classes: &[u8; 256],
+        old_stride: usize,
+        representatives: &[u8],
+    ) -> Counter {
+        let stride = representatives.len();
+        let mut template = vec![NO_TARGET; self.per_count as usize * stride];
+        for i in 0..self.per_count as usize {
+            for (c, &b) in representatives.iter().enumerate() {
+                template[i * stride + c] =
+                    self.template[i * old_stride + old_classes[b as usize] as usize];
+            }
+        }
+        let entry: Vec<State> = representatives
+            .iter()
+            .map(|&b| self.entry[old_classes[b as usize] as usize])
+            .collect();
+        Counter {
+            template: template.into(),
+            entry: entry.into(),
+            ..self.clone()
+        }
+    }
 }
 
 /// `classes` refined so that every byte `told_apart` is a class of its own, with
 /// one representative byte per class (in class order).
 fn refine_classes(classes: &[u8; 256], told_apart: impl Fn(u8) -> bool) -> ([u8; 256], Vec<u8>) {
+    classes_by(|b| (classes[b as usize], told_apart(b).then_some(b)))
+}
+
+/// Byte classes that tell bytes apart exactly when their `key`s differ, with one
+/// representative byte per class (in class order).
+fn classes_by<K: PartialEq>(key: impl Fn(u8) -> K) -> ([u8; 256], Vec<u8>) {
     let mut refined = [0u8; 256];
-    let mut keys: Vec<(u8, Option<u8>)> = Vec::new();
+    let mut keys: Vec<K> = Vec::new();
     let mut representatives: Vec<u8> = Vec::new();
     for b in 0..=255u8 {
-        let key = (classes[b as usize], told_apart(b).then_some(b));
-        let class = match keys.iter().position(|&k| k == key) {
+        let key = key(b);
+        let class = match keys.iter().position(|k| *k == key) {
             Some(c) => c,
             None => {
                 keys.push(key);
@@ -149,7 +275,41 @@ pub struct DfaTables<'a> {
 impl Terminal {
     /// [`Terminal::build`] through the process-wide cache (the label is left empty).
     pub fn build_shared(hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
-        let key = (hir.to_string(), limits.nfa_bytes, limits.dfa_bytes);
+        Terminal::shared(hir.to_string(), limits, || {
+            Terminal::build(String::new(), hir, limits)
+        })
+    }
+
+    /// [`Terminal::counted`] through the process-wide cache (the label is left
+    /// empty): the leaf and the suffix are built shared too.
+    pub fn counted_shared(
+        leaf: &Hir,
+        min: u32,
+        max: u32,
+        suffix: &Hir,
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, String> {
+        let repetition = Hir::repetition(regex_syntax::hir::Repetition {
+            min,
+            max: Some(max),
+            greedy: true,
+            sub: Box::new(leaf.clone()),
+        });
+        let pattern = Hir::concat(vec![repetition, suffix.clone()]).to_string();
+        Terminal::shared(format!("counted {pattern}"), limits, || {
+            let leaf = Terminal::build_shared(leaf, limits)?;
+            let suffix = Terminal::build_shared(suffix, limits)?;
+            Terminal::counted(pattern.clone(), &leaf, min, max, &suffix)
+        })
+    }
+
+    /// The automaton cached under `key` (and these limits), else `build`'s, kept.
+    fn shared(
+        key: String,
+        limits: &LexerLimits,
+        build: impl FnOnce() -> Result<Terminal, String>,
+    ) -> Result<Arc<Terminal>, String> {
+        let key = (key, limits.nfa_bytes, limits.dfa_bytes);
         if let Some(hit) = SHARED
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -158,7 +318,7 @@ impl Terminal {
         {
             return Ok(Arc::clone(hit));
         }
-        let built = Arc::new(Terminal::build(String::new(), hir, limits)?);
+        let built = Arc::new(build()?);
         let mut guard = SHARED.lock().unwrap_or_else(|e| e.into_inner());
         let cache = guard.get_or_insert_with(SharedAutomata::default);
         let bytes = built.memory_usage() + key.0.len();
@@ -185,41 +345,55 @@ impl Terminal {
         let (classes, representatives) = refine_classes(&suffix.classes, |b| literal.contains(&b));
         let stride = representatives.len();
         let suffix_states = suffix.state_count();
-        let states = suffix_states + literal.len();
-        let mut transitions = vec![DEAD; states * stride];
-        for q in 1..suffix_states {
+        // Stored rows: the suffix's (a counter's states are computed), then the
+        // chain's.
+        let suffix_rows = suffix.matching.len();
+        let rows = suffix_rows + literal.len();
+        let counter = suffix
+            .counter
+            .as_ref()
+            .map(|k| k.refined(&suffix.classes, suffix.stride, &representatives));
+        let state_of_row = |row: usize| {
+            counter
+                .as_ref()
+                .map_or(row as State, |k| k.state_of_row(row))
+        };
+        let mut transitions = vec![DEAD; rows * stride];
+        for row in 1..suffix_rows {
             for (c, &b) in representatives.iter().enumerate() {
-                transitions[q * stride + c] = suffix.next(q as State, b);
+                transitions[row * stride + c] = suffix.next(state_of_row(row), b);
             }
         }
         // Chain state i has read literal[..i]; the last byte enters the suffix.
         for (i, &b) in literal.iter().enumerate() {
-            let q = suffix_states + i;
+            let row = suffix_rows + i;
             let target = if i + 1 == literal.len() {
                 suffix.start
             } else {
-                (q + 1) as State
+                (suffix_states + i + 1) as State
             };
-            transitions[q * stride + classes[b as usize] as usize] = target;
+            transitions[row * stride + classes[b as usize] as usize] = target;
         }
-        let mut matching = suffix.matching.clone();
-        matching.resize(states, false);
+        let mut matching = suffix.matching.to_vec();
+        matching.resize(rows, false);
         let start = if literal.is_empty() {
             suffix.start
         } else {
             suffix_states as State
         };
-        let loopable = !matching[start as usize] && suffix.loopable_body();
+        let loopable =
+            (!literal.is_empty() || !suffix.is_match(suffix.start)) && suffix.loopable_body();
         Terminal {
             label,
             pattern,
             classes,
             stride,
-            transitions,
-            matching,
+            transitions: transitions.into(),
+            matching: matching.into(),
             start,
             loopable,
             fingerprint: fingerprint_of(&(literal, suffix.fingerprint)),
+            counter,
         }
     }
 
@@ -232,13 +406,20 @@ impl Terminal {
 
     /// Every match state is final (nothing continues a match).
     fn loopable_body(&self) -> bool {
-        (0..self.matching.len())
-            .filter(|&q| self.matching[q])
-            .all(|q| {
-                self.transitions[q * self.stride..(q + 1) * self.stride]
-                    .iter()
-                    .all(|&r| r == DEAD)
-            })
+        // A counter's matches (between iterations, past `min`) continue with
+        // another iteration unless at `max`, where only the suffix may follow.
+        let counter_final = self
+            .counter
+            .as_ref()
+            .is_none_or(|k| !k.ends || (k.min == k.max && k.entry.iter().all(|&s| s == DEAD)));
+        counter_final
+            && (0..self.matching.len())
+                .filter(|&q| self.matching[q])
+                .all(|q| {
+                    self.transitions[q * self.stride..(q + 1) * self.stride]
+                        .iter()
+                        .all(|&r| r == DEAD)
+                })
     }
 
     pub fn build(label: String, hir: &Hir, limits: &LexerLimits) -> Result<Terminal, String> {
@@ -264,6 +445,155 @@ impl Terminal {
             &raw_transitions,
             &matching_raw,
         ))
+    }
+
+    /// `leaf{min,max}` then `suffix`, built directly: the states are (count,
+    /// leaf state) pairs computed from one stored copy of the leaf's transitions
+    /// ([`Counter`]), then the suffix's stored states. Determinizing the same
+    /// regex unrolls the count (a `maxLength: 100` string body took 13.6 ms and a
+    /// megabyte); this is the size of the leaf plus the suffix whatever `max`.
+    /// Requires a leaf [countable](Terminal::can_count) that far and a suffix
+    /// whose first bytes no iteration starts with (so between iterations the next
+    /// byte says which one it is); the suffix may be empty.
+    pub fn counted(
+        pattern: String,
+        leaf: &Terminal,
+        min: u32,
+        max: u32,
+        suffix: &Terminal,
+    ) -> Result<Terminal, String> {
+        if !leaf.can_count(max) {
+            return Err(format!(
+                "{pattern}: the repeated part does not loop, or counts too far"
+            ));
+        }
+        if min > max || max == 0 || suffix.start == DEAD {
+            return Err(format!("{pattern}: nothing to count"));
+        }
+        let (classes, representatives) =
+            classes_by(|b| (leaf.classes[b as usize], suffix.classes[b as usize]));
+        let stride = representatives.len();
+        if representatives
+            .iter()
+            .any(|&b| leaf.next(leaf.start, b) != DEAD && suffix.next(suffix.start, b) != DEAD)
+        {
+            return Err(format!(
+                "{pattern}: an iteration and the suffix start alike"
+            ));
+        }
+        // Leaf states inside an iteration (not DEAD, not a match: matches are final).
+        let inner: Vec<State> = (1..leaf.state_count() as State)
+            .filter(|&q| !leaf.is_match(q))
+            .collect();
+        let mut inner_index = vec![0u32; leaf.state_count()];
+        for (i, &q) in inner.iter().enumerate() {
+            inner_index[q as usize] = i as u32 + 1;
+        }
+        let per_count = inner.len() as u32 + 1;
+        let shift = per_count.next_power_of_two().trailing_zeros();
+        let counter_states = ((max as u64) << shift) + 1;
+        if counter_states + suffix.state_count() as u64 > MAX_COUNTED_STATES {
+            return Err(format!("{pattern}: the counted automaton is too large"));
+        }
+        let first: State = 1;
+        let end = first + counter_states as State;
+        // Stored rows: DEAD, then the suffix's states (state `end + s - 1`).
+        let suffix_state = |s: State| match s {
+            DEAD => DEAD,
+            s => end - 1 + s,
+        };
+        let mut template = vec![NO_TARGET; per_count as usize * stride];
+        for i in 0..per_count as usize {
+            let q = if i == 0 { leaf.start } else { inner[i - 1] };
+            for (c, &b) in representatives.iter().enumerate() {
+                template[i * stride + c] = match leaf.next(q, b) {
+                    DEAD => NO_TARGET,
+                    r if leaf.is_match(r) => 1 << shift,
+                    r => inner_index[r as usize],
+                };
+            }
+        }
+        let entry: Vec<State> = representatives
+            .iter()
+            .map(|&b| suffix_state(suffix.next(suffix.start, b)))
+            .collect();
+        let rows = suffix.state_count();
+        let mut transitions = vec![DEAD; rows * stride];
+        let mut matching = vec![false; rows];
+        for s in 1..rows {
+            for (c, &b) in representatives.iter().enumerate() {
+                transitions[s * stride + c] = suffix_state(suffix.next(s as State, b));
+            }
+            matching[s] = suffix.is_match(s as State);
+        }
+        let counter = Counter {
+            first,
+            end,
+            per_count,
+            shift,
+            min,
+            max,
+            template: template.into(),
+            entry: entry.into(),
+            ends: suffix.is_match(suffix.start),
+        };
+        let mut terminal = Terminal {
+            label: String::new(),
+            pattern,
+            classes,
+            stride,
+            transitions: transitions.into(),
+            matching: matching.into(),
+            start: first,
+            loopable: false,
+            fingerprint: fingerprint_of(&(
+                "counted",
+                leaf.fingerprint,
+                min,
+                max,
+                suffix.fingerprint,
+            )),
+            counter: Some(counter),
+        };
+        terminal.loopable = !terminal.is_match(first) && terminal.loopable_body();
+        Ok(terminal)
+    }
+
+    /// Whether [`Terminal::counted`] can repeat this terminal up to `max` times:
+    /// it is loopable and the counter's states stay few enough (a bound on the
+    /// per-state tables built from it).
+    pub fn can_count(&self, max: u32) -> bool {
+        let per_count = (self.state_count() as u64).next_power_of_two();
+        self.loopable && (max as u64 + 1) * per_count <= MAX_COUNTED_STATES / 2
+    }
+
+    /// Built by [`Terminal::counted`] (or a literal chained onto such a terminal).
+    pub fn is_counted(&self) -> bool {
+        self.counter.is_some()
+    }
+
+    /// The state whose token table serves `state` for tokens of at most `horizon`
+    /// bytes: in a counted repetition, every count at least `min` with `horizon`
+    /// iterations still to go reads such a token alike (it completes at most one
+    /// iteration per byte), so they share the table of count `max - horizon`; so
+    /// do counts more than `horizon` iterations below `min`. Inside a
+    /// `maxLength: 1000` string that is one table instead of a thousand.
+    pub fn table_state(&self, state: State, horizon: u32) -> State {
+        let Some(k) = self.counter.as_ref().filter(|k| k.contains(state)) else {
+            return state;
+        };
+        let (count, i) = k.position(state);
+        if count >= k.max {
+            return state;
+        }
+        let canonical = if count >= k.min && count.saturating_add(horizon) <= k.max {
+            k.max - horizon
+        } else if count.saturating_add(horizon) < k.min {
+            k.min - horizon - 1
+        } else {
+            count
+        };
+        k.first + (canonical << k.shift) + i
     }
 
     /// The strings of `base` except the `excluded` ones: the product of `base`'s
@@ -422,11 +752,12 @@ impl Terminal {
             pattern,
             classes,
             stride,
-            transitions,
-            matching,
+            transitions: transitions.into(),
+            matching: matching.into(),
             start,
             loopable: false,
             fingerprint: 0,
+            counter: None,
         };
         terminal.loopable = !terminal.matching[start as usize] && terminal.loopable_body();
         terminal.fingerprint = fingerprint_of(&(
@@ -446,19 +777,25 @@ impl Terminal {
 
     /// The automaton as flat tables, for loops that step it millions of times
     /// (a vocabulary walk): `next(q, b) = transitions[q * stride + classes[b]]`,
-    /// `matching[q]` for states without [`LOOPED`].
-    pub fn tables(&self) -> DfaTables<'_> {
-        DfaTables {
+    /// `matching[q]` for states without [`LOOPED`]. `None` for a counted
+    /// repetition (its counter states are computed).
+    pub fn tables(&self) -> Option<DfaTables<'_>> {
+        self.counter.is_none().then_some(DfaTables {
             classes: &self.classes,
             stride: self.stride,
             transitions: &self.transitions,
             matching: &self.matching,
-        }
+        })
     }
 
     #[inline]
     pub fn next(&self, state: State, byte: u8) -> State {
-        self.transitions[state as usize * self.stride + self.classes[byte as usize] as usize]
+        let class = self.classes[byte as usize] as usize;
+        match &self.counter {
+            None => self.transitions[state as usize * self.stride + class],
+            Some(k) if k.contains(state) => k.next(state, class, self.stride),
+            Some(k) => self.transitions[k.row(state) * self.stride + class],
+        }
     }
 
     /// No continuation of the bytes fed so far can match.
@@ -471,7 +808,12 @@ impl Terminal {
     /// match there is the end of one more repetition).
     #[inline]
     pub fn is_match(&self, state: State) -> bool {
-        self.matching[(state & !LOOPED) as usize]
+        let state = state & !LOOPED;
+        match &self.counter {
+            None => self.matching[state as usize],
+            Some(k) if k.contains(state) => k.is_match(state),
+            Some(k) => self.matching[k.row(state)],
+        }
     }
 
     /// Whether the terminal can be *looped*: no match is continued by more bytes
@@ -490,11 +832,7 @@ impl Terminal {
             return self.next(state, byte);
         }
         let q = state & !LOOPED;
-        let from = if self.matching[q as usize] {
-            self.start
-        } else {
-            q
-        };
+        let from = if self.is_match(q) { self.start } else { q };
         match self.next(from, byte) {
             DEAD => DEAD,
             r => r | LOOPED,
@@ -608,7 +946,8 @@ impl Terminal {
     /// domain going, `@` may be the pattern's any-character before `gov`, but
     /// not both). `None` for an empty class or past `limit` states.
     pub fn closed_class(&self, state: State, limit: usize) -> Option<(u128, Vec<bool>)> {
-        if state == DEAD || state & LOOPED != 0 {
+        // A counter dies after its count: no closed class there.
+        if state == DEAD || state & LOOPED != 0 || self.is_counted() {
             return None;
         }
         // The states texts of `class` reach from `state`, if they all survive it.
@@ -663,19 +1002,26 @@ impl Terminal {
     /// without a match otherwise. That is a `maxLength` string body or a counted
     /// class (`[A-Za-z0-9 ]{1,32}`), where [`Terminal::closed_class`] finds nothing
     /// (every text long enough dies). The class may shrink along the chain to the
-    /// bytes that keep agreeing; `None` below `min_bytes` bytes, for a chain that
-    /// loops, or past `limit` states.
+    /// bytes that keep agreeing; `None` below `min_bytes` bytes or for a chain
+    /// that loops.
+    ///
+    /// Tokens are at most `horizon` bytes long: a chain still alive after
+    /// `2 * horizon` bytes is followed no further, and its first `horizon + 1`
+    /// states get the budget `horizon` (every such token survives them).
     pub fn counted_class(
         &self,
         state: State,
         min_bytes: u32,
-        limit: usize,
+        horizon: usize,
     ) -> Option<(u128, Vec<u32>)> {
         if state == DEAD || state & LOOPED != 0 {
             return None;
         }
         let mut class: u128 = (0..0x7fu8).fold(0, |c, b| c | 1 << b);
         let mut chain = vec![state];
+        let mut on_chain = rustc_hash::FxHashSet::default();
+        on_chain.insert(state);
+        let mut cut = false;
         loop {
             let q = *chain.last().expect("the chain starts with `state`");
             // The bytes of the class by the state they lead to.
@@ -702,14 +1048,22 @@ impl Terminal {
             if target == DEAD {
                 break;
             }
-            if chain.contains(&target) || chain.len() > limit {
+            if !on_chain.insert(target) {
                 return None;
             }
             chain.push(target);
+            if chain.len() > 2 * horizon {
+                cut = true;
+                break;
+            }
         }
         let mut budgets = vec![NO_BUDGET; self.state_count()];
         for (i, &q) in chain.iter().enumerate() {
-            budgets[q as usize] = (chain.len() - 1 - i) as u32;
+            budgets[q as usize] = match cut {
+                false => (chain.len() - 1 - i) as u32,
+                true if i <= horizon => horizon as u32,
+                true => NO_BUDGET,
+            };
         }
         Some((class, budgets))
     }
@@ -721,12 +1075,19 @@ impl Terminal {
 
     /// Number of states, [`DEAD`] included.
     pub fn state_count(&self) -> usize {
-        self.matching.len()
+        let counted = self
+            .counter
+            .as_ref()
+            .map_or(0, |k| (k.end - k.first) as usize);
+        self.matching.len() + counted
     }
 
     /// Heap bytes held by the automaton.
     pub fn memory_usage(&self) -> usize {
-        self.transitions.len() * std::mem::size_of::<State>() + self.matching.len()
+        let counter = self.counter.as_ref().map_or(0, |k| {
+            (k.template.len() + k.entry.len()) * std::mem::size_of::<State>()
+        });
+        self.transitions.len() * std::mem::size_of::<State>() + self.matching.len() + counter
     }
 
     /// A short human-readable description, from the source grammar.
@@ -910,6 +1271,95 @@ mod tests {
     }
 
     const ALL: &[(char, char)] = &[('\u{80}', char::MAX)];
+
+    /// Every string over `alphabet` up to `len` bytes.
+    fn strings_up_to(alphabet: &[u8], len: usize) -> Vec<Vec<u8>> {
+        let mut all: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut last = all.clone();
+        for _ in 0..len {
+            last = last
+                .iter()
+                .flat_map(|s| {
+                    alphabet.iter().map(move |&b| {
+                        let mut longer = s.clone();
+                        longer.push(b);
+                        longer
+                    })
+                })
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        all
+    }
+
+    fn counted(leaf: &str, min: u32, max: u32, suffix: &str) -> Result<Terminal, String> {
+        Terminal::counted(String::new(), &terminal(leaf), min, max, &terminal(suffix))
+    }
+
+    #[test]
+    fn counted_repetitions_are_the_unrolled_regex() {
+        // Same verdicts and liveness as the regex on every string of up to 7
+        // bytes; escapes and multi-byte leaves, an empty suffix, min = max.
+        for (leaf, min, max, suffix, alphabet) in [
+            ("[a-c]|\\\\[nu]", 0, 8, "\"", &b"ab\\nu\"x"[..]),
+            ("[a-c]|\\\\[nu]", 2, 9, "\",?", &b"a\\u\","[..]),
+            ("ab|c", 1, 8, "", &b"abcx"[..]),
+            ("x", 8, 8, "y+", &b"xy"[..]),
+        ] {
+            let whole = terminal(&format!("(?:{leaf}){{{min},{max}}}{suffix}"));
+            let built = counted(leaf, min, max, suffix).unwrap();
+            assert_eq!(whole.is_loopable(), built.is_loopable(), "{leaf}");
+            for s in strings_up_to(alphabet, 7) {
+                let end = |t: &Terminal| s.iter().fold(t.start(), |q, &b| t.next(q, b));
+                let (a, b) = (end(&whole), end(&built));
+                assert_eq!(
+                    a == DEAD,
+                    b == DEAD,
+                    "{leaf}{{{min},{max}}}{suffix} alive after {s:?}"
+                );
+                assert_eq!(whole.is_match(a), built.is_match(b), "{leaf} matches {s:?}");
+            }
+        }
+        // An iteration and the suffix may not start alike; the leaf must loop.
+        assert!(counted("a", 0, 8, "a").is_err());
+        assert!(counted("a+", 0, 8, "b").is_err());
+    }
+
+    #[test]
+    fn counts_far_from_the_bounds_share_a_table_state() {
+        // From a state and from its table state, every text of at most `horizon`
+        // bytes is alive and matches alike; the count goes from 0 to max.
+        let t = counted("[a-c]|\\\\n", 5, 20, "\"").unwrap();
+        let horizon = 4;
+        let texts = strings_up_to(b"ab\\n\"", horizon as usize);
+        let mut states = vec![t.start()];
+        let mut shared = 0;
+        for _ in 0..22 {
+            let q = *states.last().unwrap();
+            let canonical = t.table_state(q, horizon);
+            shared += usize::from(canonical != q);
+            for text in &texts {
+                let run = |mut q: State| {
+                    text.iter()
+                        .map(|&b| {
+                            q = t.next(q, b);
+                            (q == DEAD, t.is_match(q))
+                        })
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    run(q),
+                    run(canonical),
+                    "from {q} vs {canonical} on {text:?}"
+                );
+            }
+            states.push(t.next(q, b'a'));
+        }
+        assert!(shared >= 10, "{shared} states shared a table");
+        // Inside an escape too.
+        let escape = b"aaaaaa\\".iter().fold(t.start(), |q, &b| t.next(q, b));
+        assert_ne!(t.table_state(escape, horizon), escape);
+    }
 
     #[test]
     fn fingerprints_name_the_tables_whatever_built_them() {

@@ -6,15 +6,20 @@
 //! fewer parser steps per byte. Two things stop fusion: recursion (only the parser
 //! can count brackets) and size: a regular part whose automaton would be large
 //! (`[a-z]{0,100000}`) stays a parser-level counter ([`Symbol::Repeat`]) around a
-//! small terminal, so bounded repetition is never unrolled.
+//! small terminal, so bounded repetition is never unrolled. In between, a long
+//! count of a loopable leaf after at most a literal (a `maxLength: 1000` string
+//! body, `"` included) is one terminal whose counter is computed, not stored
+//! ([`Terminal::counted`]): the token tables then see one lexeme instead of a
+//! parser counter restarting a one-character terminal at every byte.
 //!
 //! Rules are lowered on demand from the start rule, so everything produced is
 //! reachable and no automaton is built for a terminal nobody can reach.
 
 use rustc_hash::FxHashMap as HashMap;
 
-use regex_syntax::hir::{Hir, HirKind, Repetition};
+use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
 
+use super::lexer::{LexerLimits, Terminal};
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
 use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId};
 
@@ -23,6 +28,113 @@ pub(super) enum TerminalSource {
     Regex(Hir),
     /// Never fused with neighbours: its automaton is a product, not a regex.
     Excluding(Excluding),
+    /// A literal, then a counted repetition, then more: built directly
+    /// ([`Terminal::counted`]), never by unrolling the count.
+    Counted(CountedSource),
+}
+
+/// `prefix leaf{min,max} suffix`, the leaf loopable and no iteration starting
+/// like the suffix.
+pub(super) struct CountedSource {
+    pub prefix: Vec<u8>,
+    pub leaf: Hir,
+    pub min: u32,
+    pub max: u32,
+    pub suffix: Hir,
+}
+
+/// Counted repetitions with at least this many iterations allowed are built as
+/// counters rather than unrolled into a regex.
+const COUNTED_FROM: u32 = 32;
+
+/// The weight a counted repetition adds to its leaf's: its automaton is the
+/// leaf's, with the count computed.
+const COUNTED_WEIGHT: usize = 16;
+
+/// Names the capture group that marks a counted repetition inside a fused regex
+/// while lowering (never seen by a regex engine: [`Lowering::terminal`] takes it
+/// out).
+const COUNTED_MARKER: &str = "stencil_counted";
+
+/// A regular part of the grammar as one regex: its weight (see [`hir_weight`])
+/// and whether it holds a counted repetition (marked, at its top level, after a
+/// literal at most), with the weight of its plain regex for where a counter
+/// cannot go (inside an alternation, after a non-literal).
+#[derive(Clone)]
+struct Fused {
+    hir: Hir,
+    weight: usize,
+    plain_weight: usize,
+    counted: bool,
+}
+
+impl Fused {
+    fn regex(hir: Hir, weight: usize) -> Fused {
+        Fused {
+            hir,
+            weight,
+            plain_weight: weight,
+            counted: false,
+        }
+    }
+
+    /// The same language as a plain regex (no counter).
+    fn plain(self) -> Fused {
+        if !self.counted {
+            return self;
+        }
+        Fused::regex(unmarked(&self.hir), self.plain_weight)
+    }
+}
+
+/// Whether `hir` matches exactly one string (a literal, or the empty string).
+fn is_literal(hir: &Hir) -> bool {
+    matches!(hir.kind(), HirKind::Literal(_) | HirKind::Empty)
+}
+
+/// The counted repetition marked in `hir`: `(prefix literal, repetition, suffix)`.
+fn counted_parts(hir: &Hir) -> Option<(Vec<u8>, &Repetition, Hir)> {
+    let items = match hir.kind() {
+        HirKind::Concat(items) => &items[..],
+        _ => std::slice::from_ref(hir),
+    };
+    let at = items.iter().position(|item| {
+        matches!(item.kind(), HirKind::Capture(c) if c.name.as_deref() == Some(COUNTED_MARKER))
+    })?;
+    let HirKind::Capture(capture) = items[at].kind() else {
+        return None;
+    };
+    let HirKind::Repetition(repetition) = capture.sub.kind() else {
+        return None;
+    };
+    let mut prefix = Vec::new();
+    for item in &items[..at] {
+        match item.kind() {
+            HirKind::Literal(literal) => prefix.extend_from_slice(&literal.0),
+            HirKind::Empty => {}
+            _ => return None,
+        }
+    }
+    Some((prefix, repetition, Hir::concat(items[at + 1..].to_vec())))
+}
+
+/// `hir` with every counted-repetition marker taken out (the plain regex).
+fn unmarked(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Capture(c) if c.name.as_deref() == Some(COUNTED_MARKER) => unmarked(&c.sub),
+        HirKind::Capture(c) => Hir::capture(Capture {
+            index: c.index,
+            name: c.name.clone(),
+            sub: Box::new(unmarked(&c.sub)),
+        }),
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            sub: Box::new(unmarked(&r.sub)),
+            ..r.clone()
+        }),
+        HirKind::Concat(items) => Hir::concat(items.iter().map(unmarked).collect()),
+        HirKind::Alternation(items) => Hir::alternation(items.iter().map(unmarked).collect()),
+        _ => hir.clone(),
+    }
 }
 
 /// The CFG produced by lowering, terminals still as regexes.
@@ -35,12 +147,17 @@ pub(super) struct Lowered {
     pub permutations: Vec<Permutation>,
 }
 
-pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
+pub(super) fn lower(
+    grammar: &Grammar,
+    max_terminal_weight: usize,
+    limits: &LexerLimits,
+) -> Lowered {
     let regular = regular_rules(grammar);
     let mut lowering = Lowering {
         grammar,
         regular,
         max_weight: max_terminal_weight,
+        limits,
         rule_hir: vec![None; grammar.rules.len()],
         rule_nt: vec![None; grammar.rules.len()],
         queue: Vec::new(),
@@ -66,7 +183,7 @@ pub(super) fn lower(grammar: &Grammar, max_terminal_weight: usize) -> Lowered {
         let name = grammar.rule(rule).name.clone();
         let alternatives = match (lowering.expr_hir(expr), expr) {
             // A regular rule lowered on its own is one terminal named after it.
-            (Some((hir, _)), _) => lowering.hir_alternatives(hir, name),
+            (Some(fused), _) => lowering.hir_alternatives(fused.hir, name),
             // So is a rule that excludes strings from a leaf (no regex says that).
             (None, Expr::Excluding(excluding)) => {
                 vec![vec![Symbol::Terminal(
@@ -154,8 +271,10 @@ struct Lowering<'g> {
     grammar: &'g Grammar,
     regular: Vec<bool>,
     max_weight: usize,
+    /// Counted repetitions' leaves are built while lowering (to know they loop).
+    limits: &'g LexerLimits,
     /// Memo: a regular rule's regex and weight, `Some(None)` when too large.
-    rule_hir: Vec<Option<Option<(Hir, usize)>>>,
+    rule_hir: Vec<Option<Option<Fused>>>,
     rule_nt: Vec<Option<NonTerminalId>>,
     queue: Vec<(RuleId, NonTerminalId)>,
     out: Lowered,
@@ -193,6 +312,58 @@ impl Lowering<'_> {
         }
     }
 
+    /// The terminals for a fused regex: one, or, for a counted repetition whose
+    /// suffix starts like an iteration, the counter and then the suffix.
+    fn terminal_symbols(&mut self, hir: Hir, label: String) -> Vec<Symbol> {
+        let Some((prefix, repetition, suffix)) = counted_parts(&hir) else {
+            let hir = unmarked(&hir);
+            return vec![Symbol::Terminal(self.terminal(hir, label))];
+        };
+        let (leaf, min, max) = (unmarked(&repetition.sub), repetition.min, repetition.max);
+        let max = max.expect("counted repetitions are bounded");
+        let suffix = unmarked(&suffix);
+        // A suffix that starts like an iteration is a terminal of its own.
+        let (suffix, split_off) = if self.starts_like_an_iteration(&leaf, &suffix) {
+            (Hir::empty(), Some(suffix))
+        } else {
+            (suffix, None)
+        };
+        let key = format!("{:?} {hir} counted", prefix);
+        let source = || {
+            TerminalSource::Counted(CountedSource {
+                prefix,
+                leaf,
+                min,
+                max,
+                suffix,
+            })
+        };
+        let mut out = vec![Symbol::Terminal(self.terminal_from(
+            key,
+            label.clone(),
+            source,
+        ))];
+        if let Some(rest) = split_off.filter(|rest| !only_empty(rest)) {
+            out.push(Symbol::Terminal(self.terminal(rest, label)));
+        }
+        out
+    }
+
+    /// Whether some byte may start both an iteration of `leaf` and `suffix` (or
+    /// either automaton cannot be built: then say so, the safe answer).
+    fn starts_like_an_iteration(&self, leaf: &Hir, suffix: &Hir) -> bool {
+        let (Ok(leaf), Ok(suffix)) = (
+            Terminal::build_shared(leaf, self.limits),
+            Terminal::build_shared(suffix, self.limits),
+        ) else {
+            return true;
+        };
+        (0..=255u8).any(|b| {
+            leaf.next(leaf.start(), b) != super::DEAD
+                && suffix.next(suffix.start(), b) != super::DEAD
+        })
+    }
+
     fn terminal(&mut self, hir: Hir, label: String) -> TerminalId {
         let key = hir.to_string();
         self.terminal_from(key, label, || TerminalSource::Regex(hir))
@@ -220,34 +391,53 @@ impl Lowering<'_> {
     }
 
     /// The regex for `expr` if it is regular and small enough to be one terminal.
-    fn expr_hir(&mut self, expr: &Expr) -> Option<(Hir, usize)> {
+    fn expr_hir(&mut self, expr: &Expr) -> Option<Fused> {
         match expr {
-            Expr::Empty => Some((Hir::empty(), 0)),
-            Expr::Regex(hir) => Some((hir.clone(), hir_weight(hir))),
+            Expr::Empty => Some(Fused::regex(Hir::empty(), 0)),
+            Expr::Regex(hir) => Some(Fused::regex(hir.clone(), hir_weight(hir))),
             Expr::Ref(rule) => self.rule_regex(*rule),
             Expr::Seq(items) | Expr::Alt(items) => {
+                let is_seq = matches!(expr, Expr::Seq(_));
                 let mut parts = Vec::with_capacity(items.len());
                 let mut weight = 1usize;
+                let mut plain_weight = 1usize;
+                let mut counted = false;
+                // Only a literal may come before a counted repetition.
+                let mut literal_so_far = true;
                 for item in items {
-                    let (hir, w) = self.expr_hir(item)?;
-                    weight = weight.saturating_add(w);
+                    let mut part = self.expr_hir(item)?;
+                    if part.counted && (!is_seq || counted || !literal_so_far) {
+                        part = part.plain();
+                    }
+                    counted |= part.counted;
+                    literal_so_far &= is_literal(&part.hir);
+                    weight = weight.saturating_add(part.weight);
+                    plain_weight = plain_weight.saturating_add(part.plain_weight);
                     if weight > self.max_weight {
                         return None;
                     }
-                    parts.push(hir);
+                    parts.push(part.hir);
                 }
                 let hir = match expr {
                     Expr::Seq(_) => Hir::concat(parts),
                     _ => Hir::alternation(parts),
                 };
-                Some((hir, weight))
+                Some(Fused {
+                    hir,
+                    weight,
+                    plain_weight,
+                    counted,
+                })
             }
             Expr::Repeat { expr, min, max } => {
-                let (sub, w) = self.expr_hir(expr)?;
-                if max.is_none() && has_variable_count(&sub) {
+                let sub = self.expr_hir(expr)?.plain();
+                if let Some(counted) = self.counted_repetition(&sub, *min, *max) {
+                    return Some(counted);
+                }
+                if max.is_none() && has_variable_count(&sub.hir) {
                     return None;
                 }
-                let weight = w.max(1).saturating_mul(repeat_factor(*min, *max));
+                let weight = sub.weight.max(1).saturating_mul(repeat_factor(*min, *max));
                 if weight > self.max_weight {
                     return None;
                 }
@@ -255,15 +445,51 @@ impl Lowering<'_> {
                     min: *min,
                     max: *max,
                     greedy: true,
-                    sub: Box::new(sub),
+                    sub: Box::new(sub.hir),
                 });
-                Some((hir, weight))
+                Some(Fused::regex(hir, weight))
             }
             Expr::Permutation(_) | Expr::Excluding(_) => None,
         }
     }
 
-    fn rule_regex(&mut self, rule: RuleId) -> Option<(Hir, usize)> {
+    /// `sub{min,max}` as a counted repetition ([`Terminal::counted`]): when the
+    /// count is large and `sub` can be counted that far (it is loopable: its
+    /// matches end an iteration).
+    fn counted_repetition(&mut self, sub: &Fused, min: u32, max: Option<u32>) -> Option<Fused> {
+        let max = max.filter(|&m| m >= COUNTED_FROM && min <= m)?;
+        let weight = sub.weight.saturating_add(COUNTED_WEIGHT);
+        if weight > self.max_weight {
+            return None;
+        }
+        let countable =
+            Terminal::build_shared(&sub.hir, self.limits).is_ok_and(|l| l.can_count(max));
+        if !countable {
+            return None;
+        }
+        let repetition = Hir::repetition(Repetition {
+            min,
+            max: Some(max),
+            greedy: true,
+            sub: Box::new(sub.hir.clone()),
+        });
+        let hir = Hir::capture(Capture {
+            index: 1,
+            name: Some(COUNTED_MARKER.into()),
+            sub: Box::new(repetition),
+        });
+        Some(Fused {
+            hir,
+            weight,
+            plain_weight: sub
+                .weight
+                .max(1)
+                .saturating_mul(repeat_factor(min, Some(max))),
+            counted: true,
+        })
+    }
+
+    fn rule_regex(&mut self, rule: RuleId) -> Option<Fused> {
         if !self.regular[rule.index()] {
             return None;
         }
@@ -304,9 +530,9 @@ impl Lowering<'_> {
             };
             let mut hirs = Vec::with_capacity(head.len());
             for part in head {
-                let (hir, w) = self.expr_hir(part)?;
-                weight = weight.saturating_add(w);
-                hirs.push(hir);
+                let fused = self.expr_hir(part)?.plain();
+                weight = weight.saturating_add(fused.weight);
+                hirs.push(fused.hir);
             }
             let hir = Hir::concat(hirs);
             if recursive {
@@ -336,15 +562,15 @@ impl Lowering<'_> {
         if only_empty(&hir) {
             vec![vec![]]
         } else {
-            vec![vec![Symbol::Terminal(self.terminal(hir, label))]]
+            vec![self.terminal_symbols(hir, label)]
         }
     }
 
     /// Lowers `expr` to alternatives of symbol sequences.
     fn alternatives(&mut self, expr: &Expr) -> Alternatives {
-        if let Some((hir, _)) = self.expr_hir(expr) {
+        if let Some(fused) = self.expr_hir(expr) {
             let label = describe_expr(expr, self.grammar);
-            return self.hir_alternatives(hir, label);
+            return self.hir_alternatives(fused.hir, label);
         }
         match expr {
             Expr::Alt(items) => items.iter().flat_map(|e| self.alternatives(e)).collect(),
@@ -433,15 +659,23 @@ impl Lowering<'_> {
         id
     }
 
-    /// Appends `expr` to a sequence being built, fusing regular neighbours.
+    /// Appends `expr` to a sequence being built, fusing regular neighbours. A
+    /// counted repetition fuses with a literal before it and ends its terminal
+    /// (what follows it starts the next), so a schema's strings of one
+    /// `maxLength` share one counter automaton.
     fn push_sequence(&mut self, expr: &Expr, seq: &mut SequenceBuilder) {
-        if let Some((hir, weight)) = self.expr_hir(expr) {
-            if seq.pending_weight.saturating_add(weight) > self.max_weight {
+        if let Some(fused) = self.expr_hir(expr) {
+            let too_heavy = seq.pending_weight.saturating_add(fused.weight) > self.max_weight;
+            if too_heavy || (fused.counted && !seq.pending_literal) {
                 seq.flush(self);
             }
-            seq.pending_weight += weight;
-            seq.pending.push(hir);
+            seq.pending_weight += fused.weight;
+            seq.pending_literal &= is_literal(&fused.hir);
+            seq.pending.push(fused.hir);
             seq.labels.push(describe_expr(expr, self.grammar));
+            if fused.counted {
+                seq.flush(self);
+            }
             return;
         }
         match expr {
@@ -469,16 +703,30 @@ impl Lowering<'_> {
     }
 }
 
-#[derive(Default)]
 struct SequenceBuilder {
     symbols: Vec<Symbol>,
     pending: Vec<Hir>,
     labels: Vec<String>,
     pending_weight: usize,
+    /// Everything pending is a literal (a counted repetition may follow).
+    pending_literal: bool,
+}
+
+impl Default for SequenceBuilder {
+    fn default() -> Self {
+        SequenceBuilder {
+            symbols: Vec::new(),
+            pending: Vec::new(),
+            labels: Vec::new(),
+            pending_weight: 0,
+            pending_literal: true,
+        }
+    }
 }
 
 impl SequenceBuilder {
     fn flush(&mut self, lowering: &mut Lowering<'_>) {
+        self.pending_literal = true;
         if self.pending.is_empty() {
             return;
         }
@@ -486,8 +734,8 @@ impl SequenceBuilder {
         let label = std::mem::take(&mut self.labels).join(" ");
         self.pending_weight = 0;
         if !only_empty(&hir) {
-            self.symbols
-                .push(Symbol::Terminal(lowering.terminal(hir, label)));
+            let mut symbols = lowering.terminal_symbols(hir, label);
+            self.symbols.append(&mut symbols);
         }
     }
 

@@ -139,7 +139,7 @@ impl CompiledGrammar {
         // parser, which never blows up; only a single leaf can still fail.
         let mut weight = options.max_terminal_weight;
         let (lowered, terminals) = loop {
-            let lowered = lower::lower(grammar, weight);
+            let lowered = lower::lower(grammar, weight, &options.lexer);
             let built = lowered
                 .terminals
                 .iter()
@@ -168,7 +168,9 @@ impl CompiledGrammar {
             .zip(&terminals)
             .map(|((_, source), terminal)| match source {
                 TerminalSource::Regex(hir) => crate::grammar::hir_matches_something(hir),
-                TerminalSource::Excluding(_) => !terminal.is_dead(terminal.start()),
+                TerminalSource::Excluding(_) | TerminalSource::Counted(_) => {
+                    !terminal.is_dead(terminal.start())
+                }
             })
             .collect();
 
@@ -439,6 +441,19 @@ fn build_terminal(
             let base = Terminal::build_shared(&e.regex, limits)?;
             let terminal = Terminal::excluding(label.to_string(), &base, &e.excluded, limits)?;
             return Ok((terminal, None));
+        }
+        TerminalSource::Counted(c) => {
+            let rest = Terminal::counted_shared(&c.leaf, c.min, c.max, &c.suffix, limits)?;
+            if c.prefix.is_empty() {
+                let mut terminal = Terminal::clone(&rest);
+                terminal.label = label.to_string();
+                return Ok((terminal, None));
+            }
+            let shared = (rest.fingerprint(), rest.state_count() as State);
+            let pattern = format!("{}{}", Hir::literal(c.prefix.clone()), rest.pattern);
+            let terminal =
+                Terminal::with_literal_prefix(label.to_string(), pattern, &c.prefix, &rest);
+            return Ok((terminal, Some(shared)));
         }
     };
     if let HirKind::Concat(items) = hir.kind() {

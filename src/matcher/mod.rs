@@ -249,7 +249,9 @@ impl Matcher {
     /// the parser would read `x x x ...` anyway. Inside a `maxLength` string the
     /// tables then see the string body as one looping lexeme (its tokens allowed in
     /// one OR) instead of a one-character terminal that ends inside almost every
-    /// token and sends it to the parser.
+    /// token and sends it to the parser. A counted terminal's state far from its
+    /// bounds is reported as the [state](crate::automaton::lexer::Terminal::table_state)
+    /// that shares its table.
     pub fn token_configuration(&self, horizon: usize, out: &mut Vec<(TerminalId, State)>) {
         out.clear();
         let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
@@ -257,7 +259,8 @@ impl Matcher {
             let state = if self.repeats_far_from_max(lexeme, horizon) {
                 lexeme.state | crate::automaton::lexer::LOOPED
             } else {
-                lexeme.state
+                let terminal = self.grammar.terminal(lexeme.terminal);
+                terminal.table_state(lexeme.state, horizon)
             };
             out.push((self.grammar.table_terminal(lexeme.terminal, state), state));
         }

@@ -206,10 +206,6 @@ const MAX_ACCEPTED_ENTRIES: usize = 1 << 16;
 /// smaller class has few tokens).
 const MIN_CLOSED_CLASS_BYTES: u32 = 8;
 
-/// Longest counter [`Terminal::counted_class`] follows (token lengths are kept
-/// up to 255 bytes).
-const MAX_COUNTED_BYTES: usize = 200;
-
 /// Most subtree masks kept per tables (past it, they are computed and dropped).
 /// One below a Llama-3 node as wide as `" "` takes about 30 KB: 512 bound them to
 /// about 15 MB.
@@ -466,8 +462,12 @@ impl TokenTables {
         let mut allowed = vec![0u32; self.mask_words()];
         let mut allowed_by_rank = vec![0u32; rank_words];
         let mut boundary_by_rank = vec![0u32; rank_words];
+        // A counted repetition dies after its count: no slice, no closed class
+        // (searching them would explore thousands of counter states for nothing).
+        let counts = terminal.is_counted();
         let slice = SliceChars::ALL
             .into_iter()
+            .filter(|_| !counts)
             .find(|chars| terminal.keeps_body_alive(state, chars.non_ascii(), MAX_SLICE_STATES))
             .map(|chars| self.vocab.slice(chars));
         if let Some(slice) = slice {
@@ -489,12 +489,12 @@ impl TokenTables {
         // below would explore every counter state to find nothing.
         let counted = match slice {
             Some(_) => None,
-            None => terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, MAX_COUNTED_BYTES),
+            None => terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, trie.max_depth()),
         };
         // Else a class of bytes no text of which kills the lexeme (`[A-Za-z0-9.-]+`)
         // lets the walk take a subtree made only of it at once.
         let closed = match (slice, &counted) {
-            (None, None) => terminal
+            (None, None) if !counts => terminal
                 .closed_class(state, MAX_SLICE_STATES)
                 .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
             _ => None,
@@ -525,8 +525,7 @@ impl TokenTables {
 /// automaton is a table lookup per byte; only a LOOPED lexeme pays for the
 /// restart test.
 fn walk_lexeme(walk: &mut LexemeWalk<'_>, terminal: &Terminal, visit: Visit<'_>, state: State) {
-    if state & LOOPED == 0 {
-        let dfa = terminal.tables();
+    if let Some(dfa) = terminal.tables().filter(|_| state & LOOPED == 0) {
         walk.run(
             visit,
             state,
