@@ -538,22 +538,44 @@ pub(crate) fn alt(mut items: Vec<Expr>) -> Expr {
 /// number's digits) are parsed for every schema, and parsing them was about a
 /// third of a small schema's front-end time. Bounded by [`PARSED_PATTERNS`].
 pub(crate) fn re(pattern: &str) -> Hir {
-    static PARSED: std::sync::Mutex<Option<HashMap<String, Hir>>> = std::sync::Mutex::new(None);
-    let mut guard = PARSED.lock().unwrap_or_else(|e| e.into_inner());
-    let parsed = guard.get_or_insert_with(HashMap::default);
-    if let Some(hir) = parsed.get(pattern) {
-        return hir.clone();
-    }
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .unwrap_or_else(|e| panic!("internal regex {pattern:?}: {e}"));
-    if parsed.len() >= PARSED_PATTERNS {
-        parsed.clear();
-    }
-    parsed.insert(pattern.to_string(), hir.clone());
-    hir
+    static PARSED: Remembered<Hir> = std::sync::Mutex::new(None);
+    remembered(&PARSED, pattern, || {
+        regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(pattern)
+            .unwrap_or_else(|e| panic!("internal regex {pattern:?}: {e}"))
+    })
 }
 
-/// Internal patterns [`re`] remembers (numeric bounds make patterns of their own).
-const PARSED_PATTERNS: usize = 1024;
+/// A process-wide memo of values computed from strings (see [`remembered`]).
+pub(crate) type Remembered<V> = std::sync::Mutex<Option<HashMap<String, V>>>;
+
+/// Entries a [`Remembered`] memo keeps before starting over (numeric bounds make
+/// patterns of their own).
+const REMEMBERED_ENTRIES: usize = 1024;
+
+/// `build()`'s value for `key`, computed once per process while the memo holds it:
+/// a server compiling many schemas meets the same patterns again and again.
+pub(crate) fn remembered<V: Clone>(
+    memo: &Remembered<V>,
+    key: &str,
+    build: impl FnOnce() -> V,
+) -> V {
+    if let Some(found) = memo
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(key).cloned())
+    {
+        return found;
+    }
+    // Not held while building: other threads go on.
+    let value = build();
+    let mut guard = memo.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::default);
+    if map.len() >= REMEMBERED_ENTRIES {
+        map.clear();
+    }
+    map.insert(key.to_string(), value.clone());
+    value
+}

@@ -369,6 +369,11 @@ const SEARCH_DFA_BYTES: usize = 256 << 10;
 /// One terminal is what the token tables are fast on: a `.*` rule ends after
 /// every character, so almost every token of the string would go to the parser.
 pub(crate) fn search_automaton_is_small(h: &Hir) -> bool {
+    static SMALL: super::Remembered<bool> = std::sync::Mutex::new(None);
+    super::remembered(&SMALL, &h.to_string(), || determinizes_within_budget(h))
+}
+
+fn determinizes_within_budget(h: &Hir) -> bool {
     use regex_automata::dfa::{dense, StartKind};
     use regex_automata::nfa::thompson;
     let Ok(nfa) = thompson::Compiler::new()
