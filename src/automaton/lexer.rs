@@ -182,15 +182,6 @@ impl Counter {
         }
     }
 
-    /// The state of a stored row.
-    fn state_of_row(&self, row: usize) -> State {
-        if (row as State) < self.first {
-            row as State
-        } else {
-            row as State + (self.end - self.first)
-        }
-    }
-
     /// The same counter over refined byte classes (`representatives` of the new
     /// classes, `old_classes` and `old_stride` the counter's).
     fn refined(
@@ -303,6 +294,38 @@ impl Terminal {
         })
     }
 
+    /// [`Terminal::with_literal_prefix`] through the process-wide cache (label and
+    /// pattern left empty).
+    pub fn with_literal_prefix_shared(
+        literal: &[u8],
+        suffix: &Terminal,
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, String> {
+        let key = format!("chain {:032x} {literal:?}", suffix.fingerprint);
+        Terminal::shared(key, limits, || {
+            Ok(Terminal::with_literal_prefix(
+                String::new(),
+                String::new(),
+                literal,
+                suffix,
+            ))
+        })
+    }
+
+    /// [`Terminal::excluding`] through the process-wide cache (the label is left
+    /// empty): an object's undeclared keys are the same language in every
+    /// compile of its schema.
+    pub fn excluding_shared(
+        base: &Terminal,
+        excluded: &[Vec<u8>],
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, String> {
+        let key = format!("excluding {:032x} {excluded:?}", base.fingerprint);
+        Terminal::shared(key, limits, || {
+            Terminal::excluding(String::new(), base, excluded, limits)
+        })
+    }
+
     /// The automaton cached under `key` (and these limits), else `build`'s, kept.
     fn shared(
         key: String,
@@ -353,15 +376,19 @@ impl Terminal {
             .counter
             .as_ref()
             .map(|k| k.refined(&suffix.classes, suffix.stride, &representatives));
-        let state_of_row = |row: usize| {
-            counter
-                .as_ref()
-                .map_or(row as State, |k| k.state_of_row(row))
-        };
+        // A stored row of the suffix is the same row here, read by the new classes.
+        let old_class: Vec<usize> = representatives
+            .iter()
+            .map(|&b| suffix.classes[b as usize] as usize)
+            .collect();
         let mut transitions = vec![DEAD; rows * stride];
         for row in 1..suffix_rows {
-            for (c, &b) in representatives.iter().enumerate() {
-                transitions[row * stride + c] = suffix.next(state_of_row(row), b);
+            let from = &suffix.transitions[row * suffix.stride..(row + 1) * suffix.stride];
+            for (to, &c) in transitions[row * stride..(row + 1) * stride]
+                .iter_mut()
+                .zip(&old_class)
+            {
+                *to = from[c];
             }
         }
         // Chain state i has read literal[..i]; the last byte enters the suffix.
@@ -567,9 +594,12 @@ impl Terminal {
         self.loopable && (max as u64 + 1) * per_count <= MAX_COUNTED_STATES / 2
     }
 
-    /// Built by [`Terminal::counted`] (or a literal chained onto such a terminal).
-    pub fn is_counted(&self) -> bool {
-        self.counter.is_some()
+    /// Whether `state` is on a [`Terminal::counted`] terminal's counter (not in
+    /// its literal prefix or its suffix).
+    pub fn counts_at(&self, state: State) -> bool {
+        self.counter
+            .as_ref()
+            .is_some_and(|k| k.contains(state & !LOOPED))
     }
 
     /// The state whose token table serves `state` for tokens of at most `horizon`
@@ -947,7 +977,7 @@ impl Terminal {
     /// not both). `None` for an empty class or past `limit` states.
     pub fn closed_class(&self, state: State, limit: usize) -> Option<(u128, Vec<bool>)> {
         // A counter dies after its count: no closed class there.
-        if state == DEAD || state & LOOPED != 0 || self.is_counted() {
+        if state == DEAD || state & LOOPED != 0 || self.counts_at(state) {
             return None;
         }
         // The states texts of `class` reach from `state`, if they all survive it.

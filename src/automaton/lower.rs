@@ -45,7 +45,7 @@ pub(super) struct CountedSource {
 
 /// Counted repetitions with at least this many iterations allowed are built as
 /// counters rather than unrolled into a regex.
-const COUNTED_FROM: u32 = 32;
+const COUNTED_FROM: u32 = 8;
 
 /// The weight a counted repetition adds to its leaf's: its automaton is the
 /// leaf's, with the count computed.

@@ -439,7 +439,9 @@ fn build_terminal(
         TerminalSource::Regex(hir) => hir,
         TerminalSource::Excluding(e) => {
             let base = Terminal::build_shared(&e.regex, limits)?;
-            let terminal = Terminal::excluding(label.to_string(), &base, &e.excluded, limits)?;
+            let mut terminal =
+                Terminal::clone(&*Terminal::excluding_shared(&base, &e.excluded, limits)?);
+            terminal.label = label.to_string();
             return Ok((terminal, None));
         }
         TerminalSource::Counted(c) => {
@@ -449,30 +451,39 @@ fn build_terminal(
                 terminal.label = label.to_string();
                 return Ok((terminal, None));
             }
-            let shared = (rest.fingerprint(), rest.state_count() as State);
             let pattern = format!("{}{}", Hir::literal(c.prefix.clone()), rest.pattern);
-            let terminal =
-                Terminal::with_literal_prefix(label.to_string(), pattern, &c.prefix, &rest);
-            return Ok((terminal, Some(shared)));
+            return chained(label, pattern, &c.prefix, &rest, limits);
         }
     };
     if let HirKind::Concat(items) = hir.kind() {
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
             let rest_hir = Hir::concat(items[1..].to_vec());
             let rest = Terminal::build_shared(&rest_hir, limits)?;
-            let shared = (rest.fingerprint(), rest.state_count() as State);
-            let terminal = Terminal::with_literal_prefix(
-                label.to_string(),
-                hir.to_string(),
-                &literal.0,
-                &rest,
-            );
-            return Ok((terminal, Some(shared)));
+            return chained(label, hir.to_string(), &literal.0, &rest, limits);
         }
     }
     let mut terminal = Terminal::clone(&*Terminal::build_shared(hir, limits)?);
     terminal.label = label.to_string();
     Ok((terminal, None))
+}
+
+/// `literal` chained onto `rest` (from the process-wide cache: `,"name":"` then
+/// a string body recurs across schemas), with the rest's fingerprint and state
+/// count.
+fn chained(
+    label: &str,
+    pattern: String,
+    literal: &[u8],
+    rest: &Terminal,
+    limits: &LexerLimits,
+) -> Result<(Terminal, Option<(u128, State)>), String> {
+    let shared = (rest.fingerprint(), rest.state_count() as State);
+    let mut terminal = Terminal::clone(&*Terminal::with_literal_prefix_shared(
+        literal, rest, limits,
+    )?);
+    terminal.label = label.to_string();
+    terminal.pattern = pattern;
+    Ok((terminal, Some(shared)))
 }
 
 /// How a terminal shares token tables: below `states` (its chained rest's state

@@ -462,9 +462,10 @@ impl TokenTables {
         let mut allowed = vec![0u32; self.mask_words()];
         let mut allowed_by_rank = vec![0u32; rank_words];
         let mut boundary_by_rank = vec![0u32; rank_words];
-        // A counted repetition dies after its count: no slice, no closed class
-        // (searching them would explore thousands of counter states for nothing).
-        let counts = terminal.is_counted();
+        // A counter dies after its count: no slice, no closed class from its
+        // states (searching them would explore thousands of counter states for
+        // nothing).
+        let counts = terminal.counts_at(state);
         let slice = SliceChars::ALL
             .into_iter()
             .filter(|_| !counts)
