@@ -875,6 +875,7 @@ impl Terminal {
         &self,
         state: State,
         bytes: impl Iterator<Item = u8>,
+        pinned: Option<u32>,
         out: &mut Vec<State>,
     ) -> Option<()> {
         let mut last_class = None;
@@ -884,7 +885,7 @@ impl Terminal {
                 continue;
             }
             last_class = Some(class);
-            let r = self.step(state, b);
+            let r = self.step_pinned(state, b, pinned);
             if r == DEAD {
                 return None;
             }
@@ -901,12 +902,14 @@ impl Terminal {
         &self,
         state: State,
         non_ascii: &[(char, char)],
+        pinned: Option<u32>,
         out: &mut Vec<State>,
     ) -> Option<()> {
         out.clear();
         self.step_each(
             state,
             (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\'),
+            pinned,
             out,
         )?;
         let mut current: Vec<State> = Vec::new();
@@ -920,7 +923,7 @@ impl Terminal {
             for range in sequence.as_slice() {
                 next.clear();
                 for &q in &current {
-                    self.step_each(q, range.start..=range.end, &mut next)?;
+                    self.step_each(q, range.start..=range.end, pinned, &mut next)?;
                 }
                 next.sort_unstable();
                 next.dedup();
@@ -940,6 +943,55 @@ impl Terminal {
     /// also a key that may still be any string, or a pattern's `.*` tail).
     /// Explores at most `limit` states; past it the answer is `false`.
     pub fn keeps_body_alive(&self, state: State, non_ascii: &[(char, char)], limit: usize) -> bool {
+        self.keeps_body_alive_pinned(state, non_ascii, limit, None)
+    }
+
+    /// [`Terminal::keeps_body_alive`] for texts of at most `horizon` bytes. On a
+    /// counter with at least `horizon` iterations to go, no such text reaches
+    /// `max`: the leaf alone decides, so the count is pinned where it is (inside
+    /// a long `maxLength` string every token of string characters is allowed, the
+    /// slice of a looping body). A character that leaves the counter for the
+    /// suffix counts as dying (the answer may only be too cautious).
+    pub fn keeps_body_alive_within(
+        &self,
+        state: State,
+        non_ascii: &[(char, char)],
+        limit: usize,
+        horizon: u32,
+    ) -> bool {
+        match self.counter.as_ref().filter(|k| k.contains(state)) {
+            None => self.keeps_body_alive(state, non_ascii, limit),
+            Some(k) => {
+                let (count, _) = k.position(state);
+                count.saturating_add(horizon) <= k.max
+                    && self.keeps_body_alive_pinned(state, non_ascii, limit, Some(count))
+            }
+        }
+    }
+
+    /// [`Terminal::step`], with a counter's count held at `pinned` (DEAD when the
+    /// byte leaves the counter).
+    #[inline]
+    fn step_pinned(&self, state: State, byte: u8, pinned: Option<u32>) -> State {
+        let r = self.step(state, byte);
+        let (Some(count), Some(k)) = (pinned, self.counter.as_ref()) else {
+            return r;
+        };
+        if !k.contains(r) {
+            return DEAD;
+        }
+        let (reached, i) = k.position(r);
+        debug_assert!(reached >= count);
+        k.first + (count << k.shift) + i
+    }
+
+    fn keeps_body_alive_pinned(
+        &self,
+        state: State,
+        non_ascii: &[(char, char)],
+        limit: usize,
+        pinned: Option<u32>,
+    ) -> bool {
         if state == DEAD {
             return false;
         }
@@ -949,7 +1001,7 @@ impl Terminal {
         seen.insert(state);
         while let Some(q) = stack.pop() {
             if self
-                .body_successors(q, non_ascii, &mut successors)
+                .body_successors(q, non_ascii, pinned, &mut successors)
                 .is_none()
             {
                 return false;
@@ -1482,7 +1534,7 @@ mod tests {
         let body = terminal(r#"(?:[ !#-\[\]-\x{10FFFF}]|\\["\\n])*"#);
         assert!(body.keeps_body_alive(body.start(), ALL, 16));
         let mut successors = Vec::new();
-        body.body_successors(body.start(), ALL, &mut successors);
+        body.body_successors(body.start(), ALL, None, &mut successors);
         assert_eq!(successors, [body.start()]);
         // A key that is `id` or any other string: alive on every text, although
         // the states after `i` and `id` do not loop.

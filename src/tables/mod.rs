@@ -462,14 +462,20 @@ impl TokenTables {
         let mut allowed = vec![0u32; self.mask_words()];
         let mut allowed_by_rank = vec![0u32; rank_words];
         let mut boundary_by_rank = vec![0u32; rank_words];
-        // A counter dies after its count: no slice, no closed class from its
-        // states (searching them would explore thousands of counter states for
-        // nothing).
+        // A counter dies after its count: no closed class from its states, and a
+        // slice only while no token can reach the count's end.
         let counts = terminal.counts_at(state);
+        let horizon = trie.max_depth() as u32;
         let slice = SliceChars::ALL
             .into_iter()
-            .filter(|_| !counts)
-            .find(|chars| terminal.keeps_body_alive(state, chars.non_ascii(), MAX_SLICE_STATES))
+            .find(|chars| {
+                terminal.keeps_body_alive_within(
+                    state,
+                    chars.non_ascii(),
+                    MAX_SLICE_STATES,
+                    horizon,
+                )
+            })
             .map(|chars| self.vocab.slice(chars));
         if let Some(slice) = slice {
             allowed.copy_from_slice(slice.members());
