@@ -1150,6 +1150,15 @@ impl Terminal {
         Some((class, budgets))
     }
 
+    /// The smallest byte of each byte class, ascending: every transition is one
+    /// of theirs.
+    pub fn class_representatives(&self) -> Vec<u8> {
+        let mut seen = [false; 256];
+        (0..=255u8)
+            .filter(|&b| !std::mem::replace(&mut seen[self.classes[b as usize] as usize], true))
+            .collect()
+    }
+
     /// Whether the empty string matches.
     pub fn matches_empty(&self) -> bool {
         self.is_match(self.start)

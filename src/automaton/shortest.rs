@@ -31,9 +31,11 @@ impl TerminalDistances {
         // strings written are the readable ones where there is a choice.
         let mut reverse: Vec<Vec<(State, u8)>> = vec![Vec::new(); n];
         let mut targets: Vec<State> = Vec::new();
+        // One byte per class (its smallest) says where the class goes.
+        let bytes = terminal.class_representatives();
         for state in 1..n as State {
             targets.clear();
-            for byte in 0..=255u8 {
+            for &byte in &bytes {
                 let target = terminal.next(state, byte);
                 if target != DEAD && !targets.contains(&target) {
                     targets.push(target);
