@@ -500,10 +500,7 @@ impl Terminal {
         let (classes, representatives) =
             classes_by(|b| (leaf.classes[b as usize], suffix.classes[b as usize]));
         let stride = representatives.len();
-        if representatives
-            .iter()
-            .any(|&b| leaf.next(leaf.start, b) != DEAD && suffix.next(suffix.start, b) != DEAD)
-        {
+        if leaf.starts_like(suffix) {
             return Err(format!(
                 "{pattern}: an iteration and the suffix start alike"
             ));
@@ -586,6 +583,17 @@ impl Terminal {
         Ok(terminal)
     }
 
+    /// Whether some byte starts a match of both this terminal and `other` (then
+    /// a repetition of this one cannot tell its next iteration from `other`).
+    pub fn starts_like(&self, other: &Terminal) -> bool {
+        (0..=255u8).any(|b| self.next(self.start, b) != DEAD && other.next(other.start, b) != DEAD)
+    }
+
+    /// The counter `state` is on, if any.
+    fn counter_at(&self, state: State) -> Option<&Counter> {
+        self.counter.as_ref().filter(|k| k.contains(state))
+    }
+
     /// Whether [`Terminal::counted`] can repeat this terminal up to `max` times:
     /// it is loopable and the counter's states stay few enough (a bound on the
     /// per-state tables built from it).
@@ -597,9 +605,7 @@ impl Terminal {
     /// Whether `state` is on a [`Terminal::counted`] terminal's counter (not in
     /// its literal prefix or its suffix).
     pub fn counts_at(&self, state: State) -> bool {
-        self.counter
-            .as_ref()
-            .is_some_and(|k| k.contains(state & !LOOPED))
+        self.counter_at(state & !LOOPED).is_some()
     }
 
     /// The state whose token table serves `state` for tokens of at most `horizon`
@@ -609,7 +615,7 @@ impl Terminal {
     /// do counts more than `horizon` iterations below `min`. Inside a
     /// `maxLength: 1000` string that is one table instead of a thousand.
     pub fn table_state(&self, state: State, horizon: u32) -> State {
-        let Some(k) = self.counter.as_ref().filter(|k| k.contains(state)) else {
+        let Some(k) = self.counter_at(state) else {
             return state;
         };
         let (count, i) = k.position(state);
@@ -959,7 +965,7 @@ impl Terminal {
         limit: usize,
         horizon: u32,
     ) -> bool {
-        match self.counter.as_ref().filter(|k| k.contains(state)) {
+        match self.counter_at(state) {
             None => self.keeps_body_alive(state, non_ascii, limit),
             Some(k) => {
                 let (count, _) = k.position(state);

@@ -52,8 +52,8 @@ const COUNTED_FROM: u32 = 8;
 const COUNTED_WEIGHT: usize = 16;
 
 /// Names the capture group that marks a counted repetition inside a fused regex
-/// while lowering (never seen by a regex engine: [`Lowering::terminal`] takes it
-/// out).
+/// while lowering (never seen by a regex engine: [`Lowering::terminal_symbols`]
+/// takes it out).
 const COUNTED_MARKER: &str = "stencil_counted";
 
 /// A regular part of the grammar as one regex: its weight (see [`hir_weight`])
@@ -255,6 +255,11 @@ fn has_variable_count(hir: &Hir) -> bool {
     }
 }
 
+/// The weight of `sub{min,max}` unrolled: a copy of `sub` per iteration.
+fn repeat_weight(sub: usize, min: u32, max: Option<u32>) -> usize {
+    sub.max(1).saturating_mul(repeat_factor(min, max))
+}
+
 /// How many copies of the repeated part a Thompson NFA holds.
 fn repeat_factor(min: u32, max: Option<u32>) -> usize {
     (max.unwrap_or(min.saturating_add(1)).max(1)) as usize
@@ -328,7 +333,7 @@ impl Lowering<'_> {
         } else {
             (suffix, None)
         };
-        let key = format!("{:?} {hir} counted", prefix);
+        let key = format!("{hir} counted");
         let source = || {
             TerminalSource::Counted(CountedSource {
                 prefix,
@@ -352,16 +357,13 @@ impl Lowering<'_> {
     /// Whether some byte may start both an iteration of `leaf` and `suffix` (or
     /// either automaton cannot be built: then say so, the safe answer).
     fn starts_like_an_iteration(&self, leaf: &Hir, suffix: &Hir) -> bool {
-        let (Ok(leaf), Ok(suffix)) = (
+        match (
             Terminal::build_shared(leaf, self.limits),
             Terminal::build_shared(suffix, self.limits),
-        ) else {
-            return true;
-        };
-        (0..=255u8).any(|b| {
-            leaf.next(leaf.start(), b) != super::DEAD
-                && suffix.next(suffix.start(), b) != super::DEAD
-        })
+        ) {
+            (Ok(leaf), Ok(suffix)) => leaf.starts_like(&suffix),
+            _ => true,
+        }
     }
 
     fn terminal(&mut self, hir: Hir, label: String) -> TerminalId {
@@ -437,7 +439,7 @@ impl Lowering<'_> {
                 if max.is_none() && has_variable_count(&sub.hir) {
                     return None;
                 }
-                let weight = sub.weight.max(1).saturating_mul(repeat_factor(*min, *max));
+                let weight = repeat_weight(sub.weight, *min, *max);
                 if weight > self.max_weight {
                     return None;
                 }
@@ -481,10 +483,7 @@ impl Lowering<'_> {
         Some(Fused {
             hir,
             weight,
-            plain_weight: sub
-                .weight
-                .max(1)
-                .saturating_mul(repeat_factor(min, Some(max))),
+            plain_weight: repeat_weight(sub.weight, min, Some(max)),
             counted: true,
         })
     }

@@ -439,17 +439,16 @@ fn build_terminal(
         TerminalSource::Regex(hir) => hir,
         TerminalSource::Excluding(e) => {
             let base = Terminal::build_shared(&e.regex, limits)?;
-            let mut terminal =
-                Terminal::clone(&*Terminal::excluding_shared(&base, &e.excluded, limits)?);
-            terminal.label = label.to_string();
+            let terminal = named(
+                &Terminal::excluding_shared(&base, &e.excluded, limits)?,
+                label,
+            );
             return Ok((terminal, None));
         }
         TerminalSource::Counted(c) => {
             let rest = Terminal::counted_shared(&c.leaf, c.min, c.max, &c.suffix, limits)?;
             if c.prefix.is_empty() {
-                let mut terminal = Terminal::clone(&rest);
-                terminal.label = label.to_string();
-                return Ok((terminal, None));
+                return Ok((named(&rest, label), None));
             }
             let pattern = format!("{}{}", Hir::literal(c.prefix.clone()), rest.pattern);
             return chained(label, pattern, &c.prefix, &rest, limits);
@@ -462,9 +461,7 @@ fn build_terminal(
             return chained(label, hir.to_string(), &literal.0, &rest, limits);
         }
     }
-    let mut terminal = Terminal::clone(&*Terminal::build_shared(hir, limits)?);
-    terminal.label = label.to_string();
-    Ok((terminal, None))
+    Ok((named(&Terminal::build_shared(hir, limits)?, label), None))
 }
 
 /// `literal` chained onto `rest` (from the process-wide cache: `,"name":"` then
@@ -478,12 +475,20 @@ fn chained(
     limits: &LexerLimits,
 ) -> Result<(Terminal, Option<(u128, State)>), String> {
     let shared = (rest.fingerprint(), rest.state_count() as State);
-    let mut terminal = Terminal::clone(&*Terminal::with_literal_prefix_shared(
-        literal, rest, limits,
-    )?);
-    terminal.label = label.to_string();
+    let mut terminal = named(
+        &Terminal::with_literal_prefix_shared(literal, rest, limits)?,
+        label,
+    );
     terminal.pattern = pattern;
     Ok((terminal, Some(shared)))
+}
+
+/// A grammar's copy of a process-wide automaton (the tables stay shared), under
+/// this grammar's label.
+fn named(shared: &std::sync::Arc<Terminal>, label: &str) -> Terminal {
+    let mut terminal = Terminal::clone(shared);
+    terminal.label = label.to_string();
+    terminal
 }
 
 /// How a terminal shares token tables: below `states` (its chained rest's state
