@@ -56,6 +56,10 @@ pub struct BenchArgs {
     /// just before the step (where the tail comes from).
     #[arg(long, value_name = "N", default_value_t = 0)]
     slowest: usize,
+    /// Run stencil alone, even in a build with peers (for a profiler's view of
+    /// stencil's masks only).
+    #[arg(long)]
+    no_peers: bool,
 }
 
 /// One grammar with the texts to run through it.
@@ -424,14 +428,18 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
     };
     let mut our_tally = run_engine(&ours, &workloads, &tokenized, &text_tokens);
     let mut result = summary(ours.name(), &args.tokenizer, &mut our_tally);
-    let (peers, peer_errors) = run_peers(
-        &vocab,
-        args,
-        &workloads,
-        &tokenized,
-        &text_tokens,
-        &our_tally,
-    )?;
+    let (peers, peer_errors) = if args.no_peers {
+        Default::default()
+    } else {
+        run_peers(
+            &vocab,
+            args,
+            &workloads,
+            &tokenized,
+            &text_tokens,
+            &our_tally,
+        )?
+    };
     result["peers"] = Value::Object(peers);
     result["workloads"] = json!(workloads.len());
     result["instances_run"] = json!(workloads.iter().map(|w| w.instances.len()).sum::<usize>());
