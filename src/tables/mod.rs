@@ -50,6 +50,12 @@ pub struct ConfigurationMasks {
     pub candidates: RankSet,
 }
 
+impl ConfigurationMasks {
+    fn memory_usage(&self) -> usize {
+        self.allowed.len() * 4 + self.candidates.memory_usage()
+    }
+}
+
 /// A set of tokens indexed by rank (position in the vocabulary trie's byte order),
 /// with per-word prefix counts so "any member in this rank range" is O(1). It may
 /// cover only a window of ranks (from word `first_word` on): none outside.
@@ -170,21 +176,72 @@ type Cache<K, V> = RwLock<FxHashMap<K, Arc<V>>>;
 /// many schemas walks the vocabulary once per such state, not once per schema:
 /// the first visit of `"name":"` in a new schema costs a lookup, not a 100 us
 /// walk. Bounded: emptied when it holds more than [`SHARED_LEXEME_BYTES`].
-static SHARED_LEXEMES: Mutex<Option<SharedLexemes>> = Mutex::new(None);
+static SHARED_LEXEMES: Shared<(u64, u128, State), LexemeMasks> = Shared::new();
 
 /// Heap bytes the process-wide lexeme tables may hold (a Llama-3 lexeme's are
 /// about 48 KB: some 1,400 of them).
 pub const SHARED_LEXEME_BYTES: usize = 64 << 20;
 
-#[derive(Default)]
-struct SharedLexemes {
-    built: FxHashMap<(u64, u128, State), Arc<LexemeMasks>>,
-    bytes: usize,
+/// Configuration masks built by every [`TokenTables`] of the process, by
+/// vocabulary and the configuration's lexemes under their process-wide keys
+/// (sorted): an object's remaining keys after the same members, or the same
+/// string body next to the same keys, recur across schemas and across compiles
+/// of one schema. Bounded by [`SHARED_CONFIGURATION_BYTES`].
+static SHARED_CONFIGURATIONS: Shared<(u64, Box<[(u128, State)]>), ConfigurationMasks> =
+    Shared::new();
+
+/// Heap bytes the process-wide configuration masks may hold (a Llama-3
+/// configuration's are about 30-50 KB).
+pub const SHARED_CONFIGURATION_BYTES: usize = 64 << 20;
+
+/// A process-wide cache of values built from keys that mean the same in every
+/// grammar, emptied when the values it holds pass a byte bound.
+struct Shared<K, V> {
+    cache: Mutex<Option<(FxHashMap<K, Arc<V>>, usize)>>,
 }
 
-/// Forgets every lexeme table built so far (the next grammars start cold).
+impl<K: std::hash::Hash + Eq, V> Shared<K, V> {
+    const fn new() -> Self {
+        Shared {
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// The value for `key`, built (outside the lock: other threads' lookups go
+    /// on) and kept on first use; `bytes` is what a value holds on the heap.
+    fn get_or_build(
+        &self,
+        key: K,
+        limit: usize,
+        bytes: impl Fn(&V) -> usize,
+        build: impl FnOnce() -> V,
+    ) -> Arc<V> {
+        let lock = || self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = lock().as_ref().and_then(|(built, _)| built.get(&key)) {
+            return Arc::clone(found);
+        }
+        let built = Arc::new(build());
+        let size = bytes(&built);
+        let mut guard = lock();
+        let (cache, held) = guard.get_or_insert_with(Default::default);
+        if *held + size > limit {
+            cache.clear();
+            *held = 0;
+        }
+        *held += size;
+        Arc::clone(cache.entry(key).or_insert(built))
+    }
+
+    fn clear(&self) {
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// Forgets every lexeme table and configuration mask built so far (the next
+/// grammars start cold).
 pub fn clear_shared_tables() {
-    *SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    SHARED_LEXEMES.clear();
+    SHARED_CONFIGURATIONS.clear();
 }
 
 /// Per (grammar, vocabulary) pair: the lazily built caches of token masks.
@@ -294,7 +351,7 @@ impl TokenTables {
         let configurations = self.configurations.read().map_or(0, |cache| {
             cache
                 .iter()
-                .map(|(key, m)| key.len() * 8 + m.allowed.len() * 4 + m.candidates.memory_usage())
+                .map(|(key, m)| key.len() * 8 + m.memory_usage())
                 .sum()
         });
         let lexemes = self
@@ -341,8 +398,26 @@ impl TokenTables {
             return found;
         }
         cached(&self.configurations, configuration.into(), || {
-            Arc::new(self.build_configuration(configuration))
+            self.shared_configuration(configuration)
         })
+    }
+
+    fn shared_configuration(
+        &self,
+        configuration: &[(TerminalId, State)],
+    ) -> Arc<ConfigurationMasks> {
+        let mut lexemes: Vec<(u128, State)> = configuration
+            .iter()
+            .map(|&(terminal, state)| (self.grammar.table_fingerprint(terminal, state), state))
+            .collect();
+        lexemes.sort_unstable();
+        lexemes.dedup();
+        SHARED_CONFIGURATIONS.get_or_build(
+            (self.vocab.id(), lexemes.into()),
+            SHARED_CONFIGURATION_BYTES,
+            ConfigurationMasks::memory_usage,
+            || self.build_configuration(configuration),
+        )
     }
 
     fn build_configuration(&self, configuration: &[(TerminalId, State)]) -> ConfigurationMasks {
@@ -433,22 +508,9 @@ impl TokenTables {
             self.grammar.table_fingerprint(lexeme.0, lexeme.1),
             lexeme.1,
         );
-        let mut guard = SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = guard.as_ref().and_then(|cache| cache.built.get(&key)) {
-            return Arc::clone(found);
-        }
-        // Not held while walking: other threads' lookups go on.
-        drop(guard);
-        let built = Arc::new(self.build_lexeme(lexeme));
-        guard = SHARED_LEXEMES.lock().unwrap_or_else(|e| e.into_inner());
-        let cache = guard.get_or_insert_with(SharedLexemes::default);
-        let bytes = built.memory_usage();
-        if cache.bytes + bytes > SHARED_LEXEME_BYTES {
-            *cache = SharedLexemes::default();
-        }
-        cache.bytes += bytes;
-        cache.built.insert(key, Arc::clone(&built));
-        built
+        SHARED_LEXEMES.get_or_build(key, SHARED_LEXEME_BYTES, LexemeMasks::memory_usage, || {
+            self.build_lexeme(lexeme)
+        })
     }
 
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
