@@ -28,7 +28,7 @@
 use rustc_hash::FxHashMap;
 
 use super::{ByteSet, Matcher};
-use crate::automaton::State;
+use crate::automaton::{State, TerminalId};
 use crate::tables::{RankSet, TokenTables};
 use crate::vocab::Vocabulary;
 
@@ -97,6 +97,8 @@ pub(super) struct CandidateWalk {
     /// `accepted_ranks`, the same ones listed).
     accepted: Vec<u32>,
     accepted_ranks: Vec<u32>,
+    /// `(trie node, active lexeme index)` where lexemes are at a match, ascending.
+    match_nodes: Vec<(u32, u32)>,
 }
 
 impl Clone for CandidateWalk {
@@ -108,12 +110,14 @@ impl Clone for CandidateWalk {
 
 impl CandidateWalk {
     /// The candidates (by rank in the vocabulary trie) that `matcher` accepts next,
-    /// as token ids. The matcher is left as it was.
+    /// as token ids; `table_lexemes` are its active lexemes' table lexemes
+    /// ([`Matcher::table_lexemes`]). The matcher is left as it was.
     pub(super) fn accepted(
         &mut self,
         matcher: &mut Matcher,
         tables: &TokenTables,
         candidates: &RankSet,
+        table_lexemes: &[(TerminalId, State)],
     ) -> Vec<u32> {
         let vocab = &**tables.vocab();
         let trie = vocab.trie();
@@ -124,9 +128,13 @@ impl CandidateWalk {
         });
         self.accepted.resize(trie.token_ids().len().div_ceil(32), 0);
         self.accepted_ranks.clear();
-        let whole = 0..trie.nodes().len();
         let inputs = Inputs { tables, candidates };
-        self.walk_level(matcher, inputs, (0, 0), whole, 0);
+        if self.list_match_nodes(matcher, tables, table_lexemes) {
+            self.walk_match_nodes(matcher, inputs);
+        } else {
+            let whole = 0..trie.nodes().len();
+            self.walk_level(matcher, inputs, (0, 0), whole, 0);
+        }
         for &rank in &self.accepted_ranks {
             self.accepted[rank as usize / 32] = 0;
         }
@@ -134,6 +142,71 @@ impl CandidateWalk {
             .iter()
             .map(|&rank| trie.token_ids()[rank as usize])
             .collect()
+    }
+
+    /// Lists in `self.match_nodes` where each active lexeme is at a match with
+    /// tokens going on below, from the tables (`(node, active lexeme index)`,
+    /// ascending), if the tables list them for every lexeme read in its own state.
+    /// A LOOPED or canonical counter state's table lists the nodes of another
+    /// automaton (the same within a token, but not proven here): those walk the
+    /// trie.
+    fn list_match_nodes(
+        &mut self,
+        matcher: &Matcher,
+        tables: &TokenTables,
+        table_lexemes: &[(TerminalId, State)],
+    ) -> bool {
+        self.match_nodes.clear();
+        for (index, (lexeme, &table_lexeme)) in matcher
+            .active_lexemes()
+            .iter()
+            .zip(table_lexemes)
+            .enumerate()
+        {
+            if table_lexeme.1 != lexeme.state {
+                return false;
+            }
+            let Some(nodes) = tables.match_nodes(table_lexeme) else {
+                return false;
+            };
+            self.match_nodes
+                .extend(nodes.iter().map(|&node| (node, index as u32)));
+        }
+        // Runs already ascending, one per lexeme: the merge sort joins them.
+        self.match_nodes.sort();
+        true
+    }
+
+    /// The top level of the walk where the tables list the match nodes: only the
+    /// boundaries there need the parser (a candidate is a token every lexeme
+    /// dies in, so none is accepted on the lexer's side at this level).
+    fn walk_match_nodes(&mut self, matcher: &mut Matcher, inputs: Inputs<'_>) {
+        let trie = inputs.tables.vocab().trie();
+        let nodes = trie.nodes();
+        let mut scratch = self.take_scratch(0);
+        scratch.rests.clear();
+        let match_nodes = std::mem::take(&mut self.match_nodes);
+        let mut k = 0;
+        while k < match_nodes.len() {
+            let node = match_nodes[k].0 as usize;
+            self.ended.clear();
+            while k < match_nodes.len() && match_nodes[k].0 as usize == node {
+                self.ended.push(match_nodes[k].1);
+                k += 1;
+            }
+            let below = nodes[node].tokens_end as usize..trie.ranks_under(node).end;
+            if inputs.candidates.any_in(below) {
+                let boundary = BoundaryAt {
+                    kind: self.boundary_kind(0),
+                    nesting: 0,
+                    depth: nodes[node].depth as usize,
+                };
+                self.after_boundary(matcher, inputs, boundary, node, &mut scratch.rests);
+            }
+        }
+        self.match_nodes = match_nodes;
+        self.answer_rests(matcher, inputs.tables.vocab(), &mut scratch.rests);
+        self.stacks[0] = scratch;
     }
 
     fn accept(&mut self, rank: usize) {

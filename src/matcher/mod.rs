@@ -253,6 +253,15 @@ impl Matcher {
     /// bounds is reported as the [state](crate::automaton::lexer::Terminal::table_state)
     /// that shares its table.
     pub fn token_configuration(&self, horizon: usize, out: &mut Vec<(TerminalId, State)>) {
+        self.table_lexemes(horizon, out);
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Each active lexeme's `(table terminal, table state)`, in the order of
+    /// [`Matcher::active_lexemes`]: the entries of
+    /// [`Matcher::token_configuration`] before sorting.
+    pub fn table_lexemes(&self, horizon: usize, out: &mut Vec<(TerminalId, State)>) {
         out.clear();
         let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
         for lexeme in self.active_lexemes() {
@@ -264,8 +273,6 @@ impl Matcher {
             };
             out.push((self.grammar.table_terminal(lexeme.terminal, state), state));
         }
-        out.sort_unstable();
-        out.dedup();
     }
 
     /// Whether `lexeme`'s terminal is, in its set, one whole iteration of some

@@ -67,6 +67,8 @@ pub struct TokenMatcher {
     /// none): the policy state without scanning the history at every token.
     first_policy_step: usize,
     configuration: Vec<(TerminalId, State)>,
+    /// Per active lexeme, its table lexeme (`configuration` before sorting).
+    table_lexemes: Vec<(TerminalId, State)>,
     signature: Vec<u32>,
     signature_memo: FxHashMap<(u32, u32), u32>,
     candidate_walk: CandidateWalk,
@@ -85,6 +87,7 @@ impl TokenMatcher {
             steps: Vec::new(),
             first_policy_step: usize::MAX,
             configuration: Vec::new(),
+            table_lexemes: Vec::new(),
             signature: Vec::new(),
             signature_memo: FxHashMap::default(),
             candidate_walk: CandidateWalk::default(),
@@ -156,7 +159,10 @@ impl TokenMatcher {
             return;
         }
         self.bytes
-            .token_configuration(vocab.trie().max_depth(), &mut self.configuration);
+            .table_lexemes(vocab.trie().max_depth(), &mut self.table_lexemes);
+        self.configuration.clone_from(&self.table_lexemes);
+        self.configuration.sort_unstable();
+        self.configuration.dedup();
         let masks = self.tables.masks(&self.configuration);
         // One pass over the mask: the cached words, then zeros (padding).
         let n = mask.len().min(masks.allowed.len());
@@ -178,6 +184,7 @@ impl TokenMatcher {
                         &mut self.bytes,
                         &self.tables,
                         &masks.candidates,
+                        &self.table_lexemes,
                     );
                     accepted.iter().for_each(|&id| Self::set(mask, id));
                     self.tables

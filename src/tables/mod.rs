@@ -148,13 +148,27 @@ struct LexemeMasks {
     /// Bit per rank: the lexeme was at a match after an inner byte of the token.
     /// By rank, because such tokens come as whole trie subtrees: contiguous ranks.
     boundary_by_rank: Vec<u32>,
+    /// The trie nodes (ascending) where the lexeme is alive at a match and some
+    /// token goes on below: where the candidate walk meets a terminal boundary, so
+    /// it can visit these instead of walking the trie. `None` past
+    /// [`MAX_MATCH_NODES`] (an identifier matches at every letter).
+    match_nodes: Option<Arc<[u32]>>,
 }
 
 impl LexemeMasks {
     fn memory_usage(&self) -> usize {
-        (self.allowed.len() + self.allowed_by_rank.len() + self.boundary_by_rank.len()) * 4
+        let match_nodes = self.match_nodes.as_ref().map_or(0, |m| m.len());
+        (self.allowed.len()
+            + self.allowed_by_rank.len()
+            + self.boundary_by_rank.len()
+            + match_nodes)
+            * 4
     }
 }
+
+/// Most match nodes kept per lexeme (a JSON string body from its start has about
+/// 900 over Llama-3; a key literal one or two).
+const MAX_MATCH_NODES: usize = 1 << 14;
 
 /// What a lexer configuration allows among the tokens below one trie node, read
 /// from the node's depth on: the rest of each token past a terminal boundary at
@@ -484,6 +498,7 @@ impl TokenTables {
                 rank_base: first_word * 32,
                 closed: None,
                 counted: None,
+                match_nodes: None,
             };
             walk_lexeme(&mut walk, terminal, Visit::Below(node), state);
         }
@@ -494,6 +509,13 @@ impl TokenTables {
             allowed: RankSet::from_window(first_word, allowed),
             boundary: RankSet::from_window(first_word, boundary),
         }
+    }
+
+    /// The trie nodes where `lexeme` (a table lexeme: terminal and state as in a
+    /// configuration) is alive at a match with tokens going on below, ascending;
+    /// `None` where its tables do not list them.
+    pub fn match_nodes(&self, lexeme: (TerminalId, State)) -> Option<Arc<[u32]>> {
+        self.lexeme_masks(lexeme).match_nodes.clone()
     }
 
     /// A lexeme's tables: from this grammar's cache, else the process's
@@ -568,6 +590,7 @@ impl TokenTables {
                 .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
             _ => None,
         };
+        let mut match_nodes = Vec::new();
         let mut walk = LexemeWalk {
             trie,
             allowed: Some(&mut allowed),
@@ -580,12 +603,18 @@ impl TokenTables {
             counted: counted
                 .as_ref()
                 .map(|(class, budgets)| (&budgets[..], SubtreeBytes(*class))),
+            // The subtrees taken whole hold no match node: slices and closed
+            // classes keep the lexeme alive (no candidate below), and a counted
+            // class's chain has no match state.
+            match_nodes: Some(&mut match_nodes),
         };
         walk_lexeme(&mut walk, terminal, visit, state);
+        let listed = match_nodes.len() <= MAX_MATCH_NODES;
         LexemeMasks {
             allowed,
             allowed_by_rank,
             boundary_by_rank,
+            match_nodes: listed.then(|| match_nodes.into()),
         }
     }
 }
@@ -645,6 +674,9 @@ struct LexemeWalk<'a> {
     /// a subtree entered in a state with budget `b` and made only of the class
     /// holds allowed tokens (those at most `b` bytes past the entry) and dead ones.
     counted: Option<(&'a [u32], SubtreeBytes)>,
+    /// Where wanted: the visited nodes where the lexeme is alive at a match and
+    /// the subtree goes on (see [`LexemeMasks::match_nodes`]).
+    match_nodes: Option<&'a mut Vec<u32>>,
 }
 
 impl LexemeWalk<'_> {
@@ -776,7 +808,13 @@ impl LexemeWalk<'_> {
                 set(self.allowed_by_rank, rank - rank_base as u32);
             }
             states[depth] = next;
-            matched[depth] = matched[depth - 1] || is_match(next);
+            let at_match = is_match(next);
+            matched[depth] = matched[depth - 1] || at_match;
+            if at_match && node.subtree_end as usize > i + 1 {
+                if let Some(match_nodes) = self.match_nodes.as_deref_mut() {
+                    match_nodes.push(i as u32);
+                }
+            }
             k += 1;
         }
     }
