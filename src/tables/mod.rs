@@ -201,8 +201,11 @@ pub const SHARED_LEXEME_BYTES: usize = 64 << 20;
 /// (sorted): an object's remaining keys after the same members, or the same
 /// string body next to the same keys, recur across schemas and across compiles
 /// of one schema. Bounded by [`SHARED_CONFIGURATION_BYTES`].
-static SHARED_CONFIGURATIONS: Shared<(u64, Box<[(u128, State)]>), ConfigurationMasks> =
-    Shared::new();
+static SHARED_CONFIGURATIONS: Shared<ConfigurationKey, ConfigurationMasks> = Shared::new();
+
+/// A configuration in the whole process: vocabulary, and each lexeme's automaton
+/// fingerprint and state.
+type ConfigurationKey = (u64, Box<[(u128, State)]>);
 
 /// Heap bytes the process-wide configuration masks may hold (a Llama-3
 /// configuration's are about 30-50 KB).
@@ -211,7 +214,13 @@ pub const SHARED_CONFIGURATION_BYTES: usize = 64 << 20;
 /// A process-wide cache of values built from keys that mean the same in every
 /// grammar, emptied when the values it holds pass a byte bound.
 struct Shared<K, V> {
-    cache: Mutex<Option<(FxHashMap<K, Arc<V>>, usize)>>,
+    cache: Mutex<Option<SharedEntries<K, V>>>,
+}
+
+struct SharedEntries<K, V> {
+    built: FxHashMap<K, Arc<V>>,
+    /// Heap bytes the values hold.
+    bytes: usize,
 }
 
 impl<K: std::hash::Hash + Eq, V> Shared<K, V> {
@@ -231,19 +240,22 @@ impl<K: std::hash::Hash + Eq, V> Shared<K, V> {
         build: impl FnOnce() -> V,
     ) -> Arc<V> {
         let lock = || self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = lock().as_ref().and_then(|(built, _)| built.get(&key)) {
+        if let Some(found) = lock().as_ref().and_then(|e| e.built.get(&key)) {
             return Arc::clone(found);
         }
         let built = Arc::new(build());
         let size = bytes(&built);
         let mut guard = lock();
-        let (cache, held) = guard.get_or_insert_with(Default::default);
-        if *held + size > limit {
-            cache.clear();
-            *held = 0;
+        let entries = guard.get_or_insert_with(|| SharedEntries {
+            built: FxHashMap::default(),
+            bytes: 0,
+        });
+        if entries.bytes + size > limit {
+            entries.built.clear();
+            entries.bytes = 0;
         }
-        *held += size;
-        Arc::clone(cache.entry(key).or_insert(built))
+        entries.bytes += size;
+        Arc::clone(entries.built.entry(key).or_insert(built))
     }
 
     fn clear(&self) {
