@@ -903,33 +903,25 @@ impl Terminal {
     /// The states one body character leads to from `state` (appended to `out`,
     /// sorted and deduplicated), or `None` when some such character dies there
     /// (also midway through its UTF-8 bytes). Body characters: printable ASCII
-    /// except `"` and `\`, and the `non_ascii` ranges.
+    /// except `"` and `\`, and the non-ASCII ranges `body` was made for.
     fn body_successors(
         &self,
         state: State,
-        non_ascii: &[(char, char)],
+        body: &BodyBytes,
         pinned: Option<u32>,
         out: &mut Vec<State>,
     ) -> Option<()> {
         out.clear();
-        self.step_each(
-            state,
-            (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\'),
-            pinned,
-            out,
-        )?;
+        self.step_each(state, body.ascii.iter().copied(), pinned, out)?;
         let mut current: Vec<State> = Vec::new();
         let mut next: Vec<State> = Vec::new();
-        let sequences = non_ascii
-            .iter()
-            .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi));
-        for sequence in sequences {
+        for sequence in &body.sequences {
             current.clear();
             current.push(state);
-            for range in sequence.as_slice() {
+            for bytes in sequence {
                 next.clear();
                 for &q in &current {
-                    self.step_each(q, range.start..=range.end, pinned, &mut next)?;
+                    self.step_each(q, bytes.iter().copied(), pinned, &mut next)?;
                 }
                 next.sort_unstable();
                 next.dedup();
@@ -1001,13 +993,14 @@ impl Terminal {
         if state == DEAD {
             return false;
         }
+        let body = BodyBytes::new(&self.classes, non_ascii);
         let mut seen = rustc_hash::FxHashSet::default();
         let mut stack = vec![state];
         let mut successors = Vec::new();
         seen.insert(state);
         while let Some(q) = stack.pop() {
             if self
-                .body_successors(q, non_ascii, pinned, &mut successors)
+                .body_successors(q, &body, pinned, &mut successors)
                 .is_none()
             {
                 return false;
@@ -1350,6 +1343,40 @@ fn minimize(
     (out, out_matching, number[block_of[start as usize] as usize])
 }
 
+/// The bytes of string-body characters one automaton's exploration steps: one
+/// byte per byte class (the others lead where it does), for the printable ASCII
+/// characters and for each position of each UTF-8 sequence of the non-ASCII
+/// ranges. Built once per exploration instead of once per state.
+struct BodyBytes {
+    ascii: Vec<u8>,
+    /// Per UTF-8 sequence, per byte position: the bytes to step.
+    sequences: Vec<Vec<Vec<u8>>>,
+}
+
+impl BodyBytes {
+    fn new(classes: &[u8], non_ascii: &[(char, char)]) -> BodyBytes {
+        let representatives = |bytes: &mut dyn Iterator<Item = u8>| {
+            let mut seen = [false; 256];
+            bytes
+                .filter(|&b| !std::mem::replace(&mut seen[classes[b as usize] as usize], true))
+                .collect::<Vec<u8>>()
+        };
+        let ascii = representatives(&mut (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\'));
+        let sequences = non_ascii
+            .iter()
+            .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi))
+            .map(|sequence| {
+                sequence
+                    .as_slice()
+                    .iter()
+                    .map(|range| representatives(&mut (range.start..=range.end)))
+                    .collect()
+            })
+            .collect();
+        BodyBytes { ascii, sequences }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1549,7 +1576,8 @@ mod tests {
         let body = terminal(r#"(?:[ !#-\[\]-\x{10FFFF}]|\\["\\n])*"#);
         assert!(body.keeps_body_alive(body.start(), ALL, 16));
         let mut successors = Vec::new();
-        body.body_successors(body.start(), ALL, None, &mut successors);
+        let body_bytes = BodyBytes::new(&body.classes, ALL);
+        body.body_successors(body.start(), &body_bytes, None, &mut successors);
         assert_eq!(successors, [body.start()]);
         // A key that is `id` or any other string: alive on every text, although
         // the states after `i` and `id` do not loop.
