@@ -266,7 +266,16 @@ pub struct DfaTables<'a> {
 impl Terminal {
     /// [`Terminal::build`] through the process-wide cache (the label is left empty).
     pub fn build_shared(hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
-        Terminal::shared(hir.to_string(), limits, || {
+        Terminal::build_shared_printed(hir, &hir.to_string(), limits)
+    }
+
+    /// [`Terminal::build_shared`] where the caller has `hir` printed already.
+    pub fn build_shared_printed(
+        hir: &Hir,
+        printed: &str,
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, String> {
+        Terminal::shared(printed.to_string(), limits, || {
             Terminal::build(String::new(), hir, limits)
         })
     }

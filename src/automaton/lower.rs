@@ -25,7 +25,9 @@ use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, R
 
 /// What a terminal's automaton is built from.
 pub(super) enum TerminalSource {
-    Regex(Hir),
+    /// A regex, with its printed form (the key terminals are deduplicated and
+    /// their automata shared by).
+    Regex(Hir, String),
     /// Never fused with neighbours: its automaton is a product, not a regex.
     Excluding(Excluding),
     /// A literal, then a counted repetition, then more: built directly
@@ -116,6 +118,16 @@ fn counted_parts(hir: &Hir) -> Option<(Vec<u8>, &Repetition, Hir)> {
         }
     }
     Some((prefix, repetition, Hir::concat(items[at + 1..].to_vec())))
+}
+
+/// Whether `hir` holds a counted-repetition marker.
+fn has_marker(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Capture(c) => c.name.as_deref() == Some(COUNTED_MARKER) || has_marker(&c.sub),
+        HirKind::Repetition(r) => has_marker(&r.sub),
+        HirKind::Concat(items) | HirKind::Alternation(items) => items.iter().any(has_marker),
+        _ => false,
+    }
 }
 
 /// `hir` with every counted-repetition marker taken out (the plain regex).
@@ -321,7 +333,13 @@ impl Lowering<'_> {
     /// suffix starts like an iteration, the counter and then the suffix.
     fn terminal_symbols(&mut self, hir: Hir, label: String) -> Vec<Symbol> {
         let Some((prefix, repetition, suffix)) = counted_parts(&hir) else {
-            let hir = unmarked(&hir);
+            // Rebuilding a large regex only to find no marker was a tenth of a
+            // schema's compile.
+            let hir = if has_marker(&hir) {
+                unmarked(&hir)
+            } else {
+                hir
+            };
             return vec![Symbol::Terminal(self.terminal(hir, label))];
         };
         let (leaf, min, max) = (unmarked(&repetition.sub), repetition.min, repetition.max);
@@ -368,7 +386,7 @@ impl Lowering<'_> {
 
     fn terminal(&mut self, hir: Hir, label: String) -> TerminalId {
         let key = hir.to_string();
-        self.terminal_from(key, label, || TerminalSource::Regex(hir))
+        self.terminal_from(key.clone(), label, || TerminalSource::Regex(hir, key))
     }
 
     fn excluding_terminal(&mut self, excluding: &Excluding, label: String) -> TerminalId {

@@ -167,7 +167,7 @@ impl CompiledGrammar {
             .iter()
             .zip(&terminals)
             .map(|((_, source), terminal)| match source {
-                TerminalSource::Regex(hir) => crate::grammar::hir_matches_something(hir),
+                TerminalSource::Regex(hir, _) => crate::grammar::hir_matches_something(hir),
                 TerminalSource::Excluding(_) | TerminalSource::Counted(_) => {
                     !terminal.is_dead(terminal.start())
                 }
@@ -435,8 +435,8 @@ fn build_terminal(
     source: &TerminalSource,
     limits: &LexerLimits,
 ) -> Result<(Terminal, Option<(u128, State)>), String> {
-    let hir = match source {
-        TerminalSource::Regex(hir) => hir,
+    let (hir, printed) = match source {
+        TerminalSource::Regex(hir, printed) => (hir, printed),
         TerminalSource::Excluding(e) => {
             let base = Terminal::build_shared(&e.regex, limits)?;
             let terminal = named(
@@ -458,10 +458,11 @@ fn build_terminal(
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
             let rest_hir = Hir::concat(items[1..].to_vec());
             let rest = Terminal::build_shared(&rest_hir, limits)?;
-            return chained(label, hir.to_string(), &literal.0, &rest, limits);
+            return chained(label, printed.clone(), &literal.0, &rest, limits);
         }
     }
-    Ok((named(&Terminal::build_shared(hir, limits)?, label), None))
+    let shared = Terminal::build_shared_printed(hir, printed, limits)?;
+    Ok((named(&shared, label), None))
 }
 
 /// `literal` chained onto `rest` (from the process-wide cache: `,"name":"` then
