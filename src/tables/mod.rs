@@ -141,13 +141,7 @@ impl RankSet {
 /// One lexeme's answers over the vocabulary.
 #[derive(Debug)]
 struct LexemeMasks {
-    /// Bit per token id: the lexeme survives all of the token's bytes.
-    allowed: Vec<u32>,
-    /// `allowed`, bit per rank (position in the trie's byte order).
-    allowed_by_rank: Vec<u32>,
-    /// Bit per rank: the lexeme was at a match after an inner byte of the token.
-    /// By rank, because such tokens come as whole trie subtrees: contiguous ranks.
-    boundary_by_rank: Vec<u32>,
+    tokens: LexemeTokens,
     /// The trie nodes (ascending) where the lexeme is alive at a match and some
     /// token goes on below: where the candidate walk meets a terminal boundary, so
     /// it can visit these instead of walking the trie. `None` past
@@ -155,14 +149,148 @@ struct LexemeMasks {
     match_nodes: Option<Arc<[u32]>>,
 }
 
+/// The tokens a lexeme survives and those it passes a match in and dies, dense or,
+/// for a lexeme that allows few (an object key's literal: a large object's
+/// configuration holds dozens), as lists: a configuration ORs them in at the cost
+/// of their length instead of three vocabulary-wide arrays each.
+#[derive(Debug)]
+enum LexemeTokens {
+    Dense {
+        /// Bit per token id: the lexeme survives all of the token's bytes.
+        allowed: Vec<u32>,
+        /// `allowed`, bit per rank (position in the trie's byte order).
+        allowed_by_rank: Vec<u32>,
+        /// Bit per rank: the lexeme was at a match after an inner byte of the
+        /// token. By rank, because such tokens come as whole trie subtrees:
+        /// contiguous ranks.
+        boundary_by_rank: Vec<u32>,
+    },
+    Sparse {
+        /// The allowed tokens' ranks.
+        allowed: Box<[u32]>,
+        /// The boundary tokens, as rank ranges.
+        boundary: Box<[(u32, u32)]>,
+    },
+}
+
+/// Most allowed tokens and boundary rank ranges of a lexeme kept as lists.
+const MAX_SPARSE_TOKENS: usize = 2048;
+
+impl LexemeTokens {
+    /// The lists where they are short enough, else the arrays.
+    fn new(allowed: Vec<u32>, allowed_by_rank: Vec<u32>, boundary_by_rank: Vec<u32>) -> Self {
+        let count: usize = allowed_by_rank
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum();
+        let ranges = (count <= MAX_SPARSE_TOKENS)
+            .then(|| set_ranges(&boundary_by_rank, MAX_SPARSE_TOKENS))
+            .flatten();
+        let Some(boundary) = ranges else {
+            return LexemeTokens::Dense {
+                allowed,
+                allowed_by_rank,
+                boundary_by_rank,
+            };
+        };
+        let mut ranks = Vec::with_capacity(count);
+        for (w, &word) in allowed_by_rank.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                ranks.push(w as u32 * 32 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        LexemeTokens::Sparse {
+            allowed: ranks.into(),
+            boundary: boundary.into(),
+        }
+    }
+
+    /// ORs these tokens into a configuration's arrays (`token_ids` by rank).
+    fn add_to(
+        &self,
+        token_ids: &[u32],
+        allowed: &mut [u32],
+        allowed_by_rank: &mut [u32],
+        boundary_by_rank: &mut [u32],
+    ) {
+        match self {
+            LexemeTokens::Dense {
+                allowed: a,
+                allowed_by_rank: r,
+                boundary_by_rank: b,
+            } => {
+                for (x, y) in allowed.iter_mut().zip(a) {
+                    *x |= y;
+                }
+                for (x, y) in allowed_by_rank.iter_mut().zip(r) {
+                    *x |= y;
+                }
+                for (x, y) in boundary_by_rank.iter_mut().zip(b) {
+                    *x |= y;
+                }
+            }
+            LexemeTokens::Sparse {
+                allowed: ranks,
+                boundary,
+            } => {
+                for &rank in ranks.iter() {
+                    set(allowed_by_rank, rank);
+                    set(allowed, token_ids[rank as usize]);
+                }
+                for &(start, end) in boundary.iter() {
+                    set_range(boundary_by_rank, start as usize..end as usize);
+                }
+            }
+        }
+    }
+
+    fn memory_usage(&self) -> usize {
+        match self {
+            LexemeTokens::Dense {
+                allowed,
+                allowed_by_rank,
+                boundary_by_rank,
+            } => (allowed.len() + allowed_by_rank.len() + boundary_by_rank.len()) * 4,
+            LexemeTokens::Sparse { allowed, boundary } => allowed.len() * 4 + boundary.len() * 8,
+        }
+    }
+}
+
+/// The runs of set bits in `bits` as `(start, end)` ranges, if at most `limit`.
+fn set_ranges(bits: &[u32], limit: usize) -> Option<Vec<(u32, u32)>> {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let start = w as u32 * 32 + rest.trailing_zeros();
+            // The run's length inside this word: ones from `start` on.
+            let run = (rest >> rest.trailing_zeros()).trailing_ones();
+            let end = start + run;
+            match ranges.last_mut() {
+                Some(last) if last.1 == start => last.1 = end,
+                _ => {
+                    if ranges.len() == limit {
+                        return None;
+                    }
+                    ranges.push((start, end));
+                }
+            }
+            rest = if run + rest.trailing_zeros() >= 32 {
+                0
+            } else {
+                rest & !(((1u32 << run) - 1) << rest.trailing_zeros())
+            };
+        }
+    }
+    Some(ranges)
+}
+
 impl LexemeMasks {
     fn memory_usage(&self) -> usize {
         let match_nodes = self.match_nodes.as_ref().map_or(0, |m| m.len());
-        (self.allowed.len()
-            + self.allowed_by_rank.len()
-            + self.boundary_by_rank.len()
-            + match_nodes)
-            * 4
+        self.tokens.memory_usage() + match_nodes * 4
     }
 }
 
@@ -451,17 +579,14 @@ impl TokenTables {
         let mut allowed = vec![0u32; self.mask_words()];
         let mut allowed_by_rank = vec![0u32; rank_words];
         let mut boundary_by_rank = vec![0u32; rank_words];
+        let token_ids = self.vocab.trie().token_ids();
         for &lexeme in configuration {
-            let masks = self.lexeme_masks(lexeme);
-            for (a, b) in allowed.iter_mut().zip(&masks.allowed) {
-                *a |= b;
-            }
-            for (a, b) in allowed_by_rank.iter_mut().zip(&masks.allowed_by_rank) {
-                *a |= b;
-            }
-            for (a, b) in boundary_by_rank.iter_mut().zip(&masks.boundary_by_rank) {
-                *a |= b;
-            }
+            self.lexeme_masks(lexeme).tokens.add_to(
+                token_ids,
+                &mut allowed,
+                &mut allowed_by_rank,
+                &mut boundary_by_rank,
+            );
         }
         for (b, a) in boundary_by_rank.iter_mut().zip(&allowed_by_rank) {
             *b &= !a;
@@ -623,9 +748,7 @@ impl TokenTables {
         walk_lexeme(&mut walk, terminal, visit, state);
         let listed = match_nodes.len() <= MAX_MATCH_NODES;
         LexemeMasks {
-            allowed,
-            allowed_by_rank,
-            boundary_by_rank,
+            tokens: LexemeTokens::new(allowed, allowed_by_rank, boundary_by_rank),
             match_nodes: listed.then(|| match_nodes.into()),
         }
     }
@@ -834,7 +957,24 @@ impl LexemeWalk<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::set_range;
+    use super::{set_range, set_ranges};
+
+    #[test]
+    fn set_ranges_are_the_runs_of_set_bits() {
+        let runs = [(0, 1), (3, 40), (63, 64), (64, 100), (127, 128)];
+        let mut bits = vec![0u32; 4];
+        for &(a, b) in &runs {
+            set_range(&mut bits, a..b);
+        }
+        // Adjacent runs read as one.
+        assert_eq!(
+            set_ranges(&bits, 10),
+            Some(vec![(0, 1), (3, 40), (63, 100), (127, 128)])
+        );
+        assert_eq!(set_ranges(&bits, 3), None);
+        assert_eq!(set_ranges(&[0, 0], 1), Some(vec![]));
+        assert_eq!(set_ranges(&[u32::MAX, u32::MAX], 1), Some(vec![(0, 64)]));
+    }
 
     #[test]
     fn set_range_sets_exactly_the_range() {
