@@ -924,7 +924,7 @@ impl Terminal {
         self.step_each(state, body.ascii.iter().copied(), pinned, out)?;
         let mut current: Vec<State> = Vec::new();
         let mut next: Vec<State> = Vec::new();
-        for sequence in &body.sequences {
+        for sequence in body.sequences() {
             current.clear();
             current.push(state);
             for bytes in sequence {
@@ -1355,34 +1355,54 @@ fn minimize(
 /// The bytes of string-body characters one automaton's exploration steps: one
 /// byte per byte class (the others lead where it does), for the printable ASCII
 /// characters and for each position of each UTF-8 sequence of the non-ASCII
-/// ranges. Built once per exploration instead of once per state.
-struct BodyBytes {
+/// ranges. Built once per exploration instead of once per state; the non-ASCII
+/// part only when an exploration gets past the ASCII bytes (most lexemes die on
+/// one of those at once: a key literal on every letter but its next).
+struct BodyBytes<'a> {
+    classes: &'a [u8; 256],
+    non_ascii: &'a [(char, char)],
     ascii: Vec<u8>,
     /// Per UTF-8 sequence, per byte position: the bytes to step.
-    sequences: Vec<Vec<Vec<u8>>>,
+    sequences: std::cell::OnceCell<Vec<Vec<Vec<u8>>>>,
 }
 
-impl BodyBytes {
-    fn new(classes: &[u8], non_ascii: &[(char, char)]) -> BodyBytes {
-        let representatives = |bytes: &mut dyn Iterator<Item = u8>| {
-            let mut seen = [false; 256];
-            bytes
-                .filter(|&b| !std::mem::replace(&mut seen[classes[b as usize] as usize], true))
-                .collect::<Vec<u8>>()
-        };
-        let ascii = representatives(&mut (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\'));
-        let sequences = non_ascii
-            .iter()
-            .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi))
-            .map(|sequence| {
-                sequence
-                    .as_slice()
-                    .iter()
-                    .map(|range| representatives(&mut (range.start..=range.end)))
-                    .collect()
-            })
-            .collect();
-        BodyBytes { ascii, sequences }
+impl<'a> BodyBytes<'a> {
+    fn new(classes: &'a [u8; 256], non_ascii: &'a [(char, char)]) -> BodyBytes<'a> {
+        let ascii = Self::representatives(
+            classes,
+            &mut (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\'),
+        );
+        BodyBytes {
+            classes,
+            non_ascii,
+            ascii,
+            sequences: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn representatives(classes: &[u8; 256], bytes: &mut dyn Iterator<Item = u8>) -> Vec<u8> {
+        let mut seen = [false; 256];
+        bytes
+            .filter(|&b| !std::mem::replace(&mut seen[classes[b as usize] as usize], true))
+            .collect()
+    }
+
+    fn sequences(&self) -> &[Vec<Vec<u8>>] {
+        self.sequences.get_or_init(|| {
+            self.non_ascii
+                .iter()
+                .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi))
+                .map(|sequence| {
+                    sequence
+                        .as_slice()
+                        .iter()
+                        .map(|range| {
+                            Self::representatives(self.classes, &mut (range.start..=range.end))
+                        })
+                        .collect()
+                })
+                .collect()
+        })
     }
 }
 
