@@ -261,27 +261,35 @@ impl LexemeTokens {
 /// The runs of set bits in `bits` as `(start, end)` ranges, if at most `limit`.
 fn set_ranges(bits: &[u32], limit: usize) -> Option<Vec<(u32, u32)>> {
     let mut ranges: Vec<(u32, u32)> = Vec::new();
-    for (w, &word) in bits.iter().enumerate() {
-        let mut rest = word;
-        while rest != 0 {
-            let start = w as u32 * 32 + rest.trailing_zeros();
-            // The run's length inside this word: ones from `start` on.
-            let run = (rest >> rest.trailing_zeros()).trailing_ones();
-            let end = start + run;
-            match ranges.last_mut() {
-                Some(last) if last.1 == start => last.1 = end,
-                _ => {
-                    if ranges.len() == limit {
-                        return None;
+    // Most words are empty: skip them 16 at a time.
+    const CHUNK: usize = 16;
+    for (c, chunk) in bits.chunks(CHUNK).enumerate() {
+        if chunk.iter().fold(0, |any, &w| any | w) == 0 {
+            continue;
+        }
+        for (i, &word) in chunk.iter().enumerate() {
+            let w = c * CHUNK + i;
+            let mut rest = word;
+            while rest != 0 {
+                let start = w as u32 * 32 + rest.trailing_zeros();
+                // The run's length inside this word: ones from `start` on.
+                let run = (rest >> rest.trailing_zeros()).trailing_ones();
+                let end = start + run;
+                match ranges.last_mut() {
+                    Some(last) if last.1 == start => last.1 = end,
+                    _ => {
+                        if ranges.len() == limit {
+                            return None;
+                        }
+                        ranges.push((start, end));
                     }
-                    ranges.push((start, end));
                 }
+                rest = if run + rest.trailing_zeros() >= 32 {
+                    0
+                } else {
+                    rest & !(((1u32 << run) - 1) << rest.trailing_zeros())
+                };
             }
-            rest = if run + rest.trailing_zeros() >= 32 {
-                0
-            } else {
-                rest & !(((1u32 << run) - 1) << rest.trailing_zeros())
-            };
         }
     }
     Some(ranges)
