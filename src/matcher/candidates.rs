@@ -249,12 +249,15 @@ impl CandidateWalk {
         at.clear();
         at.resize(depth_limit, 0);
         at[1] = lexemes.len();
+        let follow = self.top_level_follow(matcher, nesting);
         let mut i = nodes_range.start;
         while i < nodes_range.end {
             let node = nodes[i];
             let past_subtree = node.subtree_end as usize;
             let ranks = trie.ranks_under(i);
-            if !candidates.any_in(ranks.clone()) {
+            if !candidates.any_in(ranks.clone())
+                || follow.is_some_and(|f| trie.subtree_bytes(i).0 & f == 0)
+            {
                 i = past_subtree;
                 continue;
             }
@@ -296,6 +299,21 @@ impl CandidateWalk {
         }
         self.answer_rests(matcher, vocab, rests);
         self.stacks[nesting] = scratch;
+    }
+
+    /// At the top level with one active lexeme, the bytes that may follow its end
+    /// (as a [`SubtreeBytes`](crate::vocab::SubtreeBytes) class): a candidate
+    /// is accepted only through a boundary whose rest starts with one of them
+    /// (no lexeme survives a candidate), so a subtree without any of them holds
+    /// none to accept: past a key pattern's letters only a quote may follow.
+    fn top_level_follow(&mut self, matcher: &mut Matcher, nesting: usize) -> Option<u128> {
+        if nesting != 0 || matcher.active_lexemes().len() != 1 {
+            return None;
+        }
+        self.ended.clear();
+        self.ended.push(0);
+        let kind = self.boundary_kind(0);
+        Some(self.first_bytes(matcher, kind).as_subtree_bytes().0)
     }
 
     /// Accepts the tokens whose rests (see [`Scratch::rests`]) continue the parse
@@ -367,8 +385,13 @@ impl CandidateWalk {
         let trie = vocab.trie();
         let all = trie.nodes();
         let nodes = node + 1..all[node].subtree_end as usize;
-        // Nothing below if no child's byte may follow the boundary.
+        // Nothing below if no child's byte may follow the boundary: none at all if
+        // the subtree holds none of those bytes (letters past an identifier's
+        // boundary, where only a quote may follow), else scan the children.
         let first = self.first_bytes(matcher, kind);
+        if trie.subtree_bytes(node).0 & first.as_subtree_bytes().0 == 0 {
+            return;
+        }
         let mut child = nodes.start;
         while child < nodes.end && !first.contains(all[child].byte) {
             child = all[child].subtree_end as usize;

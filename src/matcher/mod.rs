@@ -43,6 +43,14 @@ impl ByteSet {
         self.0 == [0; 4]
     }
 
+    /// As a trie's [`SubtreeBytes`](crate::vocab::SubtreeBytes) class: exact
+    /// below DEL, DEL and every byte from 0x80 on one bit.
+    pub fn as_subtree_bytes(&self) -> crate::vocab::SubtreeBytes {
+        let high = self.0[1] >> 63 != 0 || self.0[2] != 0 || self.0[3] != 0;
+        let low = self.0[0] as u128 | ((self.0[1] as u128) << 64);
+        crate::vocab::SubtreeBytes(low | (high as u128) << 127)
+    }
+
     pub fn len(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
