@@ -513,3 +513,39 @@ fn any_order_objects_match_the_oracle() {
     ];
     assert_masks_agree("any order", &t, samples, 10);
 }
+
+/// An object's "any other key" reads as the shared string body minus the
+/// declared names: a token that spells a used declared name and goes on (` ":`
+/// in Mistral's vocabulary, for the key `" "`) must not pass as another key.
+#[test]
+fn undeclared_keys_exclude_declared_names_across_tokens() {
+    let v = vocab("mistral-7b-v0.1");
+    let schema = serde_json::json!({"type": "object",
+        "properties": {" ": {"type": "integer"}, "a": {"type": "integer"}},
+        "additionalProperties": {"type": "string"}});
+    let t = schema_tables(schema, &v);
+    let samples: &[&[u8]] = &[br#"{" ":1,"x":"y","a":2}"#, br#"{"a":1," ":2}"#];
+    assert_masks_agree("undeclared keys", &t, samples, 64);
+    // A vocabulary where a declared name, its quote and a value's start are one
+    // token: `a":"` reads as the integer key `a` (no) or as another key (never
+    // `a`), so no lexeme may treat the quote after `a` as the end of a key.
+    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
+    tokens.extend([
+        br#"a":""#.to_vec(),
+        br#"a":1"#.to_vec(),
+        br#"ab":""#.to_vec(),
+    ]);
+    tokens.push(Vec::new());
+    let eos = tokens.len() as u32 - 1;
+    let v = Arc::new(Vocabulary::from_token_bytes(
+        tokens,
+        vec![(eos, "</s>".into())],
+        vec![eos],
+    ));
+    let schema = serde_json::json!({"type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": {"type": "string"}});
+    let t = schema_tables(schema, &v);
+    let samples: &[&[u8]] = &[br#"{"ab":"c","a":1}"#, br#"{"a":1,"ab":"c"}"#];
+    assert_masks_agree("undeclared keys, custom vocabulary", &t, samples, 64);
+}

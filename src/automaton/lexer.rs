@@ -101,6 +101,61 @@ pub struct Terminal {
     /// For a counted repetition built by [`Terminal::counted`]: where its counter
     /// states lie (see [`Terminal::table_state`]).
     counter: Option<Counter>,
+    /// For a base minus excluded strings ([`Terminal::excluding`]), how its
+    /// states read the base's (see [`ExcludedView`]).
+    excluded: Option<Arc<ExcludedView>>,
+}
+
+/// How a [`Terminal::excluding`] automaton (an object's "any key but the declared
+/// ones") reads its base, where that is simple: the base never matches inside an
+/// excluded string and ends for good after one (a JSON string's closing quote).
+/// Then from each state the automaton is its base state, except that tokens
+/// starting with the rest of an excluded string die there: token tables take the
+/// base's (shared by every object) and drop those subtrees, instead of walking
+/// the vocabulary once per set of declared keys.
+#[derive(Debug)]
+pub struct ExcludedView {
+    base: Arc<Terminal>,
+    /// Per state of the excluding automaton: its trie node ([`OFF_TRIE`] past
+    /// every excluded string) and base state.
+    at: Vec<(u32, State)>,
+    /// The excluded strings' trie: children by byte, and whether one ends here.
+    children: Vec<Vec<(u8, u32)>>,
+    ends: Vec<bool>,
+}
+
+/// [`ExcludedView`]'s trie node for "on no excluded string".
+const OFF_TRIE: u32 = u32::MAX;
+
+impl ExcludedView {
+    pub fn base(&self) -> &Arc<Terminal> {
+        &self.base
+    }
+
+    /// For `state`: the base state it reads as, and the rests of the excluded
+    /// strings from it (a token starting with one dies at its end). `None` for a
+    /// state this view does not cover.
+    pub fn at(&self, state: State) -> Option<(State, Vec<Vec<u8>>)> {
+        let &(node, base_state) = self.at.get(state as usize)?;
+        if state == DEAD || base_state == DEAD {
+            return None;
+        }
+        let mut rests = Vec::new();
+        if node != OFF_TRIE {
+            let mut stack = vec![(node, Vec::new())];
+            while let Some((n, path)) = stack.pop() {
+                if self.ends[n as usize] {
+                    rests.push(path.clone());
+                }
+                for &(b, child) in &self.children[n as usize] {
+                    let mut longer = path.clone();
+                    longer.push(b);
+                    stack.push((child, longer));
+                }
+            }
+        }
+        Some((base_state, rests))
+    }
 }
 
 /// The counter states of a [`Terminal::counted`] automaton, computed rather than
@@ -325,7 +380,7 @@ impl Terminal {
     /// empty): an object's undeclared keys are the same language in every
     /// compile of its schema.
     pub fn excluding_shared(
-        base: &Terminal,
+        base: &Arc<Terminal>,
         excluded: &[Vec<u8>],
         limits: &LexerLimits,
     ) -> Result<Arc<Terminal>, String> {
@@ -430,6 +485,8 @@ impl Terminal {
             loopable,
             fingerprint: fingerprint_of(&(literal, suffix.fingerprint)),
             counter,
+            // The suffix's states keep their numbers: its view still reads them.
+            excluded: suffix.excluded.clone(),
         }
     }
 
@@ -587,6 +644,7 @@ impl Terminal {
                 suffix.fingerprint,
             )),
             counter: Some(counter),
+            excluded: None,
         };
         terminal.loopable = !terminal.is_match(first) && terminal.loopable_body();
         Ok(terminal)
@@ -648,11 +706,10 @@ impl Terminal {
     /// a description, not a regex (no regex this short says it).
     pub fn excluding(
         label: String,
-        base: &Terminal,
+        base: &Arc<Terminal>,
         excluded: &[Vec<u8>],
         limits: &LexerLimits,
     ) -> Result<Terminal, String> {
-        const OFF_TRIE: u32 = u32::MAX;
         // The trie: children sorted by byte, and whether a string ends at the node.
         let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
         let mut ends = vec![false];
@@ -723,14 +780,61 @@ impl Terminal {
             })
             .collect();
         let pattern = format!("({}) except {} strings", base.pattern, excluded.len());
-        Ok(Terminal::trimmed(
+        let mut terminal = Terminal::trimmed(
             label,
             pattern,
             classes,
             stride,
             &raw_transitions,
             &matching_raw,
-        ))
+        );
+        if base.counter.is_none() && excluded.iter().all(|s| base.ends_only_after(s)) {
+            // Each state's trie node and base state: walk this automaton beside
+            // the raw product (whose minimized quotient it is).
+            let class_of = |b: u8| terminal.classes[b as usize] as usize;
+            let mut at = vec![(OFF_TRIE, DEAD); terminal.matching.len()];
+            at[terminal.start as usize] = states[0];
+            let mut queue = vec![(terminal.start, 0u32)];
+            while let Some((q, raw)) = queue.pop() {
+                for &b in &representatives {
+                    let next = terminal.next(q, b);
+                    if next != DEAD && at[next as usize].1 == DEAD {
+                        let raw_next = raw_transitions[raw as usize * stride + class_of(b)];
+                        at[next as usize] = states[raw_next as usize];
+                        queue.push((next, raw_next));
+                    }
+                }
+            }
+            terminal.excluded = Some(Arc::new(ExcludedView {
+                base: Arc::clone(base),
+                at,
+                children,
+                ends,
+            }));
+        }
+        Ok(terminal)
+    }
+
+    /// Whether this automaton never matches inside `text` (from the start) and,
+    /// if it matches `text`, nothing follows: an excluded string then only kills
+    /// where the base would end (see [`ExcludedView`]).
+    fn ends_only_after(&self, text: &[u8]) -> bool {
+        let mut q = self.start;
+        for (i, &b) in text.iter().enumerate() {
+            if i > 0 && self.is_match(q) {
+                return false;
+            }
+            q = self.next(q, b);
+            if q == DEAD {
+                return true;
+            }
+        }
+        !self.is_match(q) || (0..=255u8).all(|b| self.next(q, b) == DEAD)
+    }
+
+    /// See [`ExcludedView`].
+    pub fn excluded_view(&self) -> Option<&ExcludedView> {
+        self.excluded.as_deref()
     }
 
     /// The terminal of a raw DFA (state 0 the start; the transition on a class is
@@ -803,6 +907,7 @@ impl Terminal {
             loopable: false,
             fingerprint: 0,
             counter: None,
+            excluded: None,
         };
         terminal.loopable = !terminal.matching[start as usize] && terminal.loopable_body();
         terminal.fingerprint = fingerprint_of(&(
@@ -1535,7 +1640,7 @@ mod tests {
         assert_eq!(chained(b"a:"), chained(b"a:"));
         assert_ne!(chained(b"a:"), chained(b"b:"));
         assert_ne!(chained(b"a:"), rest.fingerprint());
-        let base = terminal("\"[a-z]*\"");
+        let base = Arc::new(terminal("\"[a-z]*\""));
         let excluding = |names: &[&str]| {
             let names: Vec<Vec<u8>> = names.iter().map(|n| n.as_bytes().to_vec()).collect();
             Terminal::excluding(String::new(), &base, &names, &LexerLimits::default())

@@ -153,7 +153,7 @@ struct LexemeMasks {
 /// for a lexeme that allows few (an object key's literal: a large object's
 /// configuration holds dozens), as lists: a configuration ORs them in at the cost
 /// of their length instead of three vocabulary-wide arrays each.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum LexemeTokens {
     Dense {
         /// Bit per token id: the lexeme survives all of the token's bytes.
@@ -685,7 +685,14 @@ impl TokenTables {
     /// string body, a key that may still be any string, a pattern's `.*`), the
     /// subtrees of tokens made only of them (all allowed, taken in one OR).
     fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
-        let terminal = self.grammar.terminal(terminal);
+        self.build_lexeme_of(self.grammar.terminal(terminal), state)
+    }
+
+    fn build_lexeme_of(&self, terminal: &Terminal, state: State) -> LexemeMasks {
+        let view = terminal.excluded_view().filter(|_| state & LOOPED == 0);
+        if let Some((base_state, rests)) = view.and_then(|v| v.at(state)) {
+            return self.excluded_lexeme(view.expect("checked").base(), base_state, &rests);
+        }
         let trie = self.vocab.trie();
         let rank_words = trie.token_ids().len().div_ceil(32);
         let mut allowed = vec![0u32; self.mask_words()];
@@ -759,6 +766,113 @@ impl TokenTables {
             tokens: LexemeTokens::new(allowed, allowed_by_rank, boundary_by_rank),
             match_nodes: listed.then(|| match_nodes.into()),
         }
+    }
+}
+
+impl TokenTables {
+    /// The tables of a base-minus-excluded-strings lexeme (see
+    /// [`ExcludedView`](crate::automaton::lexer::ExcludedView)): its base's
+    /// (shared process-wide) without the tokens that start with one of `rests`
+    /// (they die at its end), nor those tokens' match nodes.
+    fn excluded_lexeme(
+        &self,
+        base: &Terminal,
+        base_state: State,
+        rests: &[Vec<u8>],
+    ) -> LexemeMasks {
+        let key = (self.vocab.id(), base.fingerprint(), base_state);
+        let of_base = SHARED_LEXEMES.get_or_build(
+            key,
+            SHARED_LEXEME_BYTES,
+            LexemeMasks::memory_usage,
+            || self.build_lexeme_of(base, base_state),
+        );
+        let trie = self.vocab.trie();
+        let removed: Vec<(usize, usize)> = rests
+            .iter()
+            .filter_map(|rest| trie.node_of(rest))
+            .map(|node| (node, trie.nodes()[node].subtree_end as usize))
+            .collect();
+        if removed.is_empty() {
+            return LexemeMasks {
+                tokens: of_base.tokens.clone(),
+                match_nodes: of_base.match_nodes.clone(),
+            };
+        }
+        let ranks: Vec<std::ops::Range<usize>> = removed
+            .iter()
+            .map(|&(node, _)| trie.ranks_under(node))
+            .collect();
+        let in_removed = |rank: usize| ranks.iter().any(|r| r.contains(&rank));
+        let tokens = match &of_base.tokens {
+            LexemeTokens::Dense {
+                allowed,
+                allowed_by_rank,
+                boundary_by_rank,
+            } => {
+                let (mut allowed, mut allowed_by_rank, mut boundary_by_rank) = (
+                    allowed.clone(),
+                    allowed_by_rank.clone(),
+                    boundary_by_rank.clone(),
+                );
+                for range in &ranks {
+                    for &id in &trie.token_ids()[range.clone()] {
+                        allowed[id as usize / 32] &= !(1 << (id % 32));
+                    }
+                    clear_range(&mut allowed_by_rank, range.clone());
+                    clear_range(&mut boundary_by_rank, range.clone());
+                }
+                LexemeTokens::Dense {
+                    allowed,
+                    allowed_by_rank,
+                    boundary_by_rank,
+                }
+            }
+            LexemeTokens::Sparse { allowed, boundary } => {
+                let mut kept = Vec::new();
+                for &(start, end) in boundary.iter() {
+                    let mut pieces = vec![(start as usize, end as usize)];
+                    for range in &ranks {
+                        pieces = pieces
+                            .into_iter()
+                            .flat_map(|(a, b)| [(a, b.min(range.start)), (a.max(range.end), b)])
+                            .filter(|(a, b)| a < b)
+                            .collect();
+                    }
+                    kept.extend(pieces.into_iter().map(|(a, b)| (a as u32, b as u32)));
+                }
+                LexemeTokens::Sparse {
+                    allowed: allowed
+                        .iter()
+                        .copied()
+                        .filter(|&rank| !in_removed(rank as usize))
+                        .collect(),
+                    boundary: kept.into(),
+                }
+            }
+        };
+        let match_nodes = of_base.match_nodes.as_ref().map(|nodes| {
+            nodes
+                .iter()
+                .copied()
+                .filter(|&n| {
+                    !removed
+                        .iter()
+                        .any(|&(node, end)| (node..end).contains(&(n as usize)))
+                })
+                .collect()
+        });
+        LexemeMasks {
+            tokens,
+            match_nodes,
+        }
+    }
+}
+
+/// Clears bits `range` of `bits`.
+fn clear_range(bits: &mut [u32], range: std::ops::Range<usize>) {
+    for rank in range {
+        bits[rank / 32] &= !(1 << (rank % 32));
     }
 }
 

@@ -124,6 +124,25 @@ impl TokenTrie {
         start..end
     }
 
+    /// The node whose path is `bytes`, if some token starts with them.
+    pub fn node_of(&self, bytes: &[u8]) -> Option<usize> {
+        let (mut first, mut end) = (0, self.nodes.len());
+        let mut found = None;
+        for &b in bytes {
+            // The children of the node found so far are `first..end`, in preorder.
+            let mut child = first;
+            while child < end && self.nodes[child].byte != b {
+                child = self.nodes[child].subtree_end as usize;
+            }
+            if child >= end {
+                return None;
+            }
+            found = Some(child);
+            (first, end) = (child + 1, self.nodes[child].subtree_end as usize);
+        }
+        found
+    }
+
     /// Tokens ending exactly at `node`.
     #[inline]
     pub fn tokens_at(&self, node: usize) -> &[u32] {
