@@ -20,6 +20,12 @@
 //!   tables' cached [subtree masks](crate::tables::TokenTables::subtree_masks), and
 //!   walks the same way, one level down, only where they pass a match and die.
 //!
+//! At the top level the boundaries come from the tables when they list them: each
+//! lexeme's match nodes (where it is at a match with tokens below), merged, so the
+//! walk visits those instead of the trie. With one active lexeme there is one
+//! boundary kind, and a subtree holding none of the bytes that may follow it is
+//! skipped whole.
+//!
 //! A memo of the bytes that may follow each boundary kind skips most boundaries at
 //! once (letters after an identifier). Feeding every byte to the Earley matcher
 //! instead completed a terminal wherever one matched: after every letter of an

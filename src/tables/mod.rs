@@ -28,7 +28,10 @@
 //! Both answers are unions over the configuration's lexemes, so they are computed
 //! per lexeme (one DFA walk over the vocabulary trie, skipping dead subtrees) and
 //! combined per configuration; both levels are cached, lazily, on the tables shared
-//! by every request for the same grammar and vocabulary.
+//! by every request for the same grammar and vocabulary, and process-wide under
+//! keys that mean the same in every grammar (automaton fingerprints and states): a
+//! JSON string body, or an object's remaining keys, recur across schemas. A lexeme's
+//! walk also lists its match nodes, for the candidate walk's boundaries.
 
 use std::sync::{Arc, Mutex, RwLock};
 
