@@ -266,9 +266,9 @@ impl Matcher {
         out.dedup();
     }
 
-    /// Each active lexeme's `(table terminal, table state)`, in the order of
-    /// [`Matcher::active_lexemes`]: the entries of
-    /// [`Matcher::token_configuration`] before sorting.
+    /// Each active lexeme's `(table terminal, table state)`, in the active
+    /// lexemes' order: the entries of [`Matcher::token_configuration`] before
+    /// sorting.
     pub fn table_lexemes(&self, horizon: usize, out: &mut Vec<(TerminalId, State)>) {
         out.clear();
         let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
