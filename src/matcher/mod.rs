@@ -72,6 +72,13 @@ impl ByteSet {
     }
 }
 
+/// Table lexemes ([`Matcher::table_lexemes`]) made a configuration: sorted, each
+/// once.
+pub(crate) fn as_configuration(lexemes: &mut Vec<(TerminalId, State)>) {
+    lexemes.sort_unstable();
+    lexemes.dedup();
+}
+
 impl fmt::Debug for ByteSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&describe_byte_ranges(&self.ranges()).join(", "))
@@ -262,8 +269,7 @@ impl Matcher {
     /// that shares its table.
     pub fn token_configuration(&self, horizon: usize, out: &mut Vec<(TerminalId, State)>) {
         self.table_lexemes(horizon, out);
-        out.sort_unstable();
-        out.dedup();
+        as_configuration(out);
     }
 
     /// Each active lexeme's `(table terminal, table state)`, in the active

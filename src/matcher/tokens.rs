@@ -161,8 +161,7 @@ impl TokenMatcher {
         self.bytes
             .table_lexemes(vocab.trie().max_depth(), &mut self.table_lexemes);
         self.configuration.clone_from(&self.table_lexemes);
-        self.configuration.sort_unstable();
-        self.configuration.dedup();
+        super::as_configuration(&mut self.configuration);
         let masks = self.tables.masks(&self.configuration);
         // One pass over the mask: the cached words, then zeros (padding).
         let n = mask.len().min(masks.allowed.len());
