@@ -249,6 +249,60 @@ impl LexemeTokens {
         }
     }
 
+    /// These tokens less the ranks in `removed` (`token_ids` by rank).
+    fn without(&self, token_ids: &[u32], removed: &[std::ops::Range<usize>]) -> LexemeTokens {
+        match self {
+            LexemeTokens::Dense {
+                allowed,
+                allowed_by_rank,
+                boundary_by_rank,
+            } => {
+                let (mut allowed, mut allowed_by_rank, mut boundary_by_rank) = (
+                    allowed.clone(),
+                    allowed_by_rank.clone(),
+                    boundary_by_rank.clone(),
+                );
+                for range in removed {
+                    for &id in &token_ids[range.clone()] {
+                        allowed[id as usize / 32] &= !(1 << (id % 32));
+                    }
+                    clear_range(&mut allowed_by_rank, range.clone());
+                    clear_range(&mut boundary_by_rank, range.clone());
+                }
+                LexemeTokens::Dense {
+                    allowed,
+                    allowed_by_rank,
+                    boundary_by_rank,
+                }
+            }
+            LexemeTokens::Sparse { allowed, boundary } => {
+                let in_removed = |rank: usize| removed.iter().any(|r| r.contains(&rank));
+                // Each boundary run less every removed range: at most two pieces
+                // per cut.
+                let mut kept = Vec::new();
+                for &(start, end) in boundary.iter() {
+                    let mut pieces = vec![(start as usize, end as usize)];
+                    for range in removed {
+                        pieces = pieces
+                            .into_iter()
+                            .flat_map(|(a, b)| [(a, b.min(range.start)), (a.max(range.end), b)])
+                            .filter(|(a, b)| a < b)
+                            .collect();
+                    }
+                    kept.extend(pieces.into_iter().map(|(a, b)| (a as u32, b as u32)));
+                }
+                LexemeTokens::Sparse {
+                    allowed: allowed
+                        .iter()
+                        .copied()
+                        .filter(|&rank| !in_removed(rank as usize))
+                        .collect(),
+                    boundary: kept.into(),
+                }
+            }
+        }
+    }
+
     fn memory_usage(&self) -> usize {
         match self {
             LexemeTokens::Dense {
@@ -673,14 +727,20 @@ impl TokenTables {
     }
 
     fn shared_lexeme_masks(&self, lexeme: (TerminalId, State)) -> Arc<LexemeMasks> {
-        let key = (
-            self.vocab.id(),
-            self.grammar.table_fingerprint(lexeme.0, lexeme.1),
-            lexeme.1,
-        );
-        SHARED_LEXEMES.get_or_build(key, SHARED_LEXEME_BYTES, LexemeMasks::memory_usage, || {
-            self.build_lexeme(lexeme)
-        })
+        let fingerprint = self.grammar.table_fingerprint(lexeme.0, lexeme.1);
+        self.shared_lexeme(fingerprint, lexeme.1, || self.build_lexeme(lexeme))
+    }
+
+    /// The process-wide tables of the automaton `fingerprint` in `state`, built
+    /// by `build` on first use.
+    fn shared_lexeme(
+        &self,
+        fingerprint: u128,
+        state: State,
+        build: impl FnOnce() -> LexemeMasks,
+    ) -> Arc<LexemeMasks> {
+        let key = (self.vocab.id(), fingerprint, state);
+        SHARED_LEXEMES.get_or_build(key, SHARED_LEXEME_BYTES, LexemeMasks::memory_usage, build)
     }
 
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
@@ -692,9 +752,10 @@ impl TokenTables {
     }
 
     fn build_lexeme_of(&self, terminal: &Terminal, state: State) -> LexemeMasks {
-        let view = terminal.excluded_view().filter(|_| state & LOOPED == 0);
-        if let Some((base_state, rests)) = view.and_then(|v| v.at(state)) {
-            return self.excluded_lexeme(view.expect("checked").base(), base_state, &rests);
+        if let Some(view) = terminal.excluded_view().filter(|_| state & LOOPED == 0) {
+            if let Some((base_state, rests)) = view.at(state) {
+                return self.excluded_lexeme(view.base(), base_state, &rests);
+            }
         }
         let trie = self.vocab.trie();
         let rank_words = trie.token_ids().len().div_ceil(32);
@@ -770,9 +831,7 @@ impl TokenTables {
             match_nodes: listed.then(|| match_nodes.into()),
         }
     }
-}
 
-impl TokenTables {
     /// The tables of a base-minus-excluded-strings lexeme (see
     /// [`ExcludedView`](crate::automaton::lexer::ExcludedView)): its base's
     /// (shared process-wide) without the tokens that start with one of `rests`
@@ -783,90 +842,27 @@ impl TokenTables {
         base_state: State,
         rests: &[Vec<u8>],
     ) -> LexemeMasks {
-        let key = (self.vocab.id(), base.fingerprint(), base_state);
-        let of_base = SHARED_LEXEMES.get_or_build(
-            key,
-            SHARED_LEXEME_BYTES,
-            LexemeMasks::memory_usage,
-            || self.build_lexeme_of(base, base_state),
-        );
+        let of_base = self.shared_lexeme(base.fingerprint(), base_state, || {
+            self.build_lexeme_of(base, base_state)
+        });
         let trie = self.vocab.trie();
-        let removed: Vec<(usize, usize)> = rests
-            .iter()
-            .filter_map(|rest| trie.node_of(rest))
-            .map(|node| (node, trie.nodes()[node].subtree_end as usize))
-            .collect();
-        if removed.is_empty() {
-            return LexemeMasks {
-                tokens: of_base.tokens.clone(),
-                match_nodes: of_base.match_nodes.clone(),
-            };
-        }
-        let ranks: Vec<std::ops::Range<usize>> = removed
-            .iter()
-            .map(|&(node, _)| trie.ranks_under(node))
-            .collect();
-        let in_removed = |rank: usize| ranks.iter().any(|r| r.contains(&rank));
-        let tokens = match &of_base.tokens {
-            LexemeTokens::Dense {
-                allowed,
-                allowed_by_rank,
-                boundary_by_rank,
-            } => {
-                let (mut allowed, mut allowed_by_rank, mut boundary_by_rank) = (
-                    allowed.clone(),
-                    allowed_by_rank.clone(),
-                    boundary_by_rank.clone(),
-                );
-                for range in &ranks {
-                    for &id in &trie.token_ids()[range.clone()] {
-                        allowed[id as usize / 32] &= !(1 << (id % 32));
-                    }
-                    clear_range(&mut allowed_by_rank, range.clone());
-                    clear_range(&mut boundary_by_rank, range.clone());
-                }
-                LexemeTokens::Dense {
-                    allowed,
-                    allowed_by_rank,
-                    boundary_by_rank,
-                }
-            }
-            LexemeTokens::Sparse { allowed, boundary } => {
-                let mut kept = Vec::new();
-                for &(start, end) in boundary.iter() {
-                    let mut pieces = vec![(start as usize, end as usize)];
-                    for range in &ranks {
-                        pieces = pieces
-                            .into_iter()
-                            .flat_map(|(a, b)| [(a, b.min(range.start)), (a.max(range.end), b)])
-                            .filter(|(a, b)| a < b)
-                            .collect();
-                    }
-                    kept.extend(pieces.into_iter().map(|(a, b)| (a as u32, b as u32)));
-                }
-                LexemeTokens::Sparse {
-                    allowed: allowed
-                        .iter()
-                        .copied()
-                        .filter(|&rank| !in_removed(rank as usize))
-                        .collect(),
-                    boundary: kept.into(),
-                }
-            }
-        };
+        let removed: Vec<usize> = rests.iter().filter_map(|rest| trie.node_of(rest)).collect();
+        let ranks: Vec<std::ops::Range<usize>> =
+            removed.iter().map(|&node| trie.ranks_under(node)).collect();
         let match_nodes = of_base.match_nodes.as_ref().map(|nodes| {
+            let below_removed = |n: usize| {
+                removed
+                    .iter()
+                    .any(|&node| (node..trie.nodes()[node].subtree_end as usize).contains(&n))
+            };
             nodes
                 .iter()
                 .copied()
-                .filter(|&n| {
-                    !removed
-                        .iter()
-                        .any(|&(node, end)| (node..end).contains(&(n as usize)))
-                })
+                .filter(|&n| !below_removed(n as usize))
                 .collect()
         });
         LexemeMasks {
-            tokens,
+            tokens: of_base.tokens.without(trie.token_ids(), &ranks),
             match_nodes,
         }
     }
