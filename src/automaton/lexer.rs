@@ -60,7 +60,7 @@ pub const SHARED_CACHE_BYTES: usize = 64 << 20;
 
 #[derive(Default)]
 struct SharedAutomata {
-    built: HashMap<(String, usize, usize), Arc<Terminal>>,
+    built: HashMap<(u128, usize, usize), Arc<Terminal>>,
     bytes: usize,
 }
 
@@ -268,26 +268,30 @@ impl Counter {
 /// `classes` refined so that every byte `told_apart` is a class of its own, with
 /// one representative byte per class (in class order).
 fn refine_classes(classes: &[u8; 256], told_apart: impl Fn(u8) -> bool) -> ([u8; 256], Vec<u8>) {
-    classes_by(|b| (classes[b as usize], told_apart(b).then_some(b)))
+    // A byte told apart is keyed by itself: 256 + b never equals a class.
+    classes_by(|b| {
+        if told_apart(b) {
+            256 + b as u16
+        } else {
+            classes[b as usize] as u16
+        }
+    })
 }
 
 /// Byte classes that tell bytes apart exactly when their `key`s differ, with one
-/// representative byte per class (in class order).
-fn classes_by<K: PartialEq>(key: impl Fn(u8) -> K) -> ([u8; 256], Vec<u8>) {
+/// representative byte per class (in class order: a class's number is the rank of
+/// its key's first byte). Linear: a chained terminal refines its rest's classes
+/// for every literal, thousands of times in a large schema's compile.
+fn classes_by(key: impl Fn(u8) -> u16) -> ([u8; 256], Vec<u8>) {
+    let mut class_of_key: rustc_hash::FxHashMap<u16, u8> = Default::default();
     let mut refined = [0u8; 256];
-    let mut keys: Vec<K> = Vec::new();
     let mut representatives: Vec<u8> = Vec::new();
     for b in 0..=255u8 {
-        let key = key(b);
-        let class = match keys.iter().position(|k| *k == key) {
-            Some(c) => c,
-            None => {
-                keys.push(key);
-                representatives.push(b);
-                keys.len() - 1
-            }
-        };
-        refined[b as usize] = class as u8;
+        let class = *class_of_key.entry(key(b)).or_insert_with(|| {
+            representatives.push(b);
+            (representatives.len() - 1) as u8
+        });
+        refined[b as usize] = class;
     }
     (refined, representatives)
 }
@@ -298,7 +302,7 @@ fn class_bytes(class: u128) -> impl Iterator<Item = u8> {
 }
 
 /// 128 bits of SipHash over `value` (two differently seeded passes).
-fn fingerprint_of(value: &impl std::hash::Hash) -> u128 {
+pub(crate) fn fingerprint_of(value: &impl std::hash::Hash) -> u128 {
     use std::hash::{DefaultHasher, Hasher};
     let half = |seed: u8| {
         let mut hasher = DefaultHasher::new();
@@ -307,6 +311,91 @@ fn fingerprint_of(value: &impl std::hash::Hash) -> u128 {
         hasher.finish() as u128
     };
     (half(0) << 64) | half(1)
+}
+
+/// Identifies a regex by its structure (a [`fingerprint_of`] its tree): equal
+/// fingerprints, equal languages. The key of the terminals a lowering
+/// deduplicates and of the automata shared across compiles; printing the regex
+/// as the key cost a tenth of a schema's compile.
+pub(crate) fn hir_fingerprint(hir: &Hir) -> u128 {
+    fingerprint_of(&HirTree(hir))
+}
+
+/// The fingerprint `Hir::concat(items)` would have, without building it (`items`
+/// taken from a concatenation, so already flat).
+pub(crate) fn concat_fingerprint(items: &[Hir]) -> u128 {
+    match items {
+        [] => hir_fingerprint(&Hir::empty()),
+        [one] => hir_fingerprint(one),
+        many => fingerprint_of(&ConcatTree(many)),
+    }
+}
+
+/// Hashes a regex tree node by node (`Hir` itself is not `Hash`).
+struct HirTree<'a>(&'a Hir);
+
+/// Hashes as a `Concat` of these items would.
+struct ConcatTree<'a>(&'a [Hir]);
+
+impl std::hash::Hash for ConcatTree<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u8(7);
+        state.write_usize(self.0.len());
+        for item in self.0 {
+            HirTree(item).hash(state);
+        }
+    }
+}
+
+impl std::hash::Hash for HirTree<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        use regex_syntax::hir::{Class, HirKind};
+        match self.0.kind() {
+            HirKind::Empty => state.write_u8(0),
+            HirKind::Literal(literal) => {
+                state.write_u8(1);
+                literal.0.hash(state);
+            }
+            HirKind::Class(Class::Unicode(class)) => {
+                state.write_u8(2);
+                state.write_usize(class.ranges().len());
+                for range in class.ranges() {
+                    state.write_u32(range.start() as u32);
+                    state.write_u32(range.end() as u32);
+                }
+            }
+            HirKind::Class(Class::Bytes(class)) => {
+                state.write_u8(3);
+                state.write_usize(class.ranges().len());
+                for range in class.ranges() {
+                    state.write_u8(range.start());
+                    state.write_u8(range.end());
+                }
+            }
+            HirKind::Look(look) => {
+                state.write_u8(4);
+                state.write_u32(look.as_repr());
+            }
+            HirKind::Repetition(repetition) => {
+                state.write_u8(5);
+                (repetition.min, repetition.max, repetition.greedy).hash(state);
+                HirTree(&repetition.sub).hash(state);
+            }
+            HirKind::Capture(capture) => {
+                state.write_u8(6);
+                (capture.index, capture.name.as_deref()).hash(state);
+                HirTree(&capture.sub).hash(state);
+            }
+            HirKind::Concat(items) => ConcatTree(items).hash(state),
+            HirKind::Alternation(items) => {
+                state.write_u8(8);
+                state.write_usize(items.len());
+                for item in items {
+                    HirTree(item).hash(state);
+                }
+            }
+        }
+    }
 }
 
 /// Borrowed flat tables of a [`Terminal`]'s automaton (see [`Terminal::tables`]).
@@ -321,17 +410,18 @@ pub struct DfaTables<'a> {
 impl Terminal {
     /// [`Terminal::build`] through the process-wide cache (the label is left empty).
     pub fn build_shared(hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
-        Terminal::build_shared_printed(hir, &hir.to_string(), limits)
+        Terminal::build_shared_by(hir_fingerprint(hir), limits, || hir.clone())
     }
 
-    /// [`Terminal::build_shared`] where the caller has `hir` printed already.
-    pub fn build_shared_printed(
-        hir: &Hir,
-        printed: &str,
+    /// [`Terminal::build_shared`] for the regex whose [`hir_fingerprint`] is
+    /// `fingerprint`: `hir` makes it only when the cache misses.
+    pub fn build_shared_by(
+        fingerprint: u128,
         limits: &LexerLimits,
+        hir: impl FnOnce() -> Hir,
     ) -> Result<Arc<Terminal>, String> {
-        Terminal::shared(printed.to_string(), limits, || {
-            Terminal::build(String::new(), hir, limits)
+        Terminal::shared(fingerprint_of(&("regex", fingerprint)), limits, || {
+            Terminal::build(String::new(), &hir(), limits)
         })
     }
 
@@ -344,32 +434,28 @@ impl Terminal {
         suffix: &Hir,
         limits: &LexerLimits,
     ) -> Result<Arc<Terminal>, String> {
-        let repetition = Hir::repetition(regex_syntax::hir::Repetition {
-            min,
-            max: Some(max),
-            greedy: true,
-            sub: Box::new(leaf.clone()),
-        });
-        let pattern = Hir::concat(vec![repetition, suffix.clone()]).to_string();
-        Terminal::shared(format!("counted {pattern}"), limits, || {
-            let leaf = Terminal::build_shared(leaf, limits)?;
-            let suffix = Terminal::build_shared(suffix, limits)?;
-            Terminal::counted(pattern.clone(), &leaf, min, max, &suffix)
+        let leaf = Terminal::build_shared(leaf, limits)?;
+        let suffix = Terminal::build_shared(suffix, limits)?;
+        let key = fingerprint_of(&("counted", leaf.fingerprint, min, max, suffix.fingerprint));
+        Terminal::shared(key, limits, || {
+            let pattern = format!("(?:{}){{{min},{max}}}{}", leaf.pattern, suffix.pattern);
+            Terminal::counted(pattern, &leaf, min, max, &suffix)
         })
     }
 
-    /// [`Terminal::with_literal_prefix`] through the process-wide cache (label and
-    /// pattern left empty).
+    /// [`Terminal::with_literal_prefix`] through the process-wide cache (the label
+    /// is left empty; the pattern is the literal's, then the suffix's).
     pub fn with_literal_prefix_shared(
         literal: &[u8],
         suffix: &Terminal,
         limits: &LexerLimits,
     ) -> Result<Arc<Terminal>, String> {
-        let key = format!("chain {:032x} {literal:?}", suffix.fingerprint);
+        let key = fingerprint_of(&("chain", suffix.fingerprint, literal));
         Terminal::shared(key, limits, || {
+            let pattern = format!("{}{}", Hir::literal(literal), suffix.pattern);
             Ok(Terminal::with_literal_prefix(
                 String::new(),
-                String::new(),
+                pattern,
                 literal,
                 suffix,
             ))
@@ -384,7 +470,7 @@ impl Terminal {
         excluded: &[Vec<u8>],
         limits: &LexerLimits,
     ) -> Result<Arc<Terminal>, String> {
-        let key = format!("excluding {:032x} {excluded:?}", base.fingerprint);
+        let key = fingerprint_of(&("excluding", base.fingerprint, excluded));
         Terminal::shared(key, limits, || {
             Terminal::excluding(String::new(), base, excluded, limits)
         })
@@ -392,7 +478,7 @@ impl Terminal {
 
     /// The automaton cached under `key` (and these limits), else `build`'s, kept.
     fn shared(
-        key: String,
+        key: u128,
         limits: &LexerLimits,
         build: impl FnOnce() -> Result<Terminal, String>,
     ) -> Result<Arc<Terminal>, String> {
@@ -408,7 +494,7 @@ impl Terminal {
         let built = Arc::new(build()?);
         let mut guard = SHARED.lock().unwrap_or_else(|e| e.into_inner());
         let cache = guard.get_or_insert_with(SharedAutomata::default);
-        let bytes = built.memory_usage() + key.0.len();
+        let bytes = built.memory_usage() + std::mem::size_of_val(&key);
         if cache.bytes + bytes > SHARED_CACHE_BYTES {
             *cache = SharedAutomata::default();
         }
@@ -429,7 +515,12 @@ impl Terminal {
         literal: &[u8],
         suffix: &Terminal,
     ) -> Terminal {
-        let (classes, representatives) = refine_classes(&suffix.classes, |b| literal.contains(&b));
+        let mut in_literal = [false; 256];
+        for &b in literal {
+            in_literal[b as usize] = true;
+        }
+        let (classes, representatives) =
+            refine_classes(&suffix.classes, |b| in_literal[b as usize]);
         let stride = representatives.len();
         let suffix_states = suffix.state_count();
         // Stored rows: the suffix's (a counter's states are computed), then the
@@ -563,8 +654,9 @@ impl Terminal {
         if min > max || max == 0 || suffix.start == DEAD {
             return Err(format!("{pattern}: nothing to count"));
         }
-        let (classes, representatives) =
-            classes_by(|b| (leaf.classes[b as usize], suffix.classes[b as usize]));
+        let (classes, representatives) = classes_by(|b| {
+            u16::from_be_bytes([leaf.classes[b as usize], suffix.classes[b as usize]])
+        });
         let stride = representatives.len();
         if leaf.starts_like(suffix) {
             return Err(format!(
@@ -1649,6 +1741,65 @@ mod tests {
         };
         assert_ne!(excluding(&["\"a\""]), excluding(&["\"b\""]));
         assert_eq!(excluding(&["\"a\""]), excluding(&["\"a\"", "\"a\""]));
+    }
+
+    #[test]
+    fn regex_fingerprints_tell_every_part_of_the_tree_apart() {
+        let parse = |pattern: &str| {
+            regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .build()
+                .parse(pattern)
+                .unwrap()
+        };
+        // Each differs from the others in one node: literal bytes, class ranges,
+        // Unicode vs byte classes, counts, greediness, look-arounds, nesting.
+        let patterns = [
+            "ab",
+            "ac",
+            "[a-c]",
+            "[a-d]",
+            "(?-u:[a-c])",
+            "a{2,3}",
+            "a{2,4}",
+            "a{2,}",
+            "a{2,3}?",
+            "^a",
+            "a$",
+            "(?:ab)|c",
+            "a(?:b|c)",
+            "(a)",
+            "(?P<n>a)",
+            "",
+            "a*",
+            "\\xFF",
+            "(?-u:\\xFF)",
+        ];
+        let fingerprints: Vec<u128> = patterns
+            .iter()
+            .map(|p| hir_fingerprint(&parse(p)))
+            .collect();
+        for (i, a) in fingerprints.iter().enumerate() {
+            assert_eq!(*a, hir_fingerprint(&parse(patterns[i])), "{}", patterns[i]);
+            for (j, b) in fingerprints.iter().enumerate().skip(i + 1) {
+                assert_ne!(a, b, "{} and {}", patterns[i], patterns[j]);
+            }
+        }
+        // A concatenation's rest, fingerprinted without building it, is the rest's
+        // fingerprint built (what lets `,"a":` and `,"b":` share one rest).
+        for pattern in [",\"a\":[0-9]+", ",\"a\":[0-9]+x*", "ab[0-9]"] {
+            let regex_syntax::hir::HirKind::Concat(items) = parse(pattern).into_kind() else {
+                panic!("{pattern} is a concatenation");
+            };
+            for from in 1..=items.len() {
+                let rest = &items[from..];
+                assert_eq!(
+                    concat_fingerprint(rest),
+                    hir_fingerprint(&Hir::concat(rest.to_vec())),
+                    "{pattern} from item {from}"
+                );
+            }
+        }
     }
 
     #[test]

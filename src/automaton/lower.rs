@@ -19,15 +19,15 @@ use rustc_hash::FxHashMap as HashMap;
 
 use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
 
-use super::lexer::{LexerLimits, Terminal};
+use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal};
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
 use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId};
 
 /// What a terminal's automaton is built from.
 pub(super) enum TerminalSource {
-    /// A regex, with its printed form (the key terminals are deduplicated and
-    /// their automata shared by).
-    Regex(Hir, String),
+    /// A regex, with its [`hir_fingerprint`] (the key terminals are deduplicated
+    /// and their automata shared by).
+    Regex(Hir, u128),
     /// Never fused with neighbours: its automaton is a product, not a regex.
     Excluding(Excluding),
     /// A literal, then a counted repetition, then more: built directly
@@ -295,7 +295,7 @@ struct Lowering<'g> {
     rule_nt: Vec<Option<NonTerminalId>>,
     queue: Vec<(RuleId, NonTerminalId)>,
     out: Lowered,
-    terminal_index: HashMap<String, TerminalId>,
+    terminal_index: HashMap<u128, TerminalId>,
     /// [`Grammar::productive_rules`], computed at the first permutation.
     productive_rules: Option<Vec<bool>>,
 }
@@ -351,7 +351,7 @@ impl Lowering<'_> {
         } else {
             (suffix, None)
         };
-        let key = format!("{hir} counted");
+        let key = fingerprint_of(&("counted", hir_fingerprint(&hir)));
         let source = || {
             TerminalSource::Counted(CountedSource {
                 prefix,
@@ -385,19 +385,23 @@ impl Lowering<'_> {
     }
 
     fn terminal(&mut self, hir: Hir, label: String) -> TerminalId {
-        let key = hir.to_string();
-        self.terminal_from(key.clone(), label, || TerminalSource::Regex(hir, key))
+        let key = hir_fingerprint(&hir);
+        self.terminal_from(key, label, || TerminalSource::Regex(hir, key))
     }
 
     fn excluding_terminal(&mut self, excluding: &Excluding, label: String) -> TerminalId {
-        let key = format!("{} except {:?}", excluding.regex, excluding.excluded);
+        let key = fingerprint_of(&(
+            "excluding",
+            hir_fingerprint(&excluding.regex),
+            &excluding.excluded,
+        ));
         self.terminal_from(key, label, || TerminalSource::Excluding(excluding.clone()))
     }
 
     /// The terminal known by `key`, added from `source` the first time.
     fn terminal_from(
         &mut self,
-        key: String,
+        key: u128,
         label: String,
         source: impl FnOnce() -> TerminalSource,
     ) -> TerminalId {

@@ -29,6 +29,7 @@ use regex_syntax::hir::{Hir, HirKind};
 use rustc_hash::FxHashMap;
 
 use crate::grammar::{Grammar, GrammarError};
+use lexer::concat_fingerprint;
 use lower::TerminalSource;
 
 /// Index of a terminal in [`CompiledGrammar::terminals`].
@@ -435,8 +436,8 @@ fn build_terminal(
     source: &TerminalSource,
     limits: &LexerLimits,
 ) -> Result<(Terminal, Option<(u128, State)>), String> {
-    let (hir, printed) = match source {
-        TerminalSource::Regex(hir, printed) => (hir, printed),
+    let (hir, fingerprint) = match source {
+        TerminalSource::Regex(hir, fingerprint) => (hir, *fingerprint),
         TerminalSource::Excluding(e) => {
             let base = Terminal::build_shared(&e.regex, limits)?;
             let terminal = named(
@@ -450,18 +451,19 @@ fn build_terminal(
             if c.prefix.is_empty() {
                 return Ok((named(&rest, label), None));
             }
-            let pattern = format!("{}{}", Hir::literal(c.prefix.clone()), rest.pattern);
-            return chained(label, pattern, &c.prefix, &rest, limits);
+            return chained(label, &c.prefix, &rest, limits);
         }
     };
     if let HirKind::Concat(items) = hir.kind() {
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
-            let rest_hir = Hir::concat(items[1..].to_vec());
-            let rest = Terminal::build_shared(&rest_hir, limits)?;
-            return chained(label, printed.clone(), &literal.0, &rest, limits);
+            let rest_items = &items[1..];
+            let rest = Terminal::build_shared_by(concat_fingerprint(rest_items), limits, || {
+                Hir::concat(rest_items.to_vec())
+            })?;
+            return chained(label, &literal.0, &rest, limits);
         }
     }
-    let shared = Terminal::build_shared_printed(hir, printed, limits)?;
+    let shared = Terminal::build_shared_by(fingerprint, limits, || hir.clone())?;
     Ok((named(&shared, label), None))
 }
 
@@ -470,17 +472,15 @@ fn build_terminal(
 /// count.
 fn chained(
     label: &str,
-    pattern: String,
     literal: &[u8],
     rest: &Terminal,
     limits: &LexerLimits,
 ) -> Result<(Terminal, Option<(u128, State)>), String> {
     let shared = (rest.fingerprint(), rest.state_count() as State);
-    let mut terminal = named(
+    let terminal = named(
         &Terminal::with_literal_prefix_shared(literal, rest, limits)?,
         label,
     );
-    terminal.pattern = pattern;
     Ok((terminal, Some(shared)))
 }
 
