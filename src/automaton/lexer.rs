@@ -1812,6 +1812,8 @@ mod tests {
             ("ab", "(?:ab)*c"),
             ("x", "x*"),
             ("\"", r#"[^"]*""#),
+            // A literal alone: chained onto the empty string.
+            (",\"a-1\":", ""),
         ] {
             let whole = terminal(&format!("{}{rest}", regex_syntax::escape(literal)));
             let chained = Terminal::with_literal_prefix(
