@@ -318,7 +318,9 @@ pub(crate) fn fingerprint_of(value: &impl std::hash::Hash) -> u128 {
 /// deduplicates and of the automata shared across compiles; printing the regex
 /// as the key cost a tenth of a schema's compile.
 pub(crate) fn hir_fingerprint(hir: &Hir) -> u128 {
-    fingerprint_of(&HirTree(hir))
+    let mut tree = Vec::new();
+    write_tree(hir, &mut tree);
+    fingerprint_of(&tree)
 }
 
 /// The fingerprint `Hir::concat(items)` would have, without building it (`items`
@@ -327,74 +329,80 @@ pub(crate) fn concat_fingerprint(items: &[Hir]) -> u128 {
     match items {
         [] => hir_fingerprint(&Hir::empty()),
         [one] => hir_fingerprint(one),
-        many => fingerprint_of(&ConcatTree(many)),
-    }
-}
-
-/// Hashes a regex tree node by node (`Hir` itself is not `Hash`).
-struct HirTree<'a>(&'a Hir);
-
-/// Hashes as a `Concat` of these items would.
-struct ConcatTree<'a>(&'a [Hir]);
-
-impl std::hash::Hash for ConcatTree<'_> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u8(7);
-        state.write_usize(self.0.len());
-        for item in self.0 {
-            HirTree(item).hash(state);
+        many => {
+            let mut tree = Vec::new();
+            write_concat(many, &mut tree);
+            fingerprint_of(&tree)
         }
     }
 }
 
-impl std::hash::Hash for HirTree<'_> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        use regex_syntax::hir::{Class, HirKind};
-        match self.0.kind() {
-            HirKind::Empty => state.write_u8(0),
-            HirKind::Literal(literal) => {
-                state.write_u8(1);
-                literal.0.hash(state);
-            }
-            HirKind::Class(Class::Unicode(class)) => {
-                state.write_u8(2);
-                state.write_usize(class.ranges().len());
-                for range in class.ranges() {
-                    state.write_u32(range.start() as u32);
-                    state.write_u32(range.end() as u32);
-                }
-            }
-            HirKind::Class(Class::Bytes(class)) => {
-                state.write_u8(3);
-                state.write_usize(class.ranges().len());
-                for range in class.ranges() {
-                    state.write_u8(range.start());
-                    state.write_u8(range.end());
-                }
-            }
-            HirKind::Look(look) => {
-                state.write_u8(4);
-                state.write_u32(look.as_repr());
-            }
-            HirKind::Repetition(repetition) => {
-                state.write_u8(5);
-                (repetition.min, repetition.max, repetition.greedy).hash(state);
-                HirTree(&repetition.sub).hash(state);
-            }
-            HirKind::Capture(capture) => {
-                state.write_u8(6);
-                (capture.index, capture.name.as_deref()).hash(state);
-                HirTree(&capture.sub).hash(state);
-            }
-            HirKind::Concat(items) => ConcatTree(items).hash(state),
-            HirKind::Alternation(items) => {
-                state.write_u8(8);
-                state.write_usize(items.len());
-                for item in items {
-                    HirTree(item).hash(state);
-                }
+/// Appends `hir`'s tree to `out`, node by node, as bytes: one buffer hashes
+/// several times faster than a hasher fed field by field (`Hir` is not `Hash`).
+fn write_tree(hir: &Hir, out: &mut Vec<u8>) {
+    use regex_syntax::hir::{Class, HirKind};
+    let number = |out: &mut Vec<u8>, n: u32| out.extend_from_slice(&n.to_le_bytes());
+    match hir.kind() {
+        HirKind::Empty => out.push(0),
+        HirKind::Literal(literal) => {
+            out.push(1);
+            number(out, literal.0.len() as u32);
+            out.extend_from_slice(&literal.0);
+        }
+        HirKind::Class(Class::Unicode(class)) => {
+            out.push(2);
+            number(out, class.ranges().len() as u32);
+            for range in class.ranges() {
+                number(out, range.start() as u32);
+                number(out, range.end() as u32);
             }
         }
+        HirKind::Class(Class::Bytes(class)) => {
+            out.push(3);
+            number(out, class.ranges().len() as u32);
+            for range in class.ranges() {
+                out.extend_from_slice(&[range.start(), range.end()]);
+            }
+        }
+        HirKind::Look(look) => {
+            out.push(4);
+            number(out, look.as_repr());
+        }
+        HirKind::Repetition(repetition) => {
+            out.push(5);
+            number(out, repetition.min);
+            // No maximum: u32::MAX + 1 does not fit, so a flag says which.
+            out.push(repetition.max.is_some() as u8);
+            number(out, repetition.max.unwrap_or(0));
+            out.push(repetition.greedy as u8);
+            write_tree(&repetition.sub, out);
+        }
+        HirKind::Capture(capture) => {
+            out.push(6);
+            number(out, capture.index);
+            let name = capture.name.as_deref().map(str::as_bytes);
+            out.push(name.is_some() as u8);
+            number(out, name.map_or(0, <[u8]>::len) as u32);
+            out.extend_from_slice(name.unwrap_or_default());
+            write_tree(&capture.sub, out);
+        }
+        HirKind::Concat(items) => write_concat(items, out),
+        HirKind::Alternation(items) => {
+            out.push(8);
+            number(out, items.len() as u32);
+            for item in items {
+                write_tree(item, out);
+            }
+        }
+    }
+}
+
+/// Appends a `Concat` of `items` as [`write_tree`] writes one.
+fn write_concat(items: &[Hir], out: &mut Vec<u8>) {
+    out.push(7);
+    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    for item in items {
+        write_tree(item, out);
     }
 }
 
