@@ -1181,6 +1181,65 @@ impl Terminal {
         }
     }
 
+    /// Near the end of a counted body, where no slice applies (a token may spend
+    /// the count): for a counter state between iterations, with a suffix that is
+    /// not empty and starts with no body character, where the leaf reads every
+    /// body character (printable ASCII but `"` and `\`, and the `non_ascii`
+    /// ranges) as exactly one iteration, the iterations left. From there a token
+    /// made only of body characters is allowed when it has at most that many
+    /// characters and dies without a match otherwise, so token tables take those
+    /// tokens by their length instead of walking them (the last characters of a
+    /// `maxLength` string each needed a walk of the whole vocabulary).
+    pub fn counted_room(&self, state: State, non_ascii: &[(char, char)]) -> Option<u32> {
+        let k = self.counter_at(state)?;
+        let (count, i) = k.position(state);
+        if i != 0 || k.ends || k.max == 0 {
+            return None;
+        }
+        let next_count = 1 << k.shift;
+        let spent = k.first + (k.max << k.shift);
+        // The leaf is the same at every count: probe it below `max`.
+        let probe = if count < k.max {
+            state
+        } else {
+            spent - next_count
+        };
+        let body = BodyBytes::new(&self.classes, non_ascii);
+        let one_iteration = |q: State| q == probe + next_count;
+        if !body
+            .ascii
+            .iter()
+            .all(|&b| one_iteration(self.step(probe, b)))
+        {
+            return None;
+        }
+        if body.ascii.iter().any(|&b| self.step(spent, b) != DEAD) {
+            return None;
+        }
+        let mut current: Vec<State> = Vec::new();
+        let mut next: Vec<State> = Vec::new();
+        for sequence in body.sequences() {
+            if sequence[0].iter().any(|&b| self.step(spent, b) != DEAD) {
+                return None;
+            }
+            current.clear();
+            current.push(probe);
+            for bytes in sequence {
+                next.clear();
+                for &q in &current {
+                    self.step_each(q, bytes.iter().copied(), None, &mut next)?;
+                }
+                next.sort_unstable();
+                next.dedup();
+                std::mem::swap(&mut current, &mut next);
+            }
+            if !current.iter().all(|&q| one_iteration(q)) {
+                return None;
+            }
+        }
+        Some(k.max - count)
+    }
+
     /// [`Terminal::step`], with a counter's count held at `pinned` (DEAD when the
     /// byte leaves the counter).
     #[inline]

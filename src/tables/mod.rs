@@ -781,6 +781,16 @@ impl TokenTables {
             allowed.copy_from_slice(slice.members());
             allowed_by_rank.copy_from_slice(slice.members_by_rank());
         }
+        // Near a counter's end: the slice's tokens short enough to fit the count.
+        let slice = slice.or_else(|| {
+            let (chars, room) = SliceChars::ALL.into_iter().find_map(|chars| {
+                let room = terminal.counted_room(state, chars.non_ascii())?;
+                Some((chars, u8::try_from(room).ok().filter(|&r| r < u8::MAX)?))
+            })?;
+            let slice = self.vocab.slice(chars);
+            slice.members_up_to(room, &mut allowed, &mut allowed_by_rank);
+            Some(slice)
+        });
         // The nodes to visit: all of them, or with a slice only those whose subtree
         // holds a token outside it (the rest are taken in the OR above).
         let visit = match slice {

@@ -52,6 +52,10 @@ pub struct TokenSlice {
     members: Vec<u32>,
     /// Bit per rank (position in the trie's byte order).
     members_by_rank: Vec<u32>,
+    /// Per token id, then per rank: a member's number of characters, 255 for
+    /// 255 or more and for the other tokens (see [`TokenSlice::members_up_to`]).
+    chars_by_id: Vec<u8>,
+    chars_by_rank: Vec<u8>,
     /// `outsiders_below[r]`: tokens of rank below `r` that are not members.
     outsiders_below: Vec<u32>,
     /// The trie nodes whose subtree holds a non-member, in preorder: all a walk
@@ -64,18 +68,31 @@ pub struct TokenSlice {
 
 impl TokenSlice {
     pub(super) fn of(chars: SliceChars, tokens: &[Box<[u8]>], trie: &TokenTrie) -> TokenSlice {
+        // A member's character count (saturated), else `None`.
         let member = |bytes: &[u8]| {
-            std::str::from_utf8(bytes).is_ok_and(|s| s.chars().all(|c| chars.contains(c)))
+            let text = std::str::from_utf8(bytes).ok()?;
+            let mut count = 0u8;
+            for c in text.chars() {
+                if !chars.contains(c) {
+                    return None;
+                }
+                count = count.saturating_add(1);
+            }
+            Some(count)
         };
         let mut members = vec![0u32; tokens.len().div_ceil(32)];
         let mut members_by_rank = vec![0u32; trie.token_ids().len().div_ceil(32)];
+        let mut chars_by_id = vec![u8::MAX; members.len() * 32];
+        let mut chars_by_rank = vec![u8::MAX; members_by_rank.len() * 32];
         let mut outsiders_below = Vec::with_capacity(trie.token_ids().len() + 1);
         let mut outsiders = 0u32;
         for (rank, &id) in trie.token_ids().iter().enumerate() {
             outsiders_below.push(outsiders);
-            if member(&tokens[id as usize]) {
+            if let Some(count) = member(&tokens[id as usize]) {
                 members[id as usize / 32] |= 1 << (id % 32);
                 members_by_rank[rank / 32] |= 1 << (rank % 32);
+                chars_by_id[id as usize] = count;
+                chars_by_rank[rank] = count;
             } else {
                 outsiders += 1;
             }
@@ -84,6 +101,8 @@ impl TokenSlice {
         let mut slice = TokenSlice {
             members,
             members_by_rank,
+            chars_by_id,
+            chars_by_rank,
             outsiders_below,
             outsider_nodes: Vec::new(),
             outsider_skip: Vec::new(),
@@ -111,6 +130,23 @@ impl TokenSlice {
     /// Bit per rank (position in the trie's byte order): the members.
     pub fn members_by_rank(&self) -> &[u32] {
         &self.members_by_rank
+    }
+
+    /// The members of at most `max_chars` characters (below 255), as bits by
+    /// token id into `by_id` and by rank into `by_rank` (overwritten): a scan
+    /// of one byte per token, not a walk.
+    pub fn members_up_to(&self, max_chars: u8, by_id: &mut [u32], by_rank: &mut [u32]) {
+        debug_assert!(max_chars < u8::MAX);
+        let words = |counts: &[u8], out: &mut [u32]| {
+            for (word, counts) in out.iter_mut().zip(counts.chunks_exact(32)) {
+                *word = counts
+                    .iter()
+                    .enumerate()
+                    .fold(0, |bits, (j, &c)| bits | (((c <= max_chars) as u32) << j));
+            }
+        };
+        words(&self.chars_by_id, by_id);
+        words(&self.chars_by_rank, by_rank);
     }
 
     /// The trie nodes whose subtree holds a non-member, in preorder, and per node
