@@ -185,6 +185,55 @@ struct Counter {
     ends: bool,
 }
 
+/// The geometry of a [`Terminal::counted`] automaton's computed states: state
+/// `first + (count << shift) + i`, for `i < per_count` (`i = 0` between
+/// iterations), counts up to `max` (only `i = 0` at `max`), below `end`; every
+/// other state is stored.
+#[derive(Clone, Copy, Debug)]
+pub struct CounterSpan {
+    pub first: State,
+    pub end: State,
+    pub shift: u32,
+    pub per_count: u32,
+    pub min: u32,
+    pub max: u32,
+}
+
+impl CounterSpan {
+    /// The state `i` of an iteration after `count` iterations.
+    pub fn state(&self, count: u32, i: u32) -> State {
+        self.first + (count << self.shift) + i
+    }
+
+    /// `(count, i)` of a state in the span.
+    pub fn position(&self, state: State) -> Option<(u32, u32)> {
+        (self.first..self.end).contains(&state).then(|| {
+            let offset = state - self.first;
+            (offset >> self.shift, offset & ((1 << self.shift) - 1))
+        })
+    }
+}
+
+/// A counter's byte budgets by state ([`Terminal::counted_class`]), over the
+/// window of states its chain visits.
+#[derive(Debug, Clone)]
+pub struct Budgets {
+    first: State,
+    budgets: Vec<u32>,
+}
+
+impl Budgets {
+    /// The budget of `state`; [`NO_BUDGET`] off the chain.
+    #[inline]
+    pub fn of(&self, state: State) -> u32 {
+        state
+            .checked_sub(self.first)
+            .and_then(|offset| self.budgets.get(offset as usize))
+            .copied()
+            .unwrap_or(NO_BUDGET)
+    }
+}
+
 /// "The byte kills the iteration" in [`Counter::template`].
 const NO_TARGET: u32 = u32::MAX;
 
@@ -754,6 +803,19 @@ impl Terminal {
     /// a repetition of this one cannot tell its next iteration from `other`).
     pub fn starts_like(&self, other: &Terminal) -> bool {
         (0..=255u8).any(|b| self.next(self.start, b) != DEAD && other.next(other.start, b) != DEAD)
+    }
+
+    /// Where a counted terminal's computed states lie, for tables built over
+    /// every state (shortest strings), which must compute those too.
+    pub fn counter_span(&self) -> Option<CounterSpan> {
+        self.counter.as_ref().map(|k| CounterSpan {
+            first: k.first,
+            end: k.end,
+            shift: k.shift,
+            per_count: k.per_count,
+            min: k.min,
+            max: k.max,
+        })
     }
 
     /// The counter `state` is on, if any.
@@ -1350,8 +1412,8 @@ impl Terminal {
     /// A class of ASCII bytes (DEL excluded; bit `b` of a `u128`) that `state`
     /// reads as a counter: every byte of it leads to one common state, not a match,
     /// and so on from there, until every byte of it kills the lexeme. With the
-    /// counter's budget per state (`budgets[q]`: how many more bytes of the class
-    /// it survives; [`NO_BUDGET`] off the chain): from a state with budget `b`, a
+    /// counter's budget per state ([`Budgets::of`]: how many more bytes of the
+    /// class it survives; [`NO_BUDGET`] off the chain): from a state with budget `b`, a
     /// token made only of the class is allowed when at most `b` bytes long and dies
     /// without a match otherwise. That is a `maxLength` string body or a counted
     /// class (`[A-Za-z0-9 ]{1,32}`), where [`Terminal::closed_class`] finds nothing
@@ -1367,7 +1429,7 @@ impl Terminal {
         state: State,
         min_bytes: u32,
         horizon: usize,
-    ) -> Option<(u128, Vec<u32>)> {
+    ) -> Option<(u128, Budgets)> {
         if state == DEAD || state & LOOPED != 0 {
             return None;
         }
@@ -1411,15 +1473,19 @@ impl Terminal {
                 break;
             }
         }
-        let mut budgets = vec![NO_BUDGET; self.state_count()];
+        // Only the chain's states have a budget: a window of states, not one
+        // entry per state (a long counter has millions).
+        let first = chain.iter().copied().min().unwrap_or(DEAD);
+        let last = chain.iter().copied().max().unwrap_or(DEAD);
+        let mut budgets = vec![NO_BUDGET; (last - first) as usize + 1];
         for (i, &q) in chain.iter().enumerate() {
-            budgets[q as usize] = match cut {
+            budgets[(q - first) as usize] = match cut {
                 false => (chain.len() - 1 - i) as u32,
                 true if i <= horizon => horizon as u32,
                 true => NO_BUDGET,
             };
         }
-        Some((class, budgets))
+        Some((class, Budgets { first, budgets }))
     }
 
     /// The smallest byte of each byte class, ascending: every transition is one

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::automaton::lexer::{Terminal, LOOPED, NO_BUDGET};
+use crate::automaton::lexer::{Budgets, Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 use crate::vocab::{SliceChars, SubtreeBytes, Vocabulary};
 
@@ -828,7 +828,7 @@ impl TokenTables {
                 .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
             counted: counted
                 .as_ref()
-                .map(|(class, budgets)| (&budgets[..], SubtreeBytes(*class))),
+                .map(|(class, budgets)| (budgets, SubtreeBytes(*class))),
             // The subtrees taken whole hold no match node: slices and closed
             // classes keep the lexeme alive (no candidate below), and a counted
             // class's chain has no match state.
@@ -939,7 +939,7 @@ struct LexemeWalk<'a> {
     /// A counter's budget per state and its class ([`Terminal::counted_class`]):
     /// a subtree entered in a state with budget `b` and made only of the class
     /// holds allowed tokens (those at most `b` bytes past the entry) and dead ones.
-    counted: Option<(&'a [u32], SubtreeBytes)>,
+    counted: Option<(&'a Budgets, SubtreeBytes)>,
     /// Where wanted: the visited nodes where the lexeme is alive at a match and
     /// the subtree goes on (see [`LexemeMasks::match_nodes`]).
     match_nodes: Option<&'a mut Vec<u32>>,
@@ -1041,10 +1041,8 @@ impl LexemeWalk<'_> {
             if let Some((budgets, class)) = self.counted {
                 // A budget of 0 or 1 allows next to nothing below: the plain walk
                 // stops there at once.
-                let budget = budgets
-                    .get(states[depth - 1] as usize)
-                    .copied()
-                    .filter(|&b| b >= 2 && b != NO_BUDGET);
+                let budget =
+                    Some(budgets.of(states[depth - 1])).filter(|&b| b >= 2 && b != NO_BUDGET);
                 // Lengths count from the token's start: `base + depth - 1` bytes
                 // are read before the entry.
                 let short =
