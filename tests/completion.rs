@@ -193,3 +193,29 @@ fn every_shipped_grammar_completes_from_its_prefixes() {
         }
     }
 }
+
+/// A string with a long `minLength` is one counted terminal whose states are
+/// computed: its completion writes exactly the characters still missing (one
+/// byte each), finishing an escape under way first.
+#[test]
+fn long_counted_strings_complete_to_their_minimum() {
+    let schema = json!({"type": "object",
+        "properties": {"s": {"type": "string", "minLength": 3000, "maxLength": 65535}},
+        "required": ["s"], "additionalProperties": false});
+    let grammar = json_schema_common::compile(&schema, &Default::default()).unwrap();
+    for (prefix, expected_len) in [
+        ("{", "\"s\":\"".len() + 3000 + "\"}".len()),
+        ("{\"s\":\"", 3000 + 2),
+        // Four characters written.
+        ("{\"s\":\"ab\\n\u{e9}", 2996 + 2),
+        // Two, and an escape missing two hex digits.
+        ("{\"s\":\"ab\\u00", 2 + 2997 + 2),
+    ] {
+        let m = matcher_at(&grammar, prefix);
+        let completion = m.shortest_completion(10_000).unwrap();
+        let mut done = m.clone();
+        done.consume_bytes(&completion).unwrap();
+        assert!(done.is_accepting(), "{prefix:?}");
+        assert_eq!(completion.len(), expected_len, "{prefix:?}");
+    }
+}

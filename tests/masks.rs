@@ -414,6 +414,12 @@ fn json_schema_shortcuts_match_the_oracle() {
                 "code": {"type": "string", "minLength": 2, "maxLength": 5}}}),
             vec![r#"{"code":"ab\"é"}"#.into()],
         ),
+        // A million counter states: one counted terminal, not a parser counter.
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "text": {"type": "string", "minLength": 3, "maxLength": 65535}}}),
+            vec![r#"{"text":"a\u00e9 b é \"quoted\" text"}"#.into()],
+        ),
     ];
     for (schema, samples) in cases {
         let name = schema.to_string();

@@ -237,9 +237,11 @@ impl Budgets {
 /// "The byte kills the iteration" in [`Counter::template`].
 const NO_TARGET: u32 = u32::MAX;
 
-/// Most states a counted automaton may have (the per-state tables built from it,
-/// such as shortest completions, stay bounded).
-const MAX_COUNTED_STATES: u64 = 1 << 18;
+/// Most states a counted automaton may have: state numbers stay clear of
+/// [`LOOPED`], and nothing is stored per counter state (shortest completions
+/// and byte budgets are computed), so a `maxLength: 65535` string (a million
+/// states) is one counted terminal, not a parser counter around a character.
+const MAX_COUNTED_STATES: u64 = 1 << 28;
 
 impl Counter {
     #[inline]
@@ -1362,8 +1364,10 @@ impl Terminal {
     /// domain going, `@` may be the pattern's any-character before `gov`, but
     /// not both). `None` for an empty class or past `limit` states.
     pub fn closed_class(&self, state: State, limit: usize) -> Option<(u128, Vec<bool>)> {
-        // A counter dies after its count: no closed class there.
-        if state == DEAD || state & LOOPED != 0 || self.counts_at(state) {
+        // A counter dies after its count: no closed class there, nor from the
+        // states before it (which reach it); past it, in its suffix, a class is
+        // rarely worth a map as large as the counter.
+        if state == DEAD || state & LOOPED != 0 || self.counter.is_some() {
             return None;
         }
         // The states texts of `class` reach from `state`, if they all survive it.
