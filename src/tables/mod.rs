@@ -152,6 +152,47 @@ struct LexemeMasks {
     match_nodes: Option<Arc<[u32]>>,
 }
 
+/// Zeroed arrays for a lexeme walk, kept per thread. A lexeme that allows few
+/// tokens (an object key's literal) is kept as lists, and the arrays it walked
+/// into, cleared where it set bits, serve the next walk: allocating, zeroing and
+/// scanning three vocabulary-wide arrays was two thirds of such a lexeme's cost,
+/// and a large object's first configuration builds dozens.
+struct LexemeScratch {
+    allowed: Vec<u32>,
+    allowed_by_rank: Vec<u32>,
+    boundary_by_rank: Vec<u32>,
+}
+
+thread_local! {
+    static LEXEME_SCRATCH: std::cell::Cell<Option<LexemeScratch>> =
+        const { std::cell::Cell::new(None) };
+}
+
+impl LexemeScratch {
+    /// The thread's arrays if they have these sizes, else new ones.
+    fn take(mask_words: usize, rank_words: usize) -> LexemeScratch {
+        LEXEME_SCRATCH
+            .with(|cell| cell.take())
+            .filter(|s| s.allowed.len() == mask_words && s.allowed_by_rank.len() == rank_words)
+            .unwrap_or_else(|| LexemeScratch {
+                allowed: vec![0; mask_words],
+                allowed_by_rank: vec![0; rank_words],
+                boundary_by_rank: vec![0; rank_words],
+            })
+    }
+
+    /// Keeps the arrays, all zero again, for the thread's next walk.
+    fn put_back(self) {
+        debug_assert!(
+            [&self.allowed, &self.allowed_by_rank, &self.boundary_by_rank]
+                .iter()
+                .all(|bits| bits.iter().all(|&w| w == 0)),
+            "lexeme scratch arrays put back with bits set"
+        );
+        LEXEME_SCRATCH.with(|cell| cell.set(Some(self)));
+    }
+}
+
 /// The tokens a lexeme survives and those it passes a match in and dies, dense or,
 /// for a lexeme that allows few (an object key's literal: a large object's
 /// configuration holds dozens), as lists: a configuration ORs them in at the cost
@@ -180,30 +221,50 @@ enum LexemeTokens {
 const MAX_SPARSE_TOKENS: usize = 2048;
 
 impl LexemeTokens {
-    /// The lists where they are short enough, else the arrays.
-    fn new(allowed: Vec<u32>, allowed_by_rank: Vec<u32>, boundary_by_rank: Vec<u32>) -> Self {
-        let count: usize = allowed_by_rank
+    /// The lists where they are short enough (the arrays go back to the
+    /// thread's scratch, cleared), else the arrays. Only the ranks in `touched`
+    /// may be set.
+    fn from_walk(
+        scratch: LexemeScratch,
+        touched: std::ops::Range<usize>,
+        token_ids: &[u32],
+    ) -> Self {
+        let rank_words = scratch.allowed_by_rank.len();
+        let words = (touched.start / 32).min(rank_words)..touched.end.div_ceil(32).min(rank_words);
+        let count: usize = scratch.allowed_by_rank[words.clone()]
             .iter()
             .map(|w| w.count_ones() as usize)
             .sum();
         let ranges = (count <= MAX_SPARSE_TOKENS)
-            .then(|| set_ranges(&boundary_by_rank, MAX_SPARSE_TOKENS))
+            .then(|| set_ranges(&scratch.boundary_by_rank[words.clone()], MAX_SPARSE_TOKENS))
             .flatten();
-        let Some(boundary) = ranges else {
+        let Some(mut boundary) = ranges else {
             return LexemeTokens::Dense {
-                allowed,
-                allowed_by_rank,
-                boundary_by_rank,
+                allowed: scratch.allowed,
+                allowed_by_rank: scratch.allowed_by_rank,
+                boundary_by_rank: scratch.boundary_by_rank,
             };
         };
+        let offset = words.start as u32 * 32;
+        for range in &mut boundary {
+            *range = (range.0 + offset, range.1 + offset);
+        }
         let mut ranks = Vec::with_capacity(count);
-        for (w, &word) in allowed_by_rank.iter().enumerate() {
+        for (w, &word) in scratch.allowed_by_rank[words.clone()].iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
-                ranks.push(w as u32 * 32 + bits.trailing_zeros());
+                ranks.push(offset + w as u32 * 32 + bits.trailing_zeros());
                 bits &= bits - 1;
             }
         }
+        let mut scratch = scratch;
+        for &rank in &ranks {
+            let id = token_ids[rank as usize];
+            scratch.allowed[id as usize / 32] &= !(1 << (id % 32));
+        }
+        scratch.allowed_by_rank[words.clone()].fill(0);
+        scratch.boundary_by_rank[words].fill(0);
+        scratch.put_back();
         LexemeTokens::Sparse {
             allowed: ranks.into(),
             boundary: boundary.into(),
@@ -701,6 +762,7 @@ impl TokenTables {
                 closed: None,
                 counted: None,
                 match_nodes: None,
+                touched: 0..0,
             };
             walk_lexeme(&mut walk, terminal, Visit::Below(node), state);
         }
@@ -759,9 +821,12 @@ impl TokenTables {
         }
         let trie = self.vocab.trie();
         let rank_words = trie.token_ids().len().div_ceil(32);
-        let mut allowed = vec![0u32; self.mask_words()];
-        let mut allowed_by_rank = vec![0u32; rank_words];
-        let mut boundary_by_rank = vec![0u32; rank_words];
+        let mut scratch = LexemeScratch::take(self.mask_words(), rank_words);
+        let LexemeScratch {
+            allowed,
+            allowed_by_rank,
+            boundary_by_rank,
+        } = &mut scratch;
         // A counter dies after its count: no closed class from its states, and a
         // slice only while no token can reach the count's end.
         let counts = terminal.counts_at(state);
@@ -788,7 +853,7 @@ impl TokenTables {
                 Some((chars, u8::try_from(room).ok().filter(|&r| r < u8::MAX)?))
             })?;
             let slice = self.vocab.slice(chars);
-            slice.members_up_to(room, &mut allowed, &mut allowed_by_rank);
+            slice.members_up_to(room, allowed, allowed_by_rank);
             Some(slice)
         });
         // The nodes to visit: all of them, or with a slice only those whose subtree
@@ -819,9 +884,9 @@ impl TokenTables {
         let mut match_nodes = Vec::new();
         let mut walk = LexemeWalk {
             trie,
-            allowed: Some(&mut allowed),
-            allowed_by_rank: &mut allowed_by_rank,
-            boundary_by_rank: &mut boundary_by_rank,
+            allowed: Some(allowed),
+            allowed_by_rank,
+            boundary_by_rank,
             rank_base: 0,
             closed: closed
                 .as_ref()
@@ -833,11 +898,17 @@ impl TokenTables {
             // classes keep the lexeme alive (no candidate below), and a counted
             // class's chain has no match state.
             match_nodes: Some(&mut match_nodes),
+            touched: 0..0,
         };
         walk_lexeme(&mut walk, terminal, visit, state);
+        // A slice set bits everywhere.
+        let touched = match slice {
+            Some(_) => 0..trie.token_ids().len(),
+            None => walk.touched,
+        };
         let listed = match_nodes.len() <= MAX_MATCH_NODES;
         LexemeMasks {
-            tokens: LexemeTokens::new(allowed, allowed_by_rank, boundary_by_rank),
+            tokens: LexemeTokens::from_walk(scratch, touched, trie.token_ids()),
             match_nodes: listed.then(|| match_nodes.into()),
         }
     }
@@ -943,9 +1014,24 @@ struct LexemeWalk<'a> {
     /// Where wanted: the visited nodes where the lexeme is alive at a match and
     /// the subtree goes on (see [`LexemeMasks::match_nodes`]).
     match_nodes: Option<&'a mut Vec<u32>>,
+    /// The ranks (absolute) the walk set bits in may lie in: what the arrays'
+    /// reader scans and clears ([`LexemeScratch`]).
+    touched: std::ops::Range<usize>,
 }
 
 impl LexemeWalk<'_> {
+    /// Notes that bits of `ranks` may be set (preorder: ranks only grow, but a
+    /// subtree taken whole reaches past later nodes' starts).
+    #[inline]
+    fn touch(&mut self, ranks: std::ops::Range<usize>) {
+        if self.touched.is_empty() {
+            self.touched = ranks;
+        } else {
+            self.touched.start = self.touched.start.min(ranks.start);
+            self.touched.end = self.touched.end.max(ranks.end);
+        }
+    }
+
     /// Of the tokens below `node` (made of a counter's class, entered with the
     /// budget for a whole token of some length): those `short` enough (bits by
     /// rank) are allowed, the others die without a match in the class, so are
@@ -1028,6 +1114,7 @@ impl LexemeWalk<'_> {
                     && trie.subtree_bytes(i).within(class)
                 {
                     let ranks = trie.ranks_under(i);
+                    self.touch(ranks.clone());
                     if let Some(allowed) = self.allowed.as_deref_mut() {
                         for &id in &token_ids[ranks.clone()] {
                             set(allowed, id);
@@ -1049,6 +1136,7 @@ impl LexemeWalk<'_> {
                     budget.and_then(|b| trie.ranks_up_to_len(base + depth - 1 + b as usize));
                 if let Some(short) = short {
                     if trie.subtree_bytes(i).within(class) {
+                        self.touch(trie.ranks_under(i));
                         self.take_short_tokens(i, short, matched[depth - 1]);
                         k = past_subtree;
                         continue;
@@ -1060,10 +1148,14 @@ impl LexemeWalk<'_> {
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.
                 if matched[depth - 1] {
+                    self.touch(trie.ranks_under(i));
                     set_range(self.boundary_by_rank, shift(trie.ranks_under(i), rank_base));
                 }
                 k = past_subtree;
                 continue;
+            }
+            if node.tokens_end > node.tokens_start {
+                self.touch(node.tokens_start as usize..node.tokens_end as usize);
             }
             for rank in node.tokens_start..node.tokens_end {
                 if let Some(allowed) = self.allowed.as_deref_mut() {
