@@ -1492,6 +1492,12 @@ impl Terminal {
         Some((class, Budgets { first, budgets }))
     }
 
+    /// Byte to byte class: every transition from a state depends on the byte
+    /// only through its class.
+    pub fn byte_classes(&self) -> &[u8; 256] {
+        &self.classes
+    }
+
     /// The smallest byte of each byte class, ascending: every transition is one
     /// of theirs.
     pub fn class_representatives(&self) -> Vec<u8> {
