@@ -164,9 +164,7 @@ impl TokenMatcher {
         super::as_configuration(&mut self.configuration);
         let masks = self.tables.masks(&self.configuration);
         // One pass over the mask: the cached words, then zeros (padding).
-        let n = mask.len().min(masks.allowed.len());
-        mask[..n].copy_from_slice(&masks.allowed[..n]);
-        mask[n..].fill(0);
+        masks.allowed.write_to(mask);
         if !masks.candidates.is_empty() {
             // The walk's result depends only on the parse state's future over the
             // next token's bytes, so it is cached under the matcher's position-free

@@ -47,15 +47,74 @@ pub type LexerConfiguration = Box<[(TerminalId, State)]>;
 /// What a lexer configuration allows, token by token.
 #[derive(Debug)]
 pub struct ConfigurationMasks {
-    /// Bit `i % 32` of word `i / 32`: token `i` is allowed whatever the parser says.
-    pub allowed: Vec<u32>,
+    /// The tokens allowed whatever the parser says.
+    pub allowed: AllowedTokens,
     /// Tokens the matcher must check.
     pub candidates: RankSet,
 }
 
 impl ConfigurationMasks {
     fn memory_usage(&self) -> usize {
-        self.allowed.len() * 4 + self.candidates.memory_usage()
+        self.allowed.memory_usage() + self.candidates.memory_usage()
+    }
+}
+
+/// A configuration's allowed tokens: a mask, or the ids where they are few (an
+/// object key's start). Cached configurations are the memory the tables grow by,
+/// and fresh memory costs page faults (the kernel zeroing huge pages was half of
+/// building a new configuration).
+#[derive(Debug)]
+pub enum AllowedTokens {
+    /// Bit `i % 32` of word `i / 32`: token `i` is allowed.
+    Dense(Vec<u32>),
+    Sparse(Box<[u32]>),
+}
+
+/// Most allowed tokens a configuration keeps as a list of ids.
+const MAX_SPARSE_ALLOWED: usize = 1024;
+
+impl AllowedTokens {
+    fn new(bits: Vec<u32>) -> AllowedTokens {
+        let count: usize = bits.iter().map(|w| w.count_ones() as usize).sum();
+        if count > MAX_SPARSE_ALLOWED {
+            return AllowedTokens::Dense(bits);
+        }
+        let mut ids = Vec::with_capacity(count);
+        for (w, &word) in bits.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                ids.push(w as u32 * 32 + rest.trailing_zeros());
+                rest &= rest - 1;
+            }
+        }
+        AllowedTokens::Sparse(ids.into())
+    }
+
+    /// Writes the tokens into `mask` as bits (the words past the vocabulary's
+    /// end, and ids past the mask's, are left out); every other bit is cleared.
+    pub fn write_to(&self, mask: &mut [u32]) {
+        match self {
+            AllowedTokens::Dense(bits) => {
+                let n = mask.len().min(bits.len());
+                mask[..n].copy_from_slice(&bits[..n]);
+                mask[n..].fill(0);
+            }
+            AllowedTokens::Sparse(ids) => {
+                mask.fill(0);
+                for &id in ids.iter() {
+                    if let Some(word) = mask.get_mut(id as usize / 32) {
+                        *word |= 1 << (id % 32);
+                    }
+                }
+            }
+        }
+    }
+
+    fn memory_usage(&self) -> usize {
+        match self {
+            AllowedTokens::Dense(bits) => bits.len() * 4,
+            AllowedTokens::Sparse(ids) => ids.len() * 4,
+        }
     }
 }
 
@@ -71,8 +130,18 @@ pub struct RankSet {
 }
 
 impl RankSet {
+    /// The set of `bits`, kept over the window of its non-zero words (a
+    /// configuration's candidates are often a few subtrees).
     fn from_bits(bits: Vec<u32>) -> RankSet {
-        RankSet::from_window(0, bits)
+        let first = bits.iter().position(|&w| w != 0).unwrap_or(0);
+        let end = bits
+            .iter()
+            .rposition(|&w| w != 0)
+            .map_or(first, |last| last + 1);
+        if end - first == bits.len() {
+            return RankSet::from_window(0, bits);
+        }
+        RankSet::from_window(first, bits[first..end].to_vec())
     }
 
     /// The set whose word `first_word + w` is `bits[w]`.
@@ -718,7 +787,7 @@ impl TokenTables {
             *b &= !a;
         }
         ConfigurationMasks {
-            allowed,
+            allowed: AllowedTokens::new(allowed),
             candidates: RankSet::from_bits(boundary_by_rank),
         }
     }
