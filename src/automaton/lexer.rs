@@ -472,7 +472,7 @@ impl Terminal {
         Terminal::build_shared_by(hir_fingerprint(hir), limits, || hir.clone())
     }
 
-    /// [`Terminal::build_shared`] for the regex whose [`hir_fingerprint`] is
+    /// [`Terminal::build_shared`] for the regex whose structural fingerprint is
     /// `fingerprint`: `hir` makes it only when the cache misses.
     pub fn build_shared_by(
         fingerprint: u128,

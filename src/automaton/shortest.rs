@@ -19,7 +19,7 @@ pub const UNREACHABLE: u64 = u64::MAX;
 
 /// Per DFA state: bytes to the nearest match and the first byte on the way.
 /// Stored for the stored states; a counted terminal's counter states (millions,
-/// for a long `maxLength`) are computed from its leaf ([`CounterDistances`]).
+/// for a long `maxLength`) are computed from its leaf.
 #[derive(Debug)]
 pub struct TerminalDistances {
     /// By stored row: the states below the counter's, then those past it.

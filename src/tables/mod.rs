@@ -32,6 +32,13 @@
 //! keys that mean the same in every grammar (automaton fingerprints and states): a
 //! JSON string body, or an object's remaining keys, recur across schemas. A lexeme's
 //! walk also lists its match nodes, for the candidate walk's boundaries.
+//!
+//! Walks skip what a precomputed [token slice](crate::vocab::TokenSlice) answers:
+//! inside a string body every token of ordinary characters is allowed (one OR),
+//! and near the end of a counted body those of at most the characters left (a
+//! scan by character count). They write into per-thread scratch arrays, so a
+//! lexeme that allows few tokens (an object key) costs its walk, not three
+//! vocabulary-wide arrays; cached results keep few tokens as lists.
 
 use std::sync::{Arc, Mutex, RwLock};
 
