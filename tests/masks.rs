@@ -332,6 +332,7 @@ fn bad_tokenizer_files_give_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(not_gzip.contains("tokenizer.json.gz"), "{not_gzip}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Right-linear self-recursive rules (`rest ::= [a-z] rest | ""`, the shape the

@@ -51,15 +51,44 @@ fn ones(n: usize) -> Tensor {
     Tensor::ones(n, candle_core::DType::F32, &Device::Cpu).unwrap()
 }
 
-/// Writes the model (once per test binary) and returns its path.
+/// The directory `name` under the build's test scratch folder, made by `fill` the
+/// first time: written under a name of this process's, then renamed into place,
+/// so test binaries running at once never read a half-written file, and runs
+/// reuse it instead of leaving a copy per process in the system's temp folder.
+/// The contents are deterministic, so whichever writer wins is the same.
+fn published_dir(name: &str, fill: impl FnOnce(&Path)) -> PathBuf {
+    // Named after this file's text too: a changed generator writes anew.
+    let version = {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut hasher = DefaultHasher::new();
+        include_str!("tiny_model.rs").hash(&mut hasher);
+        hasher.finish()
+    };
+    let name = format!("{name}-{version:016x}");
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = root.join(&name);
+    if dir.is_dir() {
+        return dir;
+    }
+    let staging = root.join(format!("{name}.{}.partial", std::process::id()));
+    std::fs::create_dir_all(&staging).unwrap();
+    fill(&staging);
+    if std::fs::rename(&staging, &dir).is_err() {
+        // Another process published it first.
+        std::fs::remove_dir_all(&staging).ok();
+        assert!(dir.is_dir(), "cannot publish {}", dir.display());
+    }
+    dir
+}
+
+/// Writes the model (once per build) and returns its path.
 pub fn tiny_model() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("stencil-tiny-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("tiny-llama.gguf");
-        write_tiny_model(&path);
-        path
+        published_dir("stencil-tiny", |dir| {
+            write_tiny_model(&dir.join("tiny-llama.gguf"))
+        })
+        .join("tiny-llama.gguf")
     })
 }
 
@@ -171,9 +200,12 @@ fn write_tiny_model(path: &Path) {
 /// A tiny random-weight safetensors checkpoint (`model_type` "llama" or "qwen2"),
 /// with `config.json` and GPT-2's `tokenizer.json` beside it, tied embeddings.
 pub fn tiny_safetensors(model_type: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("stencil-tiny-{model_type}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    published_dir(&format!("stencil-tiny-{model_type}"), |dir| {
+        write_tiny_safetensors(dir, model_type)
+    })
+}
+
+fn write_tiny_safetensors(dir: &Path, model_type: &str) {
     let tokenizer = gpt2_tokenizer_json();
     std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
     std::fs::write(
@@ -253,5 +285,4 @@ pub fn tiny_safetensors(model_type: &str) -> PathBuf {
         }
     }
     candle_core::safetensors::save(&tensors, dir.join("model.safetensors")).unwrap();
-    dir
 }
