@@ -104,6 +104,9 @@ pub struct Terminal {
     /// For a base minus excluded strings ([`Terminal::excluding`]), how its
     /// states read the base's (see [`ExcludedView`]).
     excluded: Option<Arc<ExcludedView>>,
+    /// Per byte class, its bytes as 256 bits (see [`Terminal::live_bytes`]),
+    /// made on first use.
+    class_bytes: std::sync::OnceLock<Arc<[[u64; 4]]>>,
 }
 
 /// How a [`Terminal::excluding`] automaton (an object's "any key but the declared
@@ -637,6 +640,7 @@ impl Terminal {
             counter,
             // The suffix's states keep their numbers: its view still reads them.
             excluded: suffix.excluded.clone(),
+            class_bytes: Default::default(),
         }
     }
 
@@ -796,6 +800,7 @@ impl Terminal {
             )),
             counter: Some(counter),
             excluded: None,
+            class_bytes: Default::default(),
         };
         terminal.loopable = !terminal.is_match(first) && terminal.loopable_body();
         Ok(terminal)
@@ -1072,6 +1077,7 @@ impl Terminal {
             fingerprint: 0,
             counter: None,
             excluded: None,
+            class_bytes: Default::default(),
         };
         terminal.loopable = !terminal.matching[start as usize] && terminal.loopable_body();
         terminal.fingerprint = fingerprint_of(&(
@@ -1104,12 +1110,38 @@ impl Terminal {
 
     #[inline]
     pub fn next(&self, state: State, byte: u8) -> State {
-        let class = self.classes[byte as usize] as usize;
+        self.next_by_class(state, self.classes[byte as usize] as usize)
+    }
+
+    #[inline]
+    fn next_by_class(&self, state: State, class: usize) -> State {
         match &self.counter {
             None => self.transitions[state as usize * self.stride + class],
             Some(k) if k.contains(state) => k.next(state, class, self.stride),
             Some(k) => self.transitions[k.row(state) * self.stride + class],
         }
+    }
+
+    /// The bytes `state` does not die on, bit `b % 64` of word `b / 64`: one
+    /// transition per byte class, each class's bytes ORed in (the candidate walk
+    /// asks this after every boundary it meets, for every lexeme alive there).
+    pub fn live_bytes(&self, state: State) -> [u64; 4] {
+        let class_bytes = self.class_bytes.get_or_init(|| {
+            let mut bytes = vec![[0u64; 4]; self.stride];
+            for (b, &class) in self.classes.iter().enumerate() {
+                bytes[class as usize][b >> 6] |= 1 << (b & 63);
+            }
+            bytes.into()
+        });
+        let mut bits = [0u64; 4];
+        for (class, bytes) in class_bytes.iter().enumerate() {
+            if self.next_by_class(state, class) != DEAD {
+                for (word, byte_word) in bits.iter_mut().zip(bytes) {
+                    *word |= byte_word;
+                }
+            }
+        }
+        bits
     }
 
     /// No continuation of the bytes fed so far can match.
@@ -1884,6 +1916,33 @@ mod tests {
         };
         assert_ne!(excluding(&["\"a\""]), excluding(&["\"b\""]));
         assert_eq!(excluding(&["\"a\""]), excluding(&["\"a\"", "\"a\""]));
+    }
+
+    #[test]
+    fn live_bytes_are_the_bytes_a_state_survives() {
+        let counted = Terminal::counted(
+            String::new(),
+            &terminal("(?:[a-z]|\\\\u[0-9]{4}|é)"),
+            2,
+            6,
+            &terminal("\",?"),
+        )
+        .unwrap();
+        let chained =
+            Terminal::with_literal_prefix(String::new(), String::new(), b",\"k\":", &counted);
+        for t in [terminal("[0-9]+(?:\\.[0-9]*)?|null"), counted, chained] {
+            for state in 0..t.state_count() as State {
+                let live = t.live_bytes(state);
+                for b in 0..=255u8 {
+                    assert_eq!(
+                        live[b as usize / 64] >> (b % 64) & 1 == 1,
+                        t.next(state, b) != DEAD,
+                        "{} state {state} byte {b}",
+                        t.pattern
+                    );
+                }
+            }
+        }
     }
 
     #[test]

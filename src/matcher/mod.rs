@@ -477,26 +477,12 @@ impl Matcher {
     pub fn allowed_bytes(&self) -> ByteSet {
         let mut set = ByteSet::default();
         for lexeme in self.active_lexemes() {
-            let terminal = self.grammar.terminal(lexeme.terminal);
-            let classes = terminal.byte_classes();
-            // One transition per byte class, not per byte (a candidate walk asks
-            // after every boundary it meets).
-            const UNKNOWN: u8 = 0;
-            const LIVE: u8 = 1;
-            const DEAD_CLASS: u8 = 2;
-            let mut class_is = [UNKNOWN; 256];
-            for b in 0..=255u8 {
-                let class = &mut class_is[classes[b as usize] as usize];
-                if *class == UNKNOWN {
-                    *class = if terminal.is_dead(terminal.next(lexeme.state, b)) {
-                        DEAD_CLASS
-                    } else {
-                        LIVE
-                    };
-                }
-                if *class == LIVE {
-                    set.insert(b);
-                }
+            let live = self
+                .grammar
+                .terminal(lexeme.terminal)
+                .live_bytes(lexeme.state);
+            for (word, live) in set.0.iter_mut().zip(live) {
+                *word |= live;
             }
         }
         set
