@@ -1210,6 +1210,30 @@ impl Terminal {
         Some(())
     }
 
+    /// The states the bytes of one UTF-8 sequence (per position, one byte per
+    /// class) lead to from `state`, sorted and deduplicated, into `current`
+    /// (`next` is scratch); `None` when some of them die on the way.
+    fn step_sequence(
+        &self,
+        state: State,
+        sequence: &[Vec<u8>],
+        pinned: Option<u32>,
+        (current, next): (&mut Vec<State>, &mut Vec<State>),
+    ) -> Option<()> {
+        current.clear();
+        current.push(state);
+        for bytes in sequence {
+            next.clear();
+            for &q in current.iter() {
+                self.step_each(q, bytes.iter().copied(), pinned, next)?;
+            }
+            next.sort_unstable();
+            next.dedup();
+            std::mem::swap(current, next);
+        }
+        Some(())
+    }
+
     /// The states one body character leads to from `state` (appended to `out`,
     /// sorted and deduplicated), or `None` when some such character dies there
     /// (also midway through its UTF-8 bytes). Body characters: printable ASCII
@@ -1226,17 +1250,7 @@ impl Terminal {
         let mut current: Vec<State> = Vec::new();
         let mut next: Vec<State> = Vec::new();
         for sequence in body.sequences() {
-            current.clear();
-            current.push(state);
-            for bytes in sequence {
-                next.clear();
-                for &q in &current {
-                    self.step_each(q, bytes.iter().copied(), pinned, &mut next)?;
-                }
-                next.sort_unstable();
-                next.dedup();
-                std::mem::swap(&mut current, &mut next);
-            }
+            self.step_sequence(state, sequence, pinned, (&mut current, &mut next))?;
             out.extend_from_slice(&current);
         }
         out.sort_unstable();
@@ -1318,17 +1332,7 @@ impl Terminal {
             if sequence[0].iter().any(|&b| self.step(spent, b) != DEAD) {
                 return None;
             }
-            current.clear();
-            current.push(probe);
-            for bytes in sequence {
-                next.clear();
-                for &q in &current {
-                    self.step_each(q, bytes.iter().copied(), None, &mut next)?;
-                }
-                next.sort_unstable();
-                next.dedup();
-                std::mem::swap(&mut current, &mut next);
-            }
+            self.step_sequence(probe, sequence, None, (&mut current, &mut next))?;
             if !current.iter().all(|&q| one_iteration(q)) {
                 return None;
             }
@@ -1778,18 +1782,22 @@ impl<'a> BodyBytes<'a> {
     }
 }
 
+/// The terminal of `pattern` (bytes mode), for tests.
+#[cfg(test)]
+pub(crate) fn test_terminal(pattern: &str) -> Terminal {
+    let hir = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .unwrap();
+    Terminal::build(pattern.into(), &hir, &LexerLimits::default()).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn terminal(pattern: &str) -> Terminal {
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(pattern)
-            .unwrap();
-        Terminal::build(pattern.into(), &hir, &LexerLimits::default()).unwrap()
-    }
+    use super::test_terminal as terminal;
 
     fn accepts(t: &Terminal, bytes: &[u8]) -> bool {
         t.is_match(bytes.iter().fold(t.start(), |q, &b| t.next(q, b)))

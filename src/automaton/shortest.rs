@@ -455,16 +455,7 @@ impl ShortestStrings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::automaton::lexer::LexerLimits;
-
-    fn terminal(pattern: &str) -> Terminal {
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(pattern)
-            .unwrap();
-        Terminal::build(pattern.into(), &hir, &LexerLimits::default()).unwrap()
-    }
+    use crate::automaton::lexer::test_terminal as terminal;
 
     /// Breadth-first from `state` over every state: the oracle.
     fn brute_distance(terminal: &Terminal, state: State) -> u64 {
