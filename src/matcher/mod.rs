@@ -496,7 +496,7 @@ impl Matcher {
             .iter()
             .filter(|lexeme| {
                 let terminal = self.grammar.terminal(lexeme.terminal);
-                (0..=255u8).any(|b| !terminal.is_dead(terminal.next(lexeme.state, b)))
+                terminal.live_bytes(lexeme.state) != [0; 4]
             })
             .map(|lexeme| self.grammar.terminal(lexeme.terminal).describe())
             .collect();

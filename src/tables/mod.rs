@@ -86,15 +86,7 @@ impl AllowedTokens {
         if count > MAX_SPARSE_ALLOWED {
             return AllowedTokens::Dense(bits);
         }
-        let mut ids = Vec::with_capacity(count);
-        for (w, &word) in bits.iter().enumerate() {
-            let mut rest = word;
-            while rest != 0 {
-                ids.push(w as u32 * 32 + rest.trailing_zeros());
-                rest &= rest - 1;
-            }
-        }
-        AllowedTokens::Sparse(ids.into())
+        AllowedTokens::Sparse(set_positions(&bits, 0, count).into())
     }
 
     /// Writes the tokens into `mask` as bits (the words past the vocabulary's
@@ -273,7 +265,7 @@ impl LexemeScratch {
 /// for a lexeme that allows few (an object key's literal: a large object's
 /// configuration holds dozens), as lists: a configuration ORs them in at the cost
 /// of their length instead of three vocabulary-wide arrays each.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum LexemeTokens {
     Dense {
         /// Bit per token id: the lexeme survives all of the token's bytes.
@@ -325,14 +317,7 @@ impl LexemeTokens {
         for range in &mut boundary {
             *range = (range.0 + offset, range.1 + offset);
         }
-        let mut ranks = Vec::with_capacity(count);
-        for (w, &word) in scratch.allowed_by_rank[words.clone()].iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                ranks.push(offset + w as u32 * 32 + bits.trailing_zeros());
-                bits &= bits - 1;
-            }
-        }
+        let ranks = set_positions(&scratch.allowed_by_rank[words.clone()], offset, count);
         let mut scratch = scratch;
         for &rank in &ranks {
             let id = token_ids[rank as usize];
@@ -450,6 +435,19 @@ impl LexemeTokens {
             LexemeTokens::Sparse { allowed, boundary } => allowed.len() * 4 + boundary.len() * 8,
         }
     }
+}
+
+/// The positions of the set bits of `bits` (`count` of them), plus `base`.
+fn set_positions(bits: &[u32], base: u32, count: usize) -> Vec<u32> {
+    let mut positions = Vec::with_capacity(count);
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            positions.push(base + w as u32 * 32 + rest.trailing_zeros());
+            rest &= rest - 1;
+        }
+    }
+    positions
 }
 
 /// The runs of set bits in `bits` as `(start, end)` ranges, if at most `limit`.
