@@ -10,6 +10,7 @@ mod check;
 #[cfg(feature = "decode")]
 mod generate;
 mod grammar;
+mod memory;
 #[cfg(feature = "peers")]
 mod peers;
 #[cfg(feature = "decode")]
@@ -26,6 +27,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Keep the allocator's and the kernel's memory defaults (huge pages,
+    /// returning freed memory): see `memory.rs` for why the CLI changes them.
+    #[arg(long, global = true)]
+    allocator_defaults: bool,
 }
 
 #[derive(Subcommand)]
@@ -53,6 +58,9 @@ pub fn run() -> i32 {
             return code;
         }
     };
+    if !cli.allocator_defaults {
+        memory::prefer_latency();
+    }
     match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Bench(args) => bench::run(&args),
