@@ -1390,6 +1390,26 @@ impl Terminal {
         true
     }
 
+    /// For a [closed class](Terminal::closed_class) and the states it reaches
+    /// (`closed[q]`): the bytes outside the class on which some of those states
+    /// survive (bit `b % 64` of word `b / 64`): a token made of the class and then
+    /// any other byte dies there. `None` when one of the states is a match: a
+    /// token dying past it may end a lexeme there, which the walk must see.
+    pub fn exit_bytes(&self, class: u128, closed: &[bool]) -> Option<[u64; 4]> {
+        let outside = [!(class as u64), !((class >> 64) as u64), !0, !0];
+        let mut exits = [0u64; 4];
+        for q in (0..closed.len()).filter(|&q| closed[q]) {
+            let q = q as State;
+            if self.is_match(q) {
+                return None;
+            }
+            for ((exit, live), outside) in exits.iter_mut().zip(self.live_bytes(q)).zip(outside) {
+                *exit |= live & outside;
+            }
+        }
+        Some(exits)
+    }
+
     /// A class of ASCII bytes (DEL excluded; bit `b` of a `u128`) that no text of
     /// them can kill from `state`, with the states such texts reach (`closed[q]`):
     /// from any of those states, every token made only of the class is allowed,

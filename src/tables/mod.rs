@@ -46,7 +46,7 @@ use rustc_hash::FxHashMap;
 
 use crate::automaton::lexer::{Budgets, Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
-use crate::vocab::{SliceChars, SubtreeBytes, Vocabulary};
+use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -539,6 +539,17 @@ type ConfigurationKey = (u64, Box<[(u128, State)]>);
 /// configuration's are about 30-50 KB).
 pub const SHARED_CONFIGURATION_BYTES: usize = 64 << 20;
 
+/// [`ClassSlice`]s by vocabulary, class and exit bytes: pattern classes recur
+/// across the states of one pattern and across schemas (`[\w-]`, `[a-z0-9.-]`).
+static SHARED_CLASS_SLICES: Shared<(u64, u128, [u64; 4]), Option<ClassSlice>> = Shared::new();
+
+/// Most tokens holding an exit byte for a [`ClassSlice`] to be built (past it
+/// the plain walk with its closed class is as fast).
+const MAX_CLASS_SLICE_EXITS: usize = 4096;
+
+/// Heap bytes the class slices may hold (Llama-3's are about 33 KB each).
+const SHARED_CLASS_SLICE_BYTES: usize = 16 << 20;
+
 /// A process-wide cache of values built from keys that mean the same in every
 /// grammar, emptied when the values it holds pass a byte bound.
 struct Shared<K, V> {
@@ -596,6 +607,7 @@ impl<K: std::hash::Hash + Eq, V> Shared<K, V> {
 pub fn clear_shared_tables() {
     SHARED_LEXEMES.clear();
     SHARED_CONFIGURATIONS.clear();
+    SHARED_CLASS_SLICES.clear();
 }
 
 /// Per (grammar, vocabulary) pair: the lazily built caches of token masks.
@@ -834,6 +846,7 @@ impl TokenTables {
                 boundary_by_rank: &mut boundary,
                 rank_base: first_word * 32,
                 closed: None,
+                class_slice: None,
                 counted: None,
                 match_nodes: None,
                 touched: 0..0,
@@ -955,6 +968,28 @@ impl TokenTables {
                 .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
             _ => None,
         };
+        // From a closed class's states only a few bytes outside it may survive (a
+        // pattern string's closing quote): its members are allowed at once, and the
+        // walk enters only subtrees holding a token that leaves it by such a byte.
+        // Not where a non-ASCII byte survives (`\S`, `[^@\s]`): a third of
+        // Llama-3's tokens would leave by one, and reading them costs more than
+        // the walk saves.
+        let class_slice = closed.as_ref().and_then(|(class, states)| {
+            let exits = terminal
+                .exit_bytes(*class, states)
+                .filter(|exits| exits[2] == 0 && exits[3] == 0)?;
+            let slice = SHARED_CLASS_SLICES.get_or_build(
+                (self.vocab.id(), *class, exits),
+                SHARED_CLASS_SLICE_BYTES,
+                |slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
+                || ClassSlice::new(&self.vocab, *class, &exits, MAX_CLASS_SLICE_EXITS),
+            );
+            slice.is_some().then_some(slice)
+        });
+        if let Some(class_slice) = class_slice.as_deref().and_then(Option::as_ref) {
+            allowed.copy_from_slice(class_slice.members());
+            allowed_by_rank.copy_from_slice(class_slice.members_by_rank());
+        }
         let mut match_nodes = Vec::new();
         let mut walk = LexemeWalk {
             trie,
@@ -965,6 +1000,7 @@ impl TokenTables {
             closed: closed
                 .as_ref()
                 .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
+            class_slice: class_slice.as_deref().and_then(Option::as_ref),
             counted: counted
                 .as_ref()
                 .map(|(class, budgets)| (budgets, SubtreeBytes(*class))),
@@ -976,9 +1012,9 @@ impl TokenTables {
         };
         walk_lexeme(&mut walk, terminal, visit, state);
         // A slice set bits everywhere.
-        let touched = match slice {
-            Some(_) => 0..trie.token_ids().len(),
-            None => walk.touched,
+        let touched = match (slice, &class_slice) {
+            (None, None) => walk.touched,
+            _ => 0..trie.token_ids().len(),
         };
         let listed = match_nodes.len() <= MAX_MATCH_NODES;
         LexemeMasks {
@@ -1081,6 +1117,10 @@ struct LexemeWalk<'a> {
     /// States from which no text of a byte class kills the lexeme, and the class:
     /// a subtree entered in such a state and made only of the class is allowed.
     closed: Option<(&'a [bool], SubtreeBytes)>,
+    /// With `closed`, where its states leave the class only by exit bytes: its
+    /// members were set before the walk, so a subtree entered in a closed state
+    /// without a token leaving by an exit holds nothing more.
+    class_slice: Option<&'a ClassSlice>,
     /// A counter's budget per state and its class ([`Terminal::counted_class`]):
     /// a subtree entered in a state with budget `b` and made only of the class
     /// holds allowed tokens (those at most `b` bytes past the entry) and dead ones.
@@ -1184,9 +1224,18 @@ impl LexemeWalk<'_> {
             let node = nodes[i];
             let depth = node.depth as usize - base;
             if let Some((closed, class)) = self.closed {
-                if closed.get(states[depth - 1] as usize) == Some(&true)
-                    && trie.subtree_bytes(i).within(class)
+                let entered_closed = closed.get(states[depth - 1] as usize) == Some(&true);
+                // Entered from the walk's start by bytes of the class (a path with
+                // an exit byte has only exit tokens below): its members are set.
+                if entered_closed
+                    && self
+                        .class_slice
+                        .is_some_and(|slice| !slice.has_exit_in(trie.ranks_under(i)))
                 {
+                    k = past_subtree;
+                    continue;
+                }
+                if entered_closed && trie.subtree_bytes(i).within(class) {
                     let ranks = trie.ranks_under(i);
                     self.touch(ranks.clone());
                     if let Some(allowed) = self.allowed.as_deref_mut() {

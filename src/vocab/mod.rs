@@ -10,12 +10,14 @@
 //!
 //! For the mask walks the tokens with bytes also form a [`TokenTrie`].
 
+mod class_slice;
 mod load;
 mod slice;
 mod trie;
 
 use std::fmt;
 
+pub use class_slice::ClassSlice;
 pub use load::{load_tokenizer, VocabError};
 pub use slice::{is_string_body_char, SliceChars, TokenSlice};
 pub use trie::{SubtreeBytes, TokenTrie, TrieNode};

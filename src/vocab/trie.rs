@@ -30,6 +30,9 @@ pub struct TokenTrie {
     /// Per length `l` up to [`SHORT_TOKEN_LENGTHS`]: the tokens at most `l` bytes
     /// long, as bits by rank (see [`TokenTrie::ranks_up_to_len`]).
     short_ranks: Vec<Vec<u32>>,
+    /// Per rank: the bytes of that token, as a [`SubtreeBytes`] set (what a byte
+    /// class's members are found from without reading every token's bytes).
+    token_byte_sets: Vec<SubtreeBytes>,
     max_depth: usize,
 }
 
@@ -74,11 +77,13 @@ impl TokenTrie {
         let max_depth = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         let subtree_bytes = subtree_bytes(&nodes);
         let short_ranks = short_ranks(&nodes, sorted.len(), max_depth);
+        let token_byte_sets = token_byte_sets(&nodes, sorted.len(), max_depth);
         TokenTrie {
             nodes,
             subtree_bytes,
             token_ids: sorted,
             short_ranks,
+            token_byte_sets,
             max_depth,
         }
     }
@@ -182,6 +187,12 @@ impl TokenTrie {
         self.nodes.is_empty()
     }
 
+    /// The bytes of the token at `rank`.
+    #[inline]
+    pub fn token_byte_set(&self, rank: usize) -> SubtreeBytes {
+        self.token_byte_sets[rank]
+    }
+
     /// The bytes anywhere in the subtree of `node`.
     #[inline]
     pub fn subtree_bytes(&self, node: usize) -> SubtreeBytes {
@@ -191,7 +202,7 @@ impl TokenTrie {
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
         self.nodes.len() * (std::mem::size_of::<TrieNode>() + std::mem::size_of::<SubtreeBytes>())
-            + self.token_ids.len() * 4
+            + self.token_ids.len() * (4 + std::mem::size_of::<SubtreeBytes>())
             + self.short_ranks.iter().map(|l| l.len() * 4).sum::<usize>()
     }
 }
@@ -222,6 +233,20 @@ fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u
     }
     by_len.push(every);
     by_len
+}
+
+/// Per rank, the union of the bytes on the token's path (one preorder pass).
+fn token_byte_sets(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<SubtreeBytes> {
+    let mut out = vec![SubtreeBytes::default(); tokens];
+    let mut path = vec![0u128; max_depth + 1];
+    for node in nodes {
+        let depth = node.depth as usize;
+        path[depth] = path[depth - 1] | SubtreeBytes::of_byte(node.byte).0;
+        for rank in node.tokens_start..node.tokens_end {
+            out[rank as usize] = SubtreeBytes(path[depth]);
+        }
+    }
+    out
 }
 
 /// A set of bytes, exact for ASCII below DEL (bit `b` of the 128); DEL and every
@@ -294,5 +319,10 @@ mod tests {
         );
         assert!(trie.subtree_bytes(3).within(ab));
         assert!(!trie.subtree_bytes(1).within(ab), "c is below ab");
+        let byte_sets: Vec<u128> = (0..5).map(|r| trie.token_byte_set(r).0).collect();
+        let a = SubtreeBytes::of_byte(b'a').0;
+        let b = SubtreeBytes::of_byte(b'b').0;
+        let c = SubtreeBytes::of_byte(b'c').0;
+        assert_eq!(byte_sets, vec![a, a | b, a | b, a | b | c, b]);
     }
 }

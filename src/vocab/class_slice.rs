@@ -1,0 +1,174 @@
+//! The tokens of one ASCII byte class, for lexeme walks from a state that the
+//! class cannot kill.
+//!
+//! A pattern-constrained string (`"pattern": "^[\\w.-]+$"`) sits, between its
+//! quotes, in states that every text of its class keeps alive and that nothing else
+//! leaves but a few *exit* bytes (the closing quote). From such a state every token
+//! made only of the class is allowed, every token whose first byte outside the
+//! class is not an exit dies at that byte, and only the tokens whose first byte
+//! outside the class is an exit need the automaton: a few hundred of Llama-3's
+//! 128k tokens where the plain walk visits 60-170k trie nodes. A [`ClassSlice`]
+//! holds the members and those exit tokens' ranks; it is built per (class, exits)
+//! on demand (patterns bring their own classes), from the trie's per-token byte
+//! sets rather than from every token's bytes.
+
+use super::{SubtreeBytes, Vocabulary};
+
+/// The tokens made only of an ASCII class, and those whose first byte outside it
+/// is one of a set of exit bytes.
+#[derive(Debug)]
+pub struct ClassSlice {
+    /// Members as bits by token id.
+    members: Vec<u32>,
+    /// Members as bits by rank.
+    members_by_rank: Vec<u32>,
+    /// Ranks of the tokens whose first byte outside the class is an exit, ascending.
+    exits: Vec<u32>,
+}
+
+impl ClassSlice {
+    /// `class`: ASCII bytes below DEL (bit `b` of the `u128`); `exits`: bytes
+    /// outside it (bit `b % 64` of word `b / 64`). `None` when more than
+    /// `max_exits` tokens hold an exit byte outside the class: the walk would enter
+    /// most subtrees anyway (a URL pattern's path, where spaces, capitals and `/`
+    /// all go on).
+    pub fn new(
+        vocab: &Vocabulary,
+        class: u128,
+        exits: &[u64; 4],
+        max_exits: usize,
+    ) -> Option<ClassSlice> {
+        debug_assert!(class >> 127 == 0, "DEL and non-ASCII bytes share bit 127");
+        let trie = vocab.trie();
+        let ranks = trie.token_ids().len();
+        let mut members = vec![0u32; vocab.len().div_ceil(32)];
+        let mut members_by_rank = vec![0u32; ranks.div_ceil(32)];
+        // A token holding none of these bytes cannot have an exit as its first
+        // byte outside the class.
+        let exit_set = (0..=255u8)
+            .filter(|&b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
+            .fold(0u128, |set, b| set | SubtreeBytes::of_byte(b).0);
+        // Tokens holding an exit byte outside the class: a superset of the exits.
+        let mut holding_exits = Vec::new();
+        for rank in 0..ranks {
+            let bytes = trie.token_byte_set(rank);
+            if bytes.0 & !class == 0 {
+                let id = trie.token_ids()[rank];
+                members[id as usize / 32] |= 1 << (id % 32);
+                members_by_rank[rank / 32] |= 1 << (rank % 32);
+            } else if bytes.0 & exit_set != 0 {
+                if holding_exits.len() == max_exits {
+                    return None;
+                }
+                holding_exits.push(rank as u32);
+            }
+        }
+        let in_class = |b: u8| b < 127 && class >> b & 1 != 0;
+        holding_exits.retain(|&rank| {
+            let token = vocab.token_bytes(trie.token_ids()[rank as usize]);
+            let first_outside = token.iter().copied().find(|&b| !in_class(b));
+            first_outside.is_some_and(|b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
+        });
+        Some(ClassSlice {
+            members,
+            members_by_rank,
+            exits: holding_exits,
+        })
+    }
+
+    /// Bits by token id.
+    pub fn members(&self) -> &[u32] {
+        &self.members
+    }
+
+    /// Bits by rank.
+    pub fn members_by_rank(&self) -> &[u32] {
+        &self.members_by_rank
+    }
+
+    /// Whether a token of `ranks` has an exit as its first byte outside the class.
+    #[inline]
+    pub fn has_exit_in(&self, ranks: std::ops::Range<usize>) -> bool {
+        let first = self.exits.partition_point(|&r| (r as usize) < ranks.start);
+        self.exits
+            .get(first)
+            .is_some_and(|&r| (r as usize) < ranks.end)
+    }
+
+    /// Heap bytes held.
+    pub fn memory_usage(&self) -> usize {
+        (self.members.len() + self.members_by_rank.len() + self.exits.len()) * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab(words: &[&str]) -> Vocabulary {
+        Vocabulary::from_token_bytes(
+            words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn members_are_made_of_the_class_and_exits_leave_it_by_an_exit() {
+        let words = [
+            "ab", "a\"", "a\",", "\"", "a.b", "é", "aé", "b", "ba\"x", ".\"", "",
+        ];
+        let v = vocab(&words);
+        let class = (b'a'..=b'b').fold(0u128, |c, b| c | 1 << b);
+        let mut exits = [0u64; 4];
+        exits[0] |= 1 << b'"';
+        let slice = ClassSlice::new(&v, class, &exits, usize::MAX).unwrap();
+        let members: Vec<&str> = (0..words.len() as u32)
+            .filter(|&id| slice.members()[id as usize / 32] >> (id % 32) & 1 != 0)
+            .map(|id| words[id as usize])
+            .collect();
+        assert_eq!(members, vec!["ab", "b"]);
+        let exit_words: Vec<&str> = slice
+            .exits
+            .iter()
+            .map(|&r| {
+                let id = v.trie().token_ids()[r as usize];
+                words[id as usize]
+            })
+            .collect();
+        // By byte order; `.\"` leaves the class by `.`, `aé` by a non-ASCII byte.
+        assert_eq!(exit_words, vec!["\"", "a\"", "a\",", "ba\"x"]);
+        for rank in 0..v.trie().token_ids().len() {
+            let id = v.trie().token_ids()[rank];
+            let by_rank = slice.members_by_rank()[rank / 32] >> (rank % 32) & 1;
+            let by_id = slice.members()[id as usize / 32] >> (id % 32) & 1;
+            assert_eq!(by_rank, by_id, "rank {rank}");
+            assert_eq!(
+                slice.has_exit_in(rank..rank + 1),
+                exit_words.contains(&words[id as usize])
+            );
+        }
+        assert!(slice.has_exit_in(0..v.trie().token_ids().len()));
+        assert!(!slice.has_exit_in(0..0));
+        // Five tokens hold a quote; `."` is not an exit but counts toward the bound.
+        assert!(ClassSlice::new(&v, class, &exits, 4).is_none());
+        assert!(ClassSlice::new(&v, class, &exits, 5).is_some());
+    }
+
+    #[test]
+    fn a_non_ascii_exit_is_read_from_the_token_bytes() {
+        let words = ["aé", "éa", "a.é", "a"];
+        let v = vocab(&words);
+        let class = 1u128 << b'a';
+        let mut exits = [0u64; 4];
+        exits[3] |= 1 << (0xC3 % 64); // é is C3 A9
+        let slice = ClassSlice::new(&v, class, &exits, usize::MAX).unwrap();
+        let exit_words: Vec<&str> = slice
+            .exits
+            .iter()
+            .map(|&r| words[v.trie().token_ids()[r as usize] as usize])
+            .collect();
+        // `a.é` leaves the class by `.`.
+        assert_eq!(exit_words, vec!["aé", "éa"]);
+    }
+}
