@@ -43,11 +43,10 @@ use crate::vocab::Vocabulary;
 const SMALL_SUBTREE: usize = 24;
 
 /// Most active lexemes whose follow bytes the top level of a walk asks (one
-/// parser step each) to skip the subtrees none of them holds, and the fewest
-/// candidates for which asking more than one pays (a pattern key's 6,000
-/// candidates past its quote: 20,000 trie nodes visited without, 5 with).
+/// parser step each) to skip the subtrees none of them holds (a pattern key's
+/// 6,000 Llama-3 candidates past its quote: 20,000 trie nodes visited without, 5
+/// with).
 const MAX_FOLLOW_LEXEMES: usize = 8;
-const MIN_CANDIDATES_FOR_FOLLOW: usize = 1024;
 
 /// One boundary kind: in the parse state of walk level `level`, these active
 /// lexemes ended.
@@ -262,7 +261,7 @@ impl CandidateWalk {
         at.clear();
         at.resize(depth_limit, 0);
         at[1] = lexemes.len();
-        let follow = self.top_level_follow(matcher, nesting, candidates.len());
+        let follow = self.top_level_follow(matcher, nesting);
         let mut i = nodes_range.start;
         while i < nodes_range.end {
             let node = nodes[i];
@@ -319,16 +318,9 @@ impl CandidateWalk {
     /// is accepted only through a boundary whose rest starts with one of them
     /// (no lexeme survives a candidate), so a subtree without any of them holds
     /// none to accept: past a key pattern's letters only a quote may follow.
-    fn top_level_follow(
-        &mut self,
-        matcher: &mut Matcher,
-        nesting: usize,
-        candidates: usize,
-    ) -> Option<u128> {
+    fn top_level_follow(&mut self, matcher: &mut Matcher, nesting: usize) -> Option<u128> {
         let lexemes = matcher.active_lexemes().len();
-        let worth_asking = lexemes == 1
-            || (lexemes <= MAX_FOLLOW_LEXEMES && candidates >= MIN_CANDIDATES_FOR_FOLLOW);
-        if nesting != 0 || !worth_asking {
+        if nesting != 0 || lexemes > MAX_FOLLOW_LEXEMES {
             return None;
         }
         // With several lexemes, a boundary where some of them end continues each
