@@ -44,19 +44,21 @@ impl ClassSlice {
         let mut members = vec![0u32; vocab.len().div_ceil(32)];
         let mut members_by_rank = vec![0u32; ranks.div_ceil(32)];
         // A token holding none of these bytes cannot have an exit as its first
-        // byte outside the class.
-        let exit_set = (0..=255u8)
+        // byte outside the class: ASCII ones (DEL standing for itself and every
+        // non-ASCII byte), and non-ASCII ones exactly.
+        let exit_low = (0..=0x7Fu8)
             .filter(|&b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
             .fold(0u128, |set, b| set | SubtreeBytes::of_byte(b).0);
+        let exit_high = (exits[2] as u128) | (exits[3] as u128) << 64;
         // Tokens holding an exit byte outside the class: a superset of the exits.
         let mut holding_exits = Vec::new();
         for rank in 0..ranks {
-            let bytes = trie.token_byte_set(rank);
+            let (bytes, high) = trie.token_byte_set(rank);
             if bytes.0 & !class == 0 {
                 let id = trie.token_ids()[rank];
                 members[id as usize / 32] |= 1 << (id % 32);
                 members_by_rank[rank / 32] |= 1 << (rank % 32);
-            } else if bytes.0 & exit_set != 0 {
+            } else if bytes.0 & exit_low != 0 || high & exit_high != 0 {
                 if holding_exits.len() == max_exits {
                     return None;
                 }
@@ -157,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_non_ascii_exit_is_read_from_the_token_bytes() {
-        let words = ["aé", "éa", "a.é", "a"];
+        let words = ["aé", "éa", "a.é", "a", "aЖ", "Ж"];
         let v = vocab(&words);
         let class = 1u128 << b'a';
         let mut exits = [0u64; 4];
@@ -168,7 +170,11 @@ mod tests {
             .iter()
             .map(|&r| words[v.trie().token_ids()[r as usize] as usize])
             .collect();
-        // `a.é` leaves the class by `.`.
+        // `a.é` leaves the class by `.`, `aЖ` by D0.
         assert_eq!(exit_words, vec!["aé", "éa"]);
+        // Tokens holding C3 (`a.é` too) count toward the bound, not those with
+        // other non-ASCII bytes.
+        assert!(ClassSlice::new(&v, class, &exits, 3).is_some());
+        assert!(ClassSlice::new(&v, class, &exits, 2).is_none());
     }
 }

@@ -30,9 +30,10 @@ pub struct TokenTrie {
     /// Per length `l` up to [`SHORT_TOKEN_LENGTHS`]: the tokens at most `l` bytes
     /// long, as bits by rank (see [`TokenTrie::ranks_up_to_len`]).
     short_ranks: Vec<Vec<u32>>,
-    /// Per rank: the bytes of that token, as a [`SubtreeBytes`] set (what a byte
-    /// class's members are found from without reading every token's bytes).
-    token_byte_sets: Vec<SubtreeBytes>,
+    /// Per rank: the bytes of that token, as a [`SubtreeBytes`] set and, bit
+    /// `b - 0x80` of the second, its non-ASCII bytes exactly (what a byte class's
+    /// members and exits are found from without reading every token's bytes).
+    token_byte_sets: Vec<(SubtreeBytes, u128)>,
     max_depth: usize,
 }
 
@@ -187,9 +188,10 @@ impl TokenTrie {
         self.nodes.is_empty()
     }
 
-    /// The bytes of the token at `rank`.
+    /// The bytes of the token at `rank`: as a [`SubtreeBytes`] set, and its
+    /// non-ASCII bytes (bit `b - 0x80`).
     #[inline]
-    pub fn token_byte_set(&self, rank: usize) -> SubtreeBytes {
+    pub fn token_byte_set(&self, rank: usize) -> (SubtreeBytes, u128) {
         self.token_byte_sets[rank]
     }
 
@@ -202,7 +204,7 @@ impl TokenTrie {
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
         self.nodes.len() * (std::mem::size_of::<TrieNode>() + std::mem::size_of::<SubtreeBytes>())
-            + self.token_ids.len() * (4 + std::mem::size_of::<SubtreeBytes>())
+            + self.token_ids.len() * (4 + std::mem::size_of::<(SubtreeBytes, u128)>())
             + self.short_ranks.iter().map(|l| l.len() * 4).sum::<usize>()
     }
 }
@@ -236,14 +238,20 @@ fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u
 }
 
 /// Per rank, the union of the bytes on the token's path (one preorder pass).
-fn token_byte_sets(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<SubtreeBytes> {
-    let mut out = vec![SubtreeBytes::default(); tokens];
-    let mut path = vec![0u128; max_depth + 1];
+fn token_byte_sets(
+    nodes: &[TrieNode],
+    tokens: usize,
+    max_depth: usize,
+) -> Vec<(SubtreeBytes, u128)> {
+    let mut out = vec![(SubtreeBytes::default(), 0); tokens];
+    let mut path = vec![(0u128, 0u128); max_depth + 1];
     for node in nodes {
         let depth = node.depth as usize;
-        path[depth] = path[depth - 1] | SubtreeBytes::of_byte(node.byte).0;
+        let (low, high) = path[depth - 1];
+        let high_bit = node.byte.checked_sub(0x80).map_or(0, |b| 1u128 << b);
+        path[depth] = (low | SubtreeBytes::of_byte(node.byte).0, high | high_bit);
         for rank in node.tokens_start..node.tokens_end {
-            out[rank as usize] = SubtreeBytes(path[depth]);
+            out[rank as usize] = (SubtreeBytes(path[depth].0), path[depth].1);
         }
     }
     out
@@ -319,7 +327,8 @@ mod tests {
         );
         assert!(trie.subtree_bytes(3).within(ab));
         assert!(!trie.subtree_bytes(1).within(ab), "c is below ab");
-        let byte_sets: Vec<u128> = (0..5).map(|r| trie.token_byte_set(r).0).collect();
+        let byte_sets: Vec<u128> = (0..5).map(|r| trie.token_byte_set(r).0 .0).collect();
+        assert!((0..5).all(|r| trie.token_byte_set(r).1 == 0));
         let a = SubtreeBytes::of_byte(b'a').0;
         let b = SubtreeBytes::of_byte(b'b').0;
         let c = SubtreeBytes::of_byte(b'c').0;
