@@ -469,6 +469,19 @@ fn closed_byte_classes_match_the_oracle() {
                 "word": {"type": "string", "pattern": "^[a-df-z ]*$"}}}),
             r#"{"word":"this is a cat in a hat"}"#,
         ),
+        // Classes that also hold every non-ASCII character: a value without
+        // digits, and keys without digits next to keys with one.
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "text": {"type": "string", "pattern": "^[^0-9]*$"}}}),
+            r#"{"text":"héllo wörld, 中文 ok"}"#,
+        ),
+        (
+            serde_json::json!({"type": "object",
+                "patternProperties": {"[0-9]+": {"type": "integer"}},
+                "additionalProperties": {"type": "string"}}),
+            r#"{"clé é":"x","k1":2,"日本":"y"}"#,
+        ),
     ];
     for v in [vocab("gpt2"), vocab("mistral-7b-v0.1")] {
         for (schema, sample) in &cases {
@@ -476,6 +489,11 @@ fn closed_byte_classes_match_the_oracle() {
             let t = schema_tables(schema.clone(), &v);
             assert_masks_agree(&name, &t, &[sample.as_bytes()], sample.len());
         }
+        // Without DEL among the exits (it is one in JSON strings), tokens that
+        // split a character are walked for being non-ASCII non-members alone.
+        let t = tables(compile_regex("[^0-9\\x7f\"]*\"!").unwrap(), &v);
+        let sample = "héllo 中文 wörld\"!";
+        assert_masks_agree("no digits", &t, &[sample.as_bytes()], sample.len());
     }
 }
 

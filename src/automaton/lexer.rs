@@ -1367,27 +1367,59 @@ impl Terminal {
             return false;
         }
         let body = BodyBytes::new(&self.classes, non_ascii);
+        self.reach_alive(state, &body, limit, pinned).is_some()
+    }
+
+    /// A [closed class](Terminal::closed_class) widened by the `non_ascii`
+    /// characters: whether every text of the ASCII `class` (bit `b`) and of those
+    /// characters keeps a lexeme in `state` alive, with the states such texts
+    /// reach (`closed[q]`), as `closed_class` gives them. A key that may be any
+    /// string without a digit: its ASCII class leaves out the digits, and every
+    /// non-ASCII character goes on.
+    pub fn closed_class_with(
+        &self,
+        state: State,
+        class: u128,
+        non_ascii: &[(char, char)],
+        limit: usize,
+    ) -> Option<Vec<bool>> {
+        if state == DEAD || state & LOOPED != 0 || self.counter.is_some() {
+            return None;
+        }
+        let body = BodyBytes::with_ascii(&self.classes, class, non_ascii);
+        let reached = self.reach_alive(state, &body, limit, None)?;
+        let mut closed = vec![false; self.state_count()];
+        for q in reached {
+            closed[q as usize] = true;
+        }
+        Some(closed)
+    }
+
+    /// The states texts of `body` reach from `state` (itself included), or
+    /// `None` when one of them dies or past `limit` states.
+    fn reach_alive(
+        &self,
+        state: State,
+        body: &BodyBytes,
+        limit: usize,
+        pinned: Option<u32>,
+    ) -> Option<rustc_hash::FxHashSet<State>> {
         let mut seen = rustc_hash::FxHashSet::default();
         let mut stack = vec![state];
         let mut successors = Vec::new();
         seen.insert(state);
         while let Some(q) = stack.pop() {
-            if self
-                .body_successors(q, &body, pinned, &mut successors)
-                .is_none()
-            {
-                return false;
-            }
+            self.body_successors(q, body, pinned, &mut successors)?;
             for &r in &successors {
                 if seen.insert(r) {
                     if seen.len() > limit {
-                        return false;
+                        return None;
                     }
                     stack.push(r);
                 }
             }
         }
-        true
+        Some(seen)
     }
 
     /// For a [closed class](Terminal::closed_class) and the states it reaches
@@ -1396,7 +1428,25 @@ impl Terminal {
     /// any other byte dies there. `None` when one of the states is a match: a
     /// token dying past it may end a lexeme there, which the walk must see.
     pub fn exit_bytes(&self, class: u128, closed: &[bool]) -> Option<[u64; 4]> {
-        let outside = [!(class as u64), !((class >> 64) as u64), !0, !0];
+        self.exits_outside(class, false, closed)
+    }
+
+    /// [`Terminal::exit_bytes`] for a class [widened](Terminal::closed_class_with)
+    /// by non-ASCII characters: only ASCII exits, since a token's non-ASCII bytes
+    /// are either those characters or a split or foreign one, which the table
+    /// walk reads itself.
+    pub fn ascii_exit_bytes(&self, class: u128, closed: &[bool]) -> Option<[u64; 4]> {
+        self.exits_outside(class, true, closed)
+    }
+
+    fn exits_outside(&self, class: u128, ascii_only: bool, closed: &[bool]) -> Option<[u64; 4]> {
+        let beyond_ascii = if ascii_only { 0 } else { !0 };
+        let outside = [
+            !(class as u64),
+            !((class >> 64) as u64),
+            beyond_ascii,
+            beyond_ascii,
+        ];
         let mut exits = [0u64; 4];
         for q in (0..closed.len()).filter(|&q| closed[q]) {
             let q = q as State;
@@ -1764,10 +1814,20 @@ struct BodyBytes<'a> {
 
 impl<'a> BodyBytes<'a> {
     fn new(classes: &'a [u8; 256], non_ascii: &'a [(char, char)]) -> BodyBytes<'a> {
-        let ascii = Self::representatives(
-            classes,
-            &mut (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\'),
-        );
+        let body = (0x20u8..0x7f)
+            .filter(|&b| b != b'"' && b != b'\\')
+            .fold(0u128, |set, b| set | 1 << b);
+        Self::with_ascii(classes, body, non_ascii)
+    }
+
+    /// With the ASCII bytes of `ascii` (bit `b`) instead of the printable ones.
+    fn with_ascii(
+        classes: &'a [u8; 256],
+        ascii: u128,
+        non_ascii: &'a [(char, char)],
+    ) -> BodyBytes<'a> {
+        let ascii =
+            Self::representatives(classes, &mut (0..0x80u8).filter(|&b| ascii >> b & 1 != 0));
         BodyBytes {
             classes,
             non_ascii,

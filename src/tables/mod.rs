@@ -46,6 +46,7 @@ use rustc_hash::FxHashMap;
 
 use crate::automaton::lexer::{Budgets, Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
+pub use crate::vocab::RankSet;
 use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
@@ -114,98 +115,6 @@ impl AllowedTokens {
             AllowedTokens::Dense(bits) => bits.len() * 4,
             AllowedTokens::Sparse(ids) => ids.len() * 4,
         }
-    }
-}
-
-/// A set of tokens indexed by rank (position in the vocabulary trie's byte order),
-/// with per-word prefix counts so "any member in this rank range" is O(1). It may
-/// cover only a window of ranks (from word `first_word` on): none outside.
-#[derive(Debug)]
-pub struct RankSet {
-    first_word: usize,
-    bits: Vec<u32>,
-    /// `prefix[w]`: members with rank below `32 * (first_word + w)`.
-    prefix: Vec<u32>,
-}
-
-impl RankSet {
-    /// The set of `bits`, kept over the window of its non-zero words (a
-    /// configuration's candidates are often a few subtrees).
-    fn from_bits(bits: Vec<u32>) -> RankSet {
-        let first = bits.iter().position(|&w| w != 0).unwrap_or(0);
-        let end = bits
-            .iter()
-            .rposition(|&w| w != 0)
-            .map_or(first, |last| last + 1);
-        if end - first == bits.len() {
-            return RankSet::from_window(0, bits);
-        }
-        RankSet::from_window(first, bits[first..end].to_vec())
-    }
-
-    /// The set whose word `first_word + w` is `bits[w]`.
-    pub fn from_window(first_word: usize, bits: Vec<u32>) -> RankSet {
-        let mut prefix = Vec::with_capacity(bits.len() + 1);
-        let mut count = 0u32;
-        for &w in &bits {
-            prefix.push(count);
-            count += w.count_ones();
-        }
-        prefix.push(count);
-        RankSet {
-            first_word,
-            bits,
-            prefix,
-        }
-    }
-
-    /// Members with rank below `rank`.
-    #[inline]
-    fn below(&self, rank: usize) -> u32 {
-        let Some(rank) = rank.checked_sub(self.first_word * 32) else {
-            return 0;
-        };
-        let (w, b) = (rank / 32, rank % 32);
-        let partial = match self.bits.get(w) {
-            Some(&word) if b > 0 => (word & ((1u32 << b) - 1)).count_ones(),
-            _ => 0,
-        };
-        self.prefix[w.min(self.prefix.len() - 1)] + partial
-    }
-
-    /// Whether some member has a rank in `range`.
-    #[inline]
-    pub fn any_in(&self, range: std::ops::Range<usize>) -> bool {
-        self.below(range.end) > self.below(range.start)
-    }
-
-    #[inline]
-    pub fn contains(&self, rank: usize) -> bool {
-        (rank / 32)
-            .checked_sub(self.first_word)
-            .and_then(|w| self.bits.get(w))
-            .is_some_and(|w| w & (1 << (rank % 32)) != 0)
-    }
-
-    /// Word `w` of the bits (rank `32 * w + b` is bit `b`), 0 outside the window.
-    #[inline]
-    pub fn word(&self, w: usize) -> u32 {
-        w.checked_sub(self.first_word)
-            .and_then(|w| self.bits.get(w))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    pub fn len(&self) -> usize {
-        self.prefix.last().copied().unwrap_or(0) as usize
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn memory_usage(&self) -> usize {
-        (self.bits.len() + self.prefix.len()) * 4
     }
 }
 
@@ -541,7 +450,11 @@ pub const SHARED_CONFIGURATION_BYTES: usize = 64 << 20;
 
 /// [`ClassSlice`]s by vocabulary, class and exit bytes: pattern classes recur
 /// across the states of one pattern and across schemas (`[\w-]`, `[a-z0-9.-]`).
-static SHARED_CLASS_SLICES: Shared<(u64, u128, [u64; 4]), Option<ClassSlice>> = Shared::new();
+static SHARED_CLASS_SLICES: Shared<ClassSliceKey, Option<ClassSlice>> = Shared::new();
+
+/// A class slice in the whole process: vocabulary, ASCII class, the non-ASCII
+/// characters it also holds, exit bytes.
+type ClassSliceKey = (u64, u128, Option<SliceChars>, [u64; 4]);
 
 /// Most tokens holding an exit byte for a [`ClassSlice`] to be built (past it
 /// the plain walk with its closed class is as fast): Llama-3 has 5,200 holding
@@ -963,7 +876,7 @@ impl TokenTables {
         };
         // Else a class of bytes no text of which kills the lexeme (`[A-Za-z0-9.-]+`)
         // lets the walk take a subtree made only of it at once.
-        let closed = match (slice, &counted) {
+        let mut closed = match (slice, &counted) {
             (None, None) if !counts => terminal
                 .closed_class(state, MAX_SLICE_STATES)
                 .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
@@ -972,13 +885,34 @@ impl TokenTables {
         // From a closed class's states only a few bytes outside it may survive (a
         // pattern string's closing quote): its members are allowed at once, and the
         // walk enters only subtrees holding a token that leaves it by such a byte.
-        let class_slice = closed.as_ref().and_then(|(class, states)| {
-            let exits = terminal.exit_bytes(*class, states)?;
+        let class_slice = closed.as_mut().and_then(|(class, states)| {
+            let mut exits = terminal.exit_bytes(*class, states)?;
+            // Where non-ASCII bytes survive, the class may hold every non-ASCII
+            // character (a key that is any string without a digit): then only
+            // ASCII bytes exit, from the states the wider class reaches.
+            let mut non_ascii = None;
+            if exits[2] | exits[3] != 0 {
+                let widened = SliceChars::ALL.into_iter().find_map(|chars| {
+                    let states = terminal.closed_class_with(
+                        state,
+                        *class,
+                        chars.non_ascii(),
+                        MAX_SLICE_STATES,
+                    )?;
+                    Some((chars, terminal.ascii_exit_bytes(*class, &states)?, states))
+                });
+                if let Some((chars, ascii_exits, widened_states)) = widened {
+                    (non_ascii, exits, *states) = (Some(chars), ascii_exits, widened_states);
+                }
+            }
             let slice = SHARED_CLASS_SLICES.get_or_build(
-                (self.vocab.id(), *class, exits),
+                (self.vocab.id(), *class, non_ascii, exits),
                 SHARED_CLASS_SLICE_BYTES,
                 |slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
-                || ClassSlice::new(&self.vocab, *class, &exits, MAX_CLASS_SLICE_EXITS),
+                || {
+                    let vocab = &self.vocab;
+                    ClassSlice::new(vocab, *class, non_ascii, &exits, MAX_CLASS_SLICE_EXITS)
+                },
             );
             slice.is_some().then_some(slice)
         });

@@ -12,7 +12,7 @@
 //! on demand (patterns bring their own classes), from the trie's per-token byte
 //! sets rather than from every token's bytes.
 
-use super::{SubtreeBytes, Vocabulary};
+use super::{RankSet, SliceChars, SubtreeBytes, Vocabulary};
 
 /// The tokens made only of an ASCII class, and those whose first byte outside it
 /// is one of a set of exit bytes.
@@ -22,8 +22,9 @@ pub struct ClassSlice {
     members: Vec<u32>,
     /// Members as bits by rank.
     members_by_rank: Vec<u32>,
-    /// Ranks of the tokens whose first byte outside the class is an exit, ascending.
-    exits: Vec<u32>,
+    /// The tokens whose first byte outside the class is an exit (a superset where
+    /// they hold a non-ASCII byte the class may not read).
+    exits: RankSet,
 }
 
 impl ClassSlice {
@@ -32,9 +33,14 @@ impl ClassSlice {
     /// `max_exits` tokens hold an exit byte outside the class: the walk would enter
     /// most subtrees anyway (a URL pattern's path, where spaces, capitals and `/`
     /// all go on).
+    ///
+    /// With `non_ascii`, the class also holds that slice's non-ASCII characters
+    /// (complete ones: a token splitting one is walked, as is any token with a
+    /// non-ASCII byte that is not a member).
     pub fn new(
         vocab: &Vocabulary,
         class: u128,
+        non_ascii: Option<SliceChars>,
         exits: &[u64; 4],
         max_exits: usize,
     ) -> Option<ClassSlice> {
@@ -52,13 +58,25 @@ impl ClassSlice {
         let exit_high = (exits[2] as u128) | (exits[3] as u128) << 64;
         // Tokens holding an exit byte outside the class: a superset of the exits.
         let mut holding_exits = Vec::new();
+        let slice = non_ascii.map(|chars| vocab.slice(chars));
+        let non_ascii_bit = SubtreeBytes::of_byte(0x80).0;
+        let is_member = |rank: usize, bytes: SubtreeBytes| {
+            bytes.0 & !class == 0
+                || slice.is_some_and(|slice| {
+                    bytes.0 & !(class | non_ascii_bit) == 0
+                        && slice.members_by_rank()[rank / 32] >> (rank % 32) & 1 != 0
+                })
+        };
         for rank in 0..ranks {
             let (bytes, high) = trie.token_byte_set(rank);
-            if bytes.0 & !class == 0 {
+            if is_member(rank, bytes) {
                 let id = trie.token_ids()[rank];
                 members[id as usize / 32] |= 1 << (id % 32);
                 members_by_rank[rank / 32] |= 1 << (rank % 32);
-            } else if bytes.0 & exit_low != 0 || high & exit_high != 0 {
+            } else if bytes.0 & exit_low != 0
+                || high & exit_high != 0
+                || (slice.is_some() && high != 0)
+            {
                 if holding_exits.len() == max_exits {
                     return None;
                 }
@@ -67,14 +85,21 @@ impl ClassSlice {
         }
         let in_class = |b: u8| b < 127 && class >> b & 1 != 0;
         holding_exits.retain(|&rank| {
+            if slice.is_some() && trie.token_byte_set(rank as usize).1 != 0 {
+                return true;
+            }
             let token = vocab.token_bytes(trie.token_ids()[rank as usize]);
             let first_outside = token.iter().copied().find(|&b| !in_class(b));
             first_outside.is_some_and(|b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
         });
+        let mut exit_bits = vec![0u32; ranks.div_ceil(32)];
+        for &rank in &holding_exits {
+            exit_bits[rank as usize / 32] |= 1 << (rank % 32);
+        }
         Some(ClassSlice {
             members,
             members_by_rank,
-            exits: holding_exits,
+            exits: RankSet::from_bits(exit_bits),
         })
     }
 
@@ -91,15 +116,12 @@ impl ClassSlice {
     /// Whether a token of `ranks` has an exit as its first byte outside the class.
     #[inline]
     pub fn has_exit_in(&self, ranks: std::ops::Range<usize>) -> bool {
-        let first = self.exits.partition_point(|&r| (r as usize) < ranks.start);
-        self.exits
-            .get(first)
-            .is_some_and(|&r| (r as usize) < ranks.end)
+        self.exits.any_in(ranks)
     }
 
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
-        (self.members.len() + self.members_by_rank.len() + self.exits.len()) * 4
+        (self.members.len() + self.members_by_rank.len()) * 4 + self.exits.memory_usage()
     }
 }
 
@@ -115,6 +137,15 @@ mod tests {
         )
     }
 
+    /// The exits, in byte order.
+    fn exit_words<'a>(slice: &ClassSlice, v: &Vocabulary, words: &[&'a str]) -> Vec<&'a str> {
+        let ranks = v.trie().token_ids().len();
+        (0..ranks)
+            .filter(|&r| slice.exits.contains(r))
+            .map(|r| words[v.trie().token_ids()[r] as usize])
+            .collect()
+    }
+
     #[test]
     fn members_are_made_of_the_class_and_exits_leave_it_by_an_exit() {
         let words = [
@@ -124,20 +155,13 @@ mod tests {
         let class = (b'a'..=b'b').fold(0u128, |c, b| c | 1 << b);
         let mut exits = [0u64; 4];
         exits[0] |= 1 << b'"';
-        let slice = ClassSlice::new(&v, class, &exits, usize::MAX).unwrap();
+        let slice = ClassSlice::new(&v, class, None, &exits, usize::MAX).unwrap();
         let members: Vec<&str> = (0..words.len() as u32)
             .filter(|&id| slice.members()[id as usize / 32] >> (id % 32) & 1 != 0)
             .map(|id| words[id as usize])
             .collect();
         assert_eq!(members, vec!["ab", "b"]);
-        let exit_words: Vec<&str> = slice
-            .exits
-            .iter()
-            .map(|&r| {
-                let id = v.trie().token_ids()[r as usize];
-                words[id as usize]
-            })
-            .collect();
+        let exit_words = exit_words(&slice, &v, &words);
         // By byte order; `.\"` leaves the class by `.`, `aé` by a non-ASCII byte.
         assert_eq!(exit_words, vec!["\"", "a\"", "a\",", "ba\"x"]);
         for rank in 0..v.trie().token_ids().len() {
@@ -153,8 +177,8 @@ mod tests {
         assert!(slice.has_exit_in(0..v.trie().token_ids().len()));
         assert!(!slice.has_exit_in(0..0));
         // Five tokens hold a quote; `."` is not an exit but counts toward the bound.
-        assert!(ClassSlice::new(&v, class, &exits, 4).is_none());
-        assert!(ClassSlice::new(&v, class, &exits, 5).is_some());
+        assert!(ClassSlice::new(&v, class, None, &exits, 4).is_none());
+        assert!(ClassSlice::new(&v, class, None, &exits, 5).is_some());
     }
 
     #[test]
@@ -164,17 +188,32 @@ mod tests {
         let class = 1u128 << b'a';
         let mut exits = [0u64; 4];
         exits[3] |= 1 << (0xC3 % 64); // é is C3 A9
-        let slice = ClassSlice::new(&v, class, &exits, usize::MAX).unwrap();
-        let exit_words: Vec<&str> = slice
-            .exits
-            .iter()
-            .map(|&r| words[v.trie().token_ids()[r as usize] as usize])
-            .collect();
+        let slice = ClassSlice::new(&v, class, None, &exits, usize::MAX).unwrap();
+        let exit_words = exit_words(&slice, &v, &words);
         // `a.é` leaves the class by `.`, `aЖ` by D0.
         assert_eq!(exit_words, vec!["aé", "éa"]);
         // Tokens holding C3 (`a.é` too) count toward the bound, not those with
         // other non-ASCII bytes.
-        assert!(ClassSlice::new(&v, class, &exits, 3).is_some());
-        assert!(ClassSlice::new(&v, class, &exits, 2).is_none());
+        assert!(ClassSlice::new(&v, class, None, &exits, 3).is_some());
+        assert!(ClassSlice::new(&v, class, None, &exits, 2).is_none());
+    }
+
+    #[test]
+    fn a_class_may_hold_the_non_ascii_characters_of_a_slice() {
+        let words = ["aé", "éa", "a.é", "a", "aЖ", "Ж", "a\"", "é\""];
+        let v = vocab(&words);
+        let class = 1u128 << b'a';
+        let mut exits = [0u64; 4];
+        exits[0] |= 1 << b'"';
+        let chars = Some(SliceChars::StringBody);
+        let slice = ClassSlice::new(&v, class, chars, &exits, usize::MAX).unwrap();
+        let members: Vec<&str> = (0..words.len() as u32)
+            .filter(|&id| slice.members()[id as usize / 32] >> (id % 32) & 1 != 0)
+            .map(|id| words[id as usize])
+            .collect();
+        assert_eq!(members, vec!["aé", "éa", "a", "aЖ", "Ж"]);
+        // `a.é` dies at `.`, but a token with non-ASCII bytes that is not a member
+        // is always walked.
+        assert_eq!(exit_words(&slice, &v, &words), vec!["a\"", "a.é", "é\""]);
     }
 }

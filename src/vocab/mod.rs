@@ -12,6 +12,7 @@
 
 mod class_slice;
 mod load;
+mod rank_set;
 mod slice;
 mod trie;
 
@@ -19,6 +20,7 @@ use std::fmt;
 
 pub use class_slice::ClassSlice;
 pub use load::{load_tokenizer, VocabError};
+pub use rank_set::RankSet;
 pub use slice::{is_string_body_char, SliceChars, TokenSlice};
 pub use trie::{SubtreeBytes, TokenTrie, TrieNode};
 

@@ -18,7 +18,7 @@ pub fn is_string_body_char(c: char) -> bool {
 
 /// The character sets the vocabulary precomputes slices for. Each is the
 /// printable ASCII characters except `"` and `\`, plus some non-ASCII ranges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SliceChars {
     /// [`is_string_body_char`]: a JSON string body.
     StringBody,
