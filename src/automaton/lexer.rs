@@ -1366,6 +1366,13 @@ impl Terminal {
         if state == DEAD {
             return false;
         }
+        // Most lexemes asked (an object's key literals) die on some printable
+        // byte at once: a few steps answer them before the body's bytes are
+        // gathered (an allocation and a pass over the byte classes).
+        let mut printable_body = (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\');
+        if printable_body.any(|b| self.step(state, b) == DEAD) {
+            return false;
+        }
         let body = BodyBytes::new(&self.classes, non_ascii);
         self.reach_alive(state, &body, limit, pinned).is_some()
     }
