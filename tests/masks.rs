@@ -482,6 +482,12 @@ fn closed_byte_classes_match_the_oracle() {
                 "additionalProperties": {"type": "string"}}),
             r#"{"clé é":"x","k1":2,"日本":"y"}"#,
         ),
+        // Every non-ASCII character but the spaces.
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "key": {"type": "string", "pattern": "^[\\S]+$"}}}),
+            r#"{"key":"clé-日本—x"}"#,
+        ),
     ];
     for v in [vocab("gpt2"), vocab("mistral-7b-v0.1")] {
         for (schema, sample) in &cases {

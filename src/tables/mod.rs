@@ -892,7 +892,7 @@ impl TokenTables {
             // ASCII bytes exit, from the states the wider class reaches.
             let mut non_ascii = None;
             if exits[2] | exits[3] != 0 {
-                let widened = SliceChars::ALL.into_iter().find_map(|chars| {
+                let widened = SliceChars::EVERY.into_iter().find_map(|chars| {
                     let states = terminal.closed_class_with(
                         state,
                         *class,

@@ -52,30 +52,33 @@ impl ClassSlice {
         // A token holding none of these bytes cannot have an exit as its first
         // byte outside the class: ASCII ones (DEL standing for itself and every
         // non-ASCII byte), and non-ASCII ones exactly.
-        let exit_low = (0..=0x7Fu8)
+        // Bit 127 of a token's ASCII set is DEL or any non-ASCII byte: DEL as an
+        // exit is told apart below.
+        let exit_low = (0..0x7Fu8)
             .filter(|&b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
-            .fold(0u128, |set, b| set | SubtreeBytes::of_byte(b).0);
+            .fold(0u128, |set, b| set | 1 << b);
+        let del_exits = exits[1] >> 63 & 1 != 0;
         let exit_high = (exits[2] as u128) | (exits[3] as u128) << 64;
         // Tokens holding an exit byte outside the class: a superset of the exits.
         let mut holding_exits = Vec::new();
         let slice = non_ascii.map(|chars| vocab.slice(chars));
         let non_ascii_bit = SubtreeBytes::of_byte(0x80).0;
-        let is_member = |rank: usize, bytes: SubtreeBytes| {
-            bytes.0 & !class == 0
-                || slice.is_some_and(|slice| {
-                    bytes.0 & !(class | non_ascii_bit) == 0
-                        && slice.members_by_rank()[rank / 32] >> (rank % 32) & 1 != 0
-                })
-        };
         for rank in 0..ranks {
             let (bytes, high) = trie.token_byte_set(rank);
-            if is_member(rank, bytes) {
+            // Slice members hold neither DEL nor a split character.
+            let in_slice = slice
+                .is_some_and(|slice| slice.members_by_rank()[rank / 32] >> (rank % 32) & 1 != 0);
+            let member =
+                bytes.0 & !class == 0 || (in_slice && bytes.0 & !(class | non_ascii_bit) == 0);
+            let may_hold_del = bytes.0 & non_ascii_bit != 0 && (high == 0 || !in_slice);
+            if member {
                 let id = trie.token_ids()[rank];
                 members[id as usize / 32] |= 1 << (id % 32);
                 members_by_rank[rank / 32] |= 1 << (rank % 32);
             } else if bytes.0 & exit_low != 0
                 || high & exit_high != 0
-                || (slice.is_some() && high != 0)
+                || (del_exits && may_hold_del)
+                || (slice.is_some() && high != 0 && !in_slice)
             {
                 if holding_exits.len() == max_exits {
                     return None;
@@ -212,8 +215,7 @@ mod tests {
             .map(|id| words[id as usize])
             .collect();
         assert_eq!(members, vec!["aé", "éa", "a", "aЖ", "Ж"]);
-        // `a.é` dies at `.`, but a token with non-ASCII bytes that is not a member
-        // is always walked.
-        assert_eq!(exit_words(&slice, &v, &words), vec!["a\"", "a.é", "é\""]);
+        // `a.é` dies at `.`: its `é` is a slice character, so it is not walked.
+        assert_eq!(exit_words(&slice, &v, &words), vec!["a\"", "é\""]);
     }
 }

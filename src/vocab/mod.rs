@@ -75,7 +75,7 @@ impl Vocabulary {
             rank[id as usize] = r as u32;
         }
         let trie = TokenTrie::from_sorted(sorted, |id| &tokens[id as usize]);
-        let slices = SliceChars::ALL
+        let slices = SliceChars::EVERY
             .iter()
             .map(|&chars| TokenSlice::of(chars, &tokens, &trie))
             .collect();

@@ -25,15 +25,29 @@ pub enum SliceChars {
     /// String-body characters except the line separators U+2028 and U+2029: what
     /// an ECMA-262 `.` in a schema's `pattern` reads inside a string.
     PatternDot,
+    /// String-body characters except every non-ASCII space (ECMA-262's `\s` and
+    /// Unicode's White_Space): the non-ASCII characters of a pattern's `\S` or
+    /// `[^@\s]`. Only a [class slice](crate::vocab::ClassSlice) uses it (its
+    /// ASCII part holds the space).
+    NonSpace,
 }
 
 impl SliceChars {
-    /// Largest first: a state that survives every string body takes that slice.
+    /// The slices a string body's table tries, largest first: a state that
+    /// survives every string body takes that slice.
     pub const ALL: [SliceChars; 2] = [SliceChars::StringBody, SliceChars::PatternDot];
 
+    /// Every slice the vocabulary precomputes (by `as usize`).
+    pub const EVERY: [SliceChars; 3] = [
+        SliceChars::StringBody,
+        SliceChars::PatternDot,
+        SliceChars::NonSpace,
+    ];
+
     pub fn contains(self, c: char) -> bool {
+        let non_ascii = c as u32 >= 0x80;
         is_string_body_char(c)
-            && (self == SliceChars::StringBody || !matches!(c, '\u{2028}' | '\u{2029}'))
+            && (!non_ascii || self.non_ascii().iter().any(|&(lo, hi)| lo <= c && c <= hi))
     }
 
     /// The non-ASCII members, as inclusive ranges.
@@ -41,6 +55,20 @@ impl SliceChars {
         match self {
             SliceChars::StringBody => &[('\u{80}', char::MAX)],
             SliceChars::PatternDot => &[('\u{80}', '\u{2027}'), ('\u{202a}', char::MAX)],
+            // Without U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029,
+            // U+202F, U+205F, U+3000 and U+FEFF.
+            SliceChars::NonSpace => &[
+                ('\u{80}', '\u{84}'),
+                ('\u{86}', '\u{9f}'),
+                ('\u{a1}', '\u{167f}'),
+                ('\u{1681}', '\u{1fff}'),
+                ('\u{200b}', '\u{2027}'),
+                ('\u{202a}', '\u{202e}'),
+                ('\u{2030}', '\u{205e}'),
+                ('\u{2060}', '\u{2fff}'),
+                ('\u{3001}', '\u{fefe}'),
+                ('\u{ff00}', char::MAX),
+            ],
         }
     }
 }
@@ -160,5 +188,33 @@ impl TokenSlice {
     pub fn covers(&self, trie: &TokenTrie, node: usize) -> bool {
         let ranks = trie.ranks_under(node);
         self.outsiders_below[ranks.end] == self.outsiders_below[ranks.start]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `NonSpace` holds every string-body character but the non-ASCII spaces of
+    /// ECMA-262's `\s` and of Unicode's White_Space; the ASCII space stays.
+    #[test]
+    fn non_space_leaves_out_exactly_the_non_ascii_spaces() {
+        let spaces = [
+            0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007,
+            0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff,
+        ];
+        for c in (0x20..0x11000).filter_map(char::from_u32) {
+            let expected = is_string_body_char(c) && !spaces.contains(&(c as u32));
+            assert_eq!(
+                SliceChars::NonSpace.contains(c),
+                expected,
+                "U+{:04X}",
+                c as u32
+            );
+        }
+        assert!(SliceChars::NonSpace.contains(char::MAX));
+        assert!(SliceChars::PatternDot.contains('\u{a0}'));
+        assert!(!SliceChars::PatternDot.contains('\u{2028}'));
+        assert!(SliceChars::StringBody.contains('\u{2028}'));
     }
 }
