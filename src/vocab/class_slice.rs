@@ -10,7 +10,9 @@
 //! 128k tokens where the plain walk visits 60-170k trie nodes. A [`ClassSlice`]
 //! holds the members and those exit tokens' ranks; it is built per (class, exits)
 //! on demand (patterns bring their own classes), from the trie's per-token byte
-//! sets rather than from every token's bytes.
+//! sets rather than from every token's bytes. The class may also hold a slice's
+//! non-ASCII characters (a key that is any string without a digit), read from the
+//! vocabulary's precomputed [`TokenSlice`](super::TokenSlice) membership.
 
 use super::{RankSet, SliceChars, SubtreeBytes, Vocabulary};
 
@@ -49,11 +51,10 @@ impl ClassSlice {
         let ranks = trie.token_ids().len();
         let mut members = vec![0u32; vocab.len().div_ceil(32)];
         let mut members_by_rank = vec![0u32; ranks.div_ceil(32)];
-        // A token holding none of these bytes cannot have an exit as its first
-        // byte outside the class: ASCII ones (DEL standing for itself and every
-        // non-ASCII byte), and non-ASCII ones exactly.
-        // Bit 127 of a token's ASCII set is DEL or any non-ASCII byte: DEL as an
-        // exit is told apart below.
+        // A token holding none of the exit bytes cannot have one as its first
+        // byte outside the class: ASCII exits below DEL, non-ASCII ones exactly;
+        // bit 127 of a token's ASCII set is DEL or any non-ASCII byte, so DEL as
+        // an exit is told apart below.
         let exit_low = (0..0x7Fu8)
             .filter(|&b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
             .fold(0u128, |set, b| set | 1 << b);
