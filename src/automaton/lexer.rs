@@ -1369,8 +1369,7 @@ impl Terminal {
         // Most lexemes asked (an object's key literals) die on some printable
         // byte at once: a few steps answer them before the body's bytes are
         // gathered (an allocation and a pass over the byte classes).
-        let mut printable_body = (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\');
-        if printable_body.any(|b| self.step(state, b) == DEAD) {
+        if body_ascii().any(|b| self.step(state, b) == DEAD) {
             return false;
         }
         let body = BodyBytes::new(&self.classes, non_ascii);
@@ -1390,7 +1389,7 @@ impl Terminal {
         non_ascii: &[(char, char)],
         limit: usize,
     ) -> Option<Vec<bool>> {
-        if state == DEAD || state & LOOPED != 0 || self.counter.is_some() {
+        if !self.may_have_closed_class(state) {
             return None;
         }
         let body = BodyBytes::with_ascii(&self.classes, class, non_ascii);
@@ -1467,6 +1466,13 @@ impl Terminal {
         Some(exits)
     }
 
+    /// A counter dies after its count: no closed class there, nor from the
+    /// states before it (which reach it); past it, in its suffix, a class is
+    /// rarely worth a map as large as the counter.
+    fn may_have_closed_class(&self, state: State) -> bool {
+        state != DEAD && state & LOOPED == 0 && self.counter.is_none()
+    }
+
     /// A class of ASCII bytes (DEL excluded; bit `b` of a `u128`) that no text of
     /// them can kill from `state`, with the states such texts reach (`closed[q]`):
     /// from any of those states, every token made only of the class is allowed,
@@ -1477,10 +1483,7 @@ impl Terminal {
     /// domain going, `@` may be the pattern's any-character before `gov`, but
     /// not both). `None` for an empty class or past `limit` states.
     pub fn closed_class(&self, state: State, limit: usize) -> Option<(u128, Vec<bool>)> {
-        // A counter dies after its count: no closed class there, nor from the
-        // states before it (which reach it); past it, in its suffix, a class is
-        // rarely worth a map as large as the counter.
-        if state == DEAD || state & LOOPED != 0 || self.counter.is_some() {
+        if !self.may_have_closed_class(state) {
             return None;
         }
         // The states texts of `class` reach from `state`, if they all survive it.
@@ -1821,9 +1824,7 @@ struct BodyBytes<'a> {
 
 impl<'a> BodyBytes<'a> {
     fn new(classes: &'a [u8; 256], non_ascii: &'a [(char, char)]) -> BodyBytes<'a> {
-        let body = (0x20u8..0x7f)
-            .filter(|&b| b != b'"' && b != b'\\')
-            .fold(0u128, |set, b| set | 1 << b);
+        let body = body_ascii().fold(0u128, |set, b| set | 1 << b);
         Self::with_ascii(classes, body, non_ascii)
     }
 
@@ -1867,6 +1868,11 @@ impl<'a> BodyBytes<'a> {
                 .collect()
         })
     }
+}
+
+/// The ASCII characters of a JSON string body: printable, but `"` and `\`.
+fn body_ascii() -> impl Iterator<Item = u8> {
+    (0x20u8..0x7f).filter(|&b| b != b'"' && b != b'\\')
 }
 
 /// The terminal of `pattern` (bytes mode), for tests.

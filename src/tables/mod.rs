@@ -885,7 +885,7 @@ impl TokenTables {
         // From a closed class's states only a few bytes outside it may survive (a
         // pattern string's closing quote): its members are allowed at once, and the
         // walk enters only subtrees holding a token that leaves it by such a byte.
-        let class_slice = closed.as_mut().and_then(|(class, states)| {
+        let class_slice_entry = closed.as_mut().and_then(|(class, states)| {
             let mut exits = terminal.exit_bytes(*class, states)?;
             // Where non-ASCII bytes survive, the class may hold every non-ASCII
             // character (a key that is any string without a digit): then only
@@ -905,7 +905,7 @@ impl TokenTables {
                     (non_ascii, exits, *states) = (Some(chars), ascii_exits, widened_states);
                 }
             }
-            let slice = SHARED_CLASS_SLICES.get_or_build(
+            Some(SHARED_CLASS_SLICES.get_or_build(
                 (self.vocab.id(), *class, non_ascii, exits),
                 SHARED_CLASS_SLICE_BYTES,
                 |slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
@@ -913,10 +913,11 @@ impl TokenTables {
                     let vocab = &self.vocab;
                     ClassSlice::new(vocab, *class, non_ascii, &exits, MAX_CLASS_SLICE_EXITS)
                 },
-            );
-            slice.is_some().then_some(slice)
+            ))
         });
-        if let Some(class_slice) = class_slice.as_deref().and_then(Option::as_ref) {
+        // `None` inside: too many tokens hold an exit (cached as such).
+        let class_slice = class_slice_entry.as_deref().and_then(Option::as_ref);
+        if let Some(class_slice) = class_slice {
             allowed.copy_from_slice(class_slice.members());
             allowed_by_rank.copy_from_slice(class_slice.members_by_rank());
         }
@@ -930,7 +931,7 @@ impl TokenTables {
             closed: closed
                 .as_ref()
                 .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
-            class_slice: class_slice.as_deref().and_then(Option::as_ref),
+            class_slice,
             counted: counted
                 .as_ref()
                 .map(|(class, budgets)| (budgets, SubtreeBytes(*class))),
@@ -942,7 +943,7 @@ impl TokenTables {
         };
         walk_lexeme(&mut walk, terminal, visit, state);
         // A slice set bits everywhere.
-        let touched = match (slice, &class_slice) {
+        let touched = match (slice, class_slice) {
             (None, None) => walk.touched,
             _ => 0..trie.token_ids().len(),
         };

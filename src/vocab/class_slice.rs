@@ -55,8 +55,9 @@ impl ClassSlice {
         // byte outside the class: ASCII exits below DEL, non-ASCII ones exactly;
         // bit 127 of a token's ASCII set is DEL or any non-ASCII byte, so DEL as
         // an exit is told apart below.
+        let is_exit = |b: u8| exits[b as usize / 64] >> (b % 64) & 1 != 0;
         let exit_low = (0..0x7Fu8)
-            .filter(|&b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
+            .filter(|&b| is_exit(b))
             .fold(0u128, |set, b| set | 1 << b);
         let del_exits = exits[1] >> 63 & 1 != 0;
         let exit_high = (exits[2] as u128) | (exits[3] as u128) << 64;
@@ -94,7 +95,7 @@ impl ClassSlice {
             }
             let token = vocab.token_bytes(trie.token_ids()[rank as usize]);
             let first_outside = token.iter().copied().find(|&b| !in_class(b));
-            first_outside.is_some_and(|b| exits[b as usize / 64] >> (b % 64) & 1 != 0)
+            first_outside.is_some_and(is_exit)
         });
         let mut exit_bits = vec![0u32; ranks.div_ceil(32)];
         for &rank in &holding_exits {
