@@ -235,6 +235,14 @@ impl Budgets {
             .copied()
             .unwrap_or(NO_BUDGET)
     }
+
+    /// The chain's states that have a budget.
+    fn chain(&self) -> impl Iterator<Item = State> + '_ {
+        (self.first..)
+            .zip(&self.budgets)
+            .filter(|&(_, &b)| b != NO_BUDGET)
+            .map(|(q, _)| q)
+    }
 }
 
 /// "The byte kills the iteration" in [`Counter::template`].
@@ -1443,6 +1451,20 @@ impl Terminal {
     /// walk reads itself.
     pub fn ascii_exit_bytes(&self, class: u128, closed: &[bool]) -> Option<[u64; 4]> {
         self.exits_outside(class, true, closed)
+    }
+
+    /// For a [counter](Terminal::counted_class): the bytes outside its class on
+    /// which some state of its chain survives. A token made of the class and then
+    /// any other byte dies there (the chain holds no match, so without a boundary).
+    pub fn counted_exit_bytes(&self, class: u128, budgets: &Budgets) -> [u64; 4] {
+        let outside = [!(class as u64), !((class >> 64) as u64), !0, !0];
+        let mut exits = [0u64; 4];
+        for q in budgets.chain() {
+            for ((exit, live), outside) in exits.iter_mut().zip(self.live_bytes(q)).zip(outside) {
+                *exit |= live & outside;
+            }
+        }
+        exits
     }
 
     fn exits_outside(&self, class: u128, ascii_only: bool, closed: &[bool]) -> Option<[u64; 4]> {

@@ -456,6 +456,15 @@ static SHARED_CLASS_SLICES: Shared<ClassSliceKey, Option<ClassSlice>> = Shared::
 /// characters it also holds, exit bytes.
 type ClassSliceKey = (u64, u128, Option<SliceChars>, [u64; 4]);
 
+/// The least budget from which a counter's members are taken by a
+/// [`ClassSlice`] rather than walked.
+const MIN_COUNTED_SLICE_BUDGET: u32 = 4;
+
+/// The least class size for the same: a walk through a hex digit's subtrees
+/// (a UUID's `[0-9a-f]{8}`) stops after a byte or two, the slice is a scan of
+/// every token.
+const MIN_COUNTED_SLICE_BYTES: u32 = 48;
+
 /// Most tokens holding an exit byte for a [`ClassSlice`] to be built (past it
 /// the plain walk with its closed class is as fast): Llama-3 has 5,200 holding
 /// a quote, a backslash or a lead byte of a Unicode space (`[\w\s-]`).
@@ -905,15 +914,27 @@ impl TokenTables {
                     (non_ascii, exits, *states) = (Some(chars), ascii_exits, widened_states);
                 }
             }
-            Some(SHARED_CLASS_SLICES.get_or_build(
-                (self.vocab.id(), *class, non_ascii, exits),
-                SHARED_CLASS_SLICE_BYTES,
-                |slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
-                || {
-                    let vocab = &self.vocab;
-                    ClassSlice::new(vocab, *class, non_ascii, &exits, MAX_CLASS_SLICE_EXITS)
-                },
-            ))
+            Some(self.class_slice(*class, non_ascii, exits))
+        });
+        // A counter's class likewise, its members allowed up to the budget: a
+        // pattern's `[A-Za-z0-9 &'()*,-./@£]{1,32}` walks the tokens holding a
+        // quote or a `£`, not the 80k made of its ASCII bytes.
+        let counted_slice_entry = counted.as_ref().and_then(|(class, budgets)| {
+            // A short budget or a small class (hex digits) walks few nodes of
+            // the trie: cheaper than a first build of the slice.
+            let budget = budgets.of(state);
+            let small =
+                budget < MIN_COUNTED_SLICE_BUDGET || class.count_ones() < MIN_COUNTED_SLICE_BYTES;
+            if budget == NO_BUDGET || small {
+                return None;
+            }
+            let exits = terminal.counted_exit_bytes(*class, budgets);
+            let entry = self.class_slice(*class, None, exits);
+            if let Some(class_slice) = entry.as_ref() {
+                let budget = budget as usize;
+                class_slice.members_up_to(&self.vocab, budget, allowed, allowed_by_rank);
+            }
+            Some(entry)
         });
         // `None` inside: too many tokens hold an exit (cached as such).
         let class_slice = class_slice_entry.as_deref().and_then(Option::as_ref);
@@ -921,6 +942,7 @@ impl TokenTables {
             allowed.copy_from_slice(class_slice.members());
             allowed_by_rank.copy_from_slice(class_slice.members_by_rank());
         }
+        let class_slice = class_slice.or(counted_slice_entry.as_deref().and_then(Option::as_ref));
         let mut match_nodes = Vec::new();
         let mut walk = LexemeWalk {
             trie,
@@ -952,6 +974,22 @@ impl TokenTables {
             tokens: LexemeTokens::from_walk(scratch, touched, trie.token_ids()),
             match_nodes: listed.then(|| match_nodes.into()),
         }
+    }
+
+    /// The [`ClassSlice`] of `class` (widened by `non_ascii`) with `exits`, shared
+    /// process-wide; `None` inside where too many tokens hold an exit.
+    fn class_slice(
+        &self,
+        class: u128,
+        non_ascii: Option<SliceChars>,
+        exits: [u64; 4],
+    ) -> Arc<Option<ClassSlice>> {
+        SHARED_CLASS_SLICES.get_or_build(
+            (self.vocab.id(), class, non_ascii, exits),
+            SHARED_CLASS_SLICE_BYTES,
+            |slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
+            || ClassSlice::new(&self.vocab, class, non_ascii, &exits, MAX_CLASS_SLICE_EXITS),
+        )
     }
 
     /// The tables of a base-minus-excluded-strings lexeme (see
@@ -1050,7 +1088,8 @@ struct LexemeWalk<'a> {
     closed: Option<(&'a [bool], SubtreeBytes)>,
     /// With `closed`, where its states leave the class only by exit bytes: its
     /// members were set before the walk, so a subtree entered in a closed state
-    /// without a token leaving by an exit holds nothing more.
+    /// without a token leaving by an exit holds nothing more. With `counted`
+    /// likewise, for the members short enough for the walk's start.
     class_slice: Option<&'a ClassSlice>,
     /// A counter's budget per state and its class ([`Terminal::counted_class`]):
     /// a subtree entered in a state with budget `b` and made only of the class
@@ -1154,6 +1193,19 @@ impl LexemeWalk<'_> {
             };
             let node = nodes[i];
             let depth = node.depth as usize - base;
+            if let Some((budgets, _)) = self.counted {
+                // Entered on the chain by bytes of the class (a path with an exit
+                // byte has only exit tokens below): its members short enough are
+                // set, the others die on the chain.
+                if budgets.of(states[depth - 1]) != NO_BUDGET
+                    && self
+                        .class_slice
+                        .is_some_and(|slice| !slice.has_exit_in(trie.ranks_under(i)))
+                {
+                    k = past_subtree;
+                    continue;
+                }
+            }
             if let Some((closed, class)) = self.closed {
                 let entered_closed = closed.get(states[depth - 1] as usize) == Some(&true);
                 // Entered from the walk's start by bytes of the class (a path with

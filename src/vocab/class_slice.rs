@@ -14,7 +14,7 @@
 //! non-ASCII characters (a key that is any string without a digit), read from the
 //! vocabulary's precomputed [`TokenSlice`](super::TokenSlice) membership.
 
-use super::{RankSet, SliceChars, SubtreeBytes, Vocabulary};
+use super::{RankSet, SliceChars, SubtreeBytes, TokenTrie, Vocabulary};
 
 /// The tokens made only of an ASCII class, and those whose first byte outside it
 /// is one of a set of exit bytes.
@@ -24,6 +24,8 @@ pub struct ClassSlice {
     members: Vec<u32>,
     /// Members as bits by rank.
     members_by_rank: Vec<u32>,
+    /// The longest member's length.
+    longest_member: usize,
     /// The tokens whose first byte outside the class is an exit (a superset where
     /// they hold a non-ASCII byte the class may not read).
     exits: RankSet,
@@ -56,6 +58,13 @@ impl ClassSlice {
         // bit 127 of a token's ASCII set is DEL or any non-ASCII byte, so DEL as
         // an exit is told apart below.
         let is_exit = |b: u8| exits[b as usize / 64] >> (b % 64) & 1 != 0;
+        // Every token holding an exit byte is walked or told apart below: when
+        // one byte alone is held by too many, give up before the scan.
+        // (A non-ASCII exit byte may sit in a widened class's member.)
+        let bounded = |b: u8| non_ascii.is_none() || b < 0x80;
+        if (0..=255u8).any(|b| is_exit(b) && bounded(b) && vocab.tokens_holding(b) > max_exits) {
+            return None;
+        }
         let exit_low = (0..0x7Fu8)
             .filter(|&b| is_exit(b))
             .fold(0u128, |set, b| set | 1 << b);
@@ -101,9 +110,11 @@ impl ClassSlice {
         for &rank in &holding_exits {
             exit_bits[rank as usize / 32] |= 1 << (rank % 32);
         }
+        let longest_member = longest_member(trie, &members_by_rank);
         Some(ClassSlice {
             members,
             members_by_rank,
+            longest_member,
             exits: RankSet::from_bits(exit_bits),
         })
     }
@@ -118,6 +129,55 @@ impl ClassSlice {
         &self.members_by_rank
     }
 
+    /// The members at most `max_len` bytes long (a counter's budget), as bits by
+    /// token id into `by_id` and by rank into `by_rank` (overwritten): two ANDs
+    /// with the vocabulary's short tokens, not a walk.
+    pub fn members_up_to(
+        &self,
+        vocab: &Vocabulary,
+        max_len: usize,
+        by_id: &mut [u32],
+        by_rank: &mut [u32],
+    ) {
+        if max_len >= self.longest_member {
+            by_id.copy_from_slice(&self.members);
+            by_rank.copy_from_slice(&self.members_by_rank);
+            return;
+        }
+        let trie = vocab.trie();
+        let short = trie
+            .ranks_up_to_len(max_len)
+            .zip(vocab.ids_up_to_len(max_len));
+        let Some((short_ranks, short_ids)) = short else {
+            // Past the precomputed lengths: token by token.
+            by_id.fill(0);
+            by_rank.fill(0);
+            for (w, &word) in self.members_by_rank.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let rank = w * 32 + bits.trailing_zeros() as usize;
+                    let id = trie.token_ids()[rank];
+                    if vocab.token_bytes(id).len() <= max_len {
+                        by_id[id as usize / 32] |= 1 << (id % 32);
+                        by_rank[w] |= 1 << (rank % 32);
+                    }
+                    bits &= bits - 1;
+                }
+            }
+            return;
+        };
+        for ((word, members), short) in by_rank
+            .iter_mut()
+            .zip(&self.members_by_rank)
+            .zip(short_ranks)
+        {
+            *word = members & short;
+        }
+        for ((word, members), short) in by_id.iter_mut().zip(&self.members).zip(short_ids) {
+            *word = members & short;
+        }
+    }
+
     /// Whether a token of `ranks` has an exit as its first byte outside the class.
     #[inline]
     pub fn has_exit_in(&self, ranks: std::ops::Range<usize>) -> bool {
@@ -128,6 +188,26 @@ impl ClassSlice {
     pub fn memory_usage(&self) -> usize {
         (self.members.len() + self.members_by_rank.len()) * 4 + self.exits.memory_usage()
     }
+}
+
+/// The longest member's length (`members` by rank), or more where the trie
+/// keeps no short ranks: a binary search over lengths, not a read per token.
+fn longest_member(trie: &TokenTrie, members: &[u32]) -> usize {
+    let fits = |len: usize| {
+        trie.ranks_up_to_len(len)
+            .is_some_and(|short| members.iter().zip(short).all(|(m, s)| m & !s == 0))
+    };
+    // Every token fits the longest token's length.
+    let (mut shortest, mut longest) = (0, trie.max_depth());
+    while shortest < longest {
+        let middle = (shortest + longest) / 2;
+        if fits(middle) {
+            longest = middle;
+        } else {
+            shortest = middle + 1;
+        }
+    }
+    longest
 }
 
 #[cfg(test)]
@@ -184,6 +264,43 @@ mod tests {
         // Five tokens hold a quote; `."` is not an exit but counts toward the bound.
         assert!(ClassSlice::new(&v, class, None, &exits, 4).is_none());
         assert!(ClassSlice::new(&v, class, None, &exits, 5).is_some());
+    }
+
+    /// A counter's members: those at most a budget long, by id and by rank alike,
+    /// through the precomputed short tokens and past them token by token.
+    #[test]
+    fn members_up_to_a_length_are_the_short_members() {
+        let long = "ab".repeat(100);
+        let words = ["a", "ba", "abab", "a.", "bbbbbbb", long.as_str(), "b\"", ""];
+        let v = vocab(&words);
+        let class = (b'a'..=b'b').fold(0u128, |c, b| c | 1 << b);
+        let slice = ClassSlice::new(&v, class, None, &[0; 4], usize::MAX).unwrap();
+        assert_eq!(slice.longest_member, 200);
+        let mut by_id = vec![0u32; slice.members().len()];
+        let mut by_rank = vec![0u32; slice.members_by_rank().len()];
+        for max_len in [0, 1, 2, 4, 6, 7, 150, 199, 200, 500] {
+            slice.members_up_to(&v, max_len, &mut by_id, &mut by_rank);
+            let expected: Vec<&str> = words
+                .iter()
+                .copied()
+                .filter(|w| !w.is_empty() && w.len() <= max_len)
+                .filter(|w| w.bytes().all(|b| class >> b & 1 != 0))
+                .collect();
+            let got: Vec<&str> = (0..words.len())
+                .filter(|&id| by_id[id / 32] >> (id % 32) & 1 != 0)
+                .map(|id| words[id])
+                .collect();
+            assert_eq!(got, expected, "up to {max_len} bytes");
+            for rank in 0..v.trie().token_ids().len() {
+                let id = v.trie().token_ids()[rank] as usize;
+                let bit = by_rank[rank / 32] >> (rank % 32) & 1 != 0;
+                assert_eq!(
+                    bit,
+                    got.contains(&words[id]),
+                    "rank {rank}, up to {max_len}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -36,6 +36,12 @@ pub struct Vocabulary {
     trie: TokenTrie,
     /// Position of each token in byte order (`u32::MAX` for tokens without bytes).
     rank: Vec<u32>,
+    /// Per length below 128 bytes (and up to the longest token's): the tokens at most that long, as bits by id (a counter's short
+    /// tokens by id, as [`TokenTrie::ranks_up_to_len`] by rank).
+    short_ids: Vec<Vec<u32>>,
+    /// How many tokens hold each byte (a bound on a class slice's exit tokens
+    /// found before scanning them).
+    holding: [u32; 256],
     /// Per [`SliceChars`]: the tokens made only of those characters (computed with
     /// the vocabulary, not on a mask's time).
     slices: Vec<TokenSlice>,
@@ -83,12 +89,25 @@ impl Vocabulary {
         eos.sort_unstable();
         eos.dedup();
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let short_ids = short_ids(&tokens, trie.max_depth());
+        let mut holding = [0u32; 256];
+        for token in &tokens {
+            let mut held = [false; 256];
+            for &b in token.iter() {
+                held[b as usize] = true;
+            }
+            for (count, held) in holding.iter_mut().zip(held) {
+                *count += held as u32;
+            }
+        }
         Vocabulary {
             tokens,
             special,
             eos,
             trie,
             rank,
+            short_ids,
+            holding,
             slices,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
@@ -112,6 +131,17 @@ impl Vocabulary {
     /// The exact bytes of `id`; empty for special tokens and ids out of range.
     pub fn token_bytes(&self, id: u32) -> &[u8] {
         self.tokens.get(id as usize).map_or(&[], |t| t)
+    }
+
+    /// The tokens at most `len` bytes long, as bits by id; `None` from 128 bytes
+    /// or past the longest token.
+    pub fn ids_up_to_len(&self, len: usize) -> Option<&[u32]> {
+        self.short_ids.get(len).map(Vec::as_slice)
+    }
+
+    /// How many tokens hold the byte `b`.
+    pub fn tokens_holding(&self, b: u8) -> usize {
+        self.holding[b as usize] as usize
     }
 
     /// Special and added tokens: (id, content).
@@ -184,6 +214,25 @@ pub fn byte_level_char(byte: u8) -> char {
 /// Inverse of [`byte_level_char`] as a lookup table.
 pub(crate) fn byte_level_table() -> std::collections::HashMap<char, u8> {
     (0..=255u8).map(|b| (byte_level_char(b), b)).collect()
+}
+
+/// Per length up to the longest token's, below `SHORT_TOKEN_LENGTHS`: the tokens
+/// at most that long, as bits by id.
+fn short_ids(tokens: &[Box<[u8]>], max_depth: usize) -> Vec<Vec<u32>> {
+    let lengths = max_depth.min(trie::SHORT_TOKEN_LENGTHS - 1) + 1;
+    let mut by_len = vec![vec![0u32; tokens.len().div_ceil(32)]; lengths];
+    for (id, token) in tokens.iter().enumerate() {
+        if let Some(bits) = by_len.get_mut(token.len()) {
+            bits[id / 32] |= 1 << (id % 32);
+        }
+    }
+    for l in 1..lengths {
+        let (shorter, this) = by_len.split_at_mut(l);
+        for (w, s) in this[0].iter_mut().zip(&shorter[l - 1]) {
+            *w |= s;
+        }
+    }
+    by_len
 }
 
 #[cfg(test)]
