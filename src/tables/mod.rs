@@ -47,7 +47,7 @@ use rustc_hash::FxHashMap;
 use crate::automaton::lexer::{Budgets, Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 pub use crate::vocab::RankSet;
-use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
+use crate::vocab::{set_range, ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -585,24 +585,6 @@ fn set(mask: &mut [u32], id: u32) {
 #[inline]
 fn shift(ranks: std::ops::Range<usize>, base: usize) -> std::ops::Range<usize> {
     ranks.start - base..ranks.end - base
-}
-
-/// Sets bits `range` of `bits`, a word at a time.
-fn set_range(bits: &mut [u32], range: std::ops::Range<usize>) {
-    let (start, end) = (range.start, range.end);
-    if start >= end {
-        return;
-    }
-    let (first, last) = (start / 32, (end - 1) / 32);
-    let low = u32::MAX << (start % 32);
-    let high = u32::MAX >> (31 - (end - 1) % 32);
-    if first == last {
-        bits[first] |= low & high;
-        return;
-    }
-    bits[first] |= low;
-    bits[first + 1..last].fill(u32::MAX);
-    bits[last] |= high;
 }
 
 impl TokenTables {
@@ -1301,19 +1283,5 @@ mod tests {
         assert_eq!(set_ranges(&bits, 3), None);
         assert_eq!(set_ranges(&[0, 0], 1), Some(vec![]));
         assert_eq!(set_ranges(&[u32::MAX, u32::MAX], 1), Some(vec![(0, 64)]));
-    }
-
-    #[test]
-    fn set_range_sets_exactly_the_range() {
-        for start in 0..100 {
-            for end in start..100 {
-                let mut bits = vec![0u32; 4];
-                set_range(&mut bits, start..end);
-                for i in 0..128 {
-                    let on = bits[i / 32] & (1 << (i % 32)) != 0;
-                    assert_eq!(on, (start..end).contains(&i), "{start}..{end} at {i}");
-                }
-            }
-        }
     }
 }

@@ -20,7 +20,7 @@ use std::fmt;
 
 pub use class_slice::ClassSlice;
 pub use load::{load_tokenizer, VocabError};
-pub use rank_set::RankSet;
+pub use rank_set::{set_range, RankSet};
 pub use slice::{is_string_body_char, SliceChars, TokenSlice};
 pub use trie::{SubtreeBytes, TokenTrie, TrieNode};
 
@@ -39,6 +39,8 @@ pub struct Vocabulary {
     /// Per length below 128 bytes (and up to the longest token's): the tokens at most that long, as bits by id (a counter's short
     /// tokens by id, as [`TokenTrie::ranks_up_to_len`] by rank).
     short_ids: Vec<Vec<u32>>,
+    /// The tokens with bytes, as bits by id.
+    with_bytes: Vec<u32>,
     /// How many tokens hold each byte (a bound on a class slice's exit tokens
     /// found before scanning them).
     holding: [u32; 256],
@@ -90,6 +92,10 @@ impl Vocabulary {
         eos.dedup();
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let short_ids = short_ids(&tokens, trie.max_depth());
+        let mut with_bytes = vec![0u32; tokens.len().div_ceil(32)];
+        for &id in trie.token_ids() {
+            with_bytes[id as usize / 32] |= 1 << (id % 32);
+        }
         let mut holding = [0u32; 256];
         for token in &tokens {
             let mut held = [false; 256];
@@ -107,6 +113,7 @@ impl Vocabulary {
             trie,
             rank,
             short_ids,
+            with_bytes,
             holding,
             slices,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -137,6 +144,11 @@ impl Vocabulary {
     /// or past the longest token.
     pub fn ids_up_to_len(&self, len: usize) -> Option<&[u32]> {
         self.short_ids.get(len).map(Vec::as_slice)
+    }
+
+    /// The tokens with bytes (neither special nor unused), as bits by id.
+    pub fn with_bytes(&self) -> &[u32] {
+        &self.with_bytes
     }
 
     /// How many tokens hold the byte `b`.

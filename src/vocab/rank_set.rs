@@ -94,3 +94,40 @@ impl RankSet {
         (self.bits.len() + self.prefix.len()) * 4
     }
 }
+
+/// Sets bits `range` of `bits`, a word at a time.
+pub fn set_range(bits: &mut [u32], range: std::ops::Range<usize>) {
+    let (start, end) = (range.start, range.end);
+    if start >= end {
+        return;
+    }
+    let (first, last) = (start / 32, (end - 1) / 32);
+    let low = u32::MAX << (start % 32);
+    let high = u32::MAX >> (31 - (end - 1) % 32);
+    if first == last {
+        bits[first] |= low & high;
+        return;
+    }
+    bits[first] |= low;
+    bits[first + 1..last].fill(u32::MAX);
+    bits[last] |= high;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_range_sets_exactly_the_range() {
+        for start in 0..100 {
+            for end in start..100 {
+                let mut bits = vec![0u32; 4];
+                set_range(&mut bits, start..end);
+                for i in 0..128 {
+                    let on = bits[i / 32] & (1 << (i % 32)) != 0;
+                    assert_eq!(on, (start..end).contains(&i), "{start}..{end} at {i}");
+                }
+            }
+        }
+    }
+}

@@ -17,6 +17,10 @@ pub struct TrieNode {
     /// Tokens ending here: `token_ids[tokens_start..tokens_end]`.
     pub tokens_start: u32,
     pub tokens_end: u32,
+    /// One past the last token (rank) of the subtree: its tokens are
+    /// `tokens_start..subtree_tokens_end`, read without the node past it (a
+    /// cache miss per visited node in walks asking for a subtree's ranks).
+    pub subtree_tokens_end: u32,
 }
 
 /// A set of tokens as a flat preorder trie.
@@ -30,10 +34,13 @@ pub struct TokenTrie {
     /// Per length `l` up to [`SHORT_TOKEN_LENGTHS`]: the tokens at most `l` bytes
     /// long, as bits by rank (see [`TokenTrie::ranks_up_to_len`]).
     short_ranks: Vec<Vec<u32>>,
-    /// Per rank: the bytes of that token, as a [`SubtreeBytes`] set and, bit
-    /// `b - 0x80` of the second, its non-ASCII bytes exactly (what a byte class's
-    /// members and exits are found from without reading every token's bytes).
-    token_byte_sets: Vec<(SubtreeBytes, u128)>,
+    /// Per rank: the bytes of that token as a [`SubtreeBytes`] set (what a byte
+    /// class's members and exits are found from without reading every token's
+    /// bytes) ...
+    token_ascii: Vec<SubtreeBytes>,
+    /// ... and its non-ASCII bytes exactly (bit `b - 0x80`), apart: a scan
+    /// reads them only for the tokens with bit 127 set.
+    token_high: Vec<u128>,
     max_depth: usize,
 }
 
@@ -64,6 +71,7 @@ impl TokenTrie {
                     subtree_end: 0,
                     tokens_start: rank as u32,
                     tokens_end: rank as u32,
+                    subtree_tokens_end: 0,
                 });
             }
             if let Some(&last) = path.last() {
@@ -75,16 +83,22 @@ impl TokenTrie {
         while let Some(done) = path.pop() {
             nodes[done].subtree_end = nodes.len() as u32;
         }
+        for i in 0..nodes.len() {
+            nodes[i].subtree_tokens_end = nodes
+                .get(nodes[i].subtree_end as usize)
+                .map_or(sorted.len() as u32, |past| past.tokens_start);
+        }
         let max_depth = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         let subtree_bytes = subtree_bytes(&nodes);
         let short_ranks = short_ranks(&nodes, sorted.len(), max_depth);
-        let token_byte_sets = token_byte_sets(&nodes, sorted.len(), max_depth);
+        let (token_ascii, token_high) = token_byte_sets(&nodes, sorted.len(), max_depth);
         TokenTrie {
             nodes,
             subtree_bytes,
             token_ids: sorted,
             short_ranks,
-            token_byte_sets,
+            token_ascii,
+            token_high,
             max_depth,
         }
     }
@@ -122,12 +136,8 @@ impl TokenTrie {
     /// of `node`, itself included: a contiguous range.
     #[inline]
     pub fn ranks_under(&self, node: usize) -> std::ops::Range<usize> {
-        let start = self.nodes[node].tokens_start as usize;
-        let end = self
-            .nodes
-            .get(self.nodes[node].subtree_end as usize)
-            .map_or(self.token_ids.len(), |n| n.tokens_start as usize);
-        start..end
+        let node = &self.nodes[node];
+        node.tokens_start as usize..node.subtree_tokens_end as usize
     }
 
     /// The node whose path is `bytes`, if some token starts with them.
@@ -192,7 +202,12 @@ impl TokenTrie {
     /// non-ASCII bytes (bit `b - 0x80`).
     #[inline]
     pub fn token_byte_set(&self, rank: usize) -> (SubtreeBytes, u128) {
-        self.token_byte_sets[rank]
+        (self.token_ascii[rank], self.token_high[rank])
+    }
+
+    /// The first half of [`TokenTrie::token_byte_set`] for every rank.
+    pub fn token_ascii_sets(&self) -> &[SubtreeBytes] {
+        &self.token_ascii
     }
 
     /// The bytes anywhere in the subtree of `node`.
@@ -242,8 +257,9 @@ fn token_byte_sets(
     nodes: &[TrieNode],
     tokens: usize,
     max_depth: usize,
-) -> Vec<(SubtreeBytes, u128)> {
-    let mut out = vec![(SubtreeBytes::default(), 0); tokens];
+) -> (Vec<SubtreeBytes>, Vec<u128>) {
+    let mut ascii_sets = vec![SubtreeBytes::default(); tokens];
+    let mut high_sets = vec![0; tokens];
     let mut path = vec![(0u128, 0u128); max_depth + 1];
     for node in nodes {
         let depth = node.depth as usize;
@@ -251,10 +267,11 @@ fn token_byte_sets(
         let high_bit = node.byte.checked_sub(0x80).map_or(0, |b| 1u128 << b);
         path[depth] = (low | SubtreeBytes::of_byte(node.byte).0, high | high_bit);
         for rank in node.tokens_start..node.tokens_end {
-            out[rank as usize] = (SubtreeBytes(path[depth].0), path[depth].1);
+            ascii_sets[rank as usize] = SubtreeBytes(path[depth].0);
+            high_sets[rank as usize] = path[depth].1;
         }
     }
-    out
+    (ascii_sets, high_sets)
 }
 
 /// A set of bytes, exact for ASCII below DEL (bit `b` of the 128); DEL and every
