@@ -1308,8 +1308,14 @@ impl Terminal {
     /// characters and dies without a match otherwise, so token tables take those
     /// tokens by their length instead of walking them (the last characters of a
     /// `maxLength` string each needed a walk of the whole vocabulary).
+    ///
+    /// In an automaton without a counter (a `maxLength` below the counted
+    /// ones), the same for a chain of states: each reads every body character
+    /// as one step to the next, none is a match, and the last kills them all.
     pub fn counted_room(&self, state: State, non_ascii: &[(char, char)]) -> Option<u32> {
-        let k = self.counter_at(state)?;
+        let Some(k) = self.counter_at(state) else {
+            return self.chain_room(state, non_ascii);
+        };
         let (count, i) = k.position(state);
         if i != 0 || k.ends || k.max == 0 {
             return None;
@@ -1346,6 +1352,47 @@ impl Terminal {
             }
         }
         Some(k.max - count)
+    }
+
+    /// [`Terminal::counted_room`] off a counter: the body characters left along
+    /// a chain of states from `state`.
+    fn chain_room(&self, state: State, non_ascii: &[(char, char)]) -> Option<u32> {
+        // Most states fail on a few body bytes (a literal's next byte, an
+        // object's `{`): answered before the body's bytes are gathered.
+        let first = self.step(state, b'a');
+        if first == DEAD || b" 0Z~".iter().any(|&b| self.step(state, b) != first) {
+            return None;
+        }
+        let body = BodyBytes::new(&self.classes, non_ascii);
+        let mut successors = Vec::new();
+        let mut q = state;
+        for room in 0..u8::MAX as u32 {
+            if q == DEAD || q & LOOPED != 0 || self.is_match(q) {
+                return None;
+            }
+            // The ASCII body bytes first (most states fail there: a literal's
+            // next byte, an object's `{`), then the UTF-8 sequences.
+            let next = self.step(q, body.ascii[0]);
+            if body.ascii.iter().any(|&b| self.step(q, b) != next) {
+                return None;
+            }
+            if next == DEAD {
+                // The chain's end, not its start (where the plain walk is
+                // cheaper): every body character dies at its first byte.
+                let dies = |b: &u8| self.step(q, *b) == DEAD;
+                let all_die = body
+                    .sequences()
+                    .iter()
+                    .all(|sequence| sequence[0].iter().all(dies));
+                return (all_die && room > 0).then_some(room);
+            }
+            self.body_successors(q, &body, None, &mut successors)?;
+            if successors[..] != [next] || next == q {
+                return None;
+            }
+            q = next;
+        }
+        None
     }
 
     /// [`Terminal::step`], with a counter's count held at `pinned` (DEAD when the
