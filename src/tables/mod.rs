@@ -861,14 +861,17 @@ impl TokenTables {
         // of its class is its tokens short enough, taken by length a word of ranks
         // at a time. Tried first: cheap, and where it exists the closed class
         // below would explore every counter state to find nothing.
-        let counted = match slice {
-            Some(_) => None,
-            None => terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, trie.max_depth()),
+        // Neither where fewer bytes than a class survive (a key literal's states:
+        // asking costs a map as large as the automaton).
+        let classy = slice.is_none() && terminal.live_ascii_count(state) >= MIN_CLOSED_CLASS_BYTES;
+        let counted = match classy {
+            true => terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, trie.max_depth()),
+            false => None,
         };
         // Else a class of bytes no text of which kills the lexeme (`[A-Za-z0-9.-]+`)
         // lets the walk take a subtree made only of it at once.
         let mut closed = match (slice, &counted) {
-            (None, None) if !counts => terminal
+            (None, None) if classy && !counts => terminal
                 .closed_class(state, MAX_SLICE_STATES)
                 .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
             _ => None,
