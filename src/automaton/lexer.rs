@@ -1155,7 +1155,7 @@ impl Terminal {
     /// How many ASCII bytes below DEL `state` survives: a bound on the size of
     /// any byte class it reads (a key literal's states survive one).
     pub fn live_ascii_count(&self, state: State) -> u32 {
-        (0..0x7Fu8).filter(|&b| self.next(state, b) != DEAD).count() as u32
+        (0..0x7Fu8).filter(|&b| self.step(state, b) != DEAD).count() as u32
     }
 
     /// No continuation of the bytes fed so far can match.
