@@ -1243,6 +1243,13 @@ impl LexemeWalk<'_> {
                     set_range(self.boundary_by_rank, shift(trie.ranks_under(i), rank_base));
                 }
                 k = past_subtree;
+                // A dead first byte: on to the next live one.
+                if depth == 1 && matches!(visit, Visit::All) {
+                    let live = |b: u8| step(start, b) != DEAD;
+                    k = trie
+                        .next_live_root_child(node.byte, live)
+                        .unwrap_or(nodes.len());
+                }
                 continue;
             }
             if node.tokens_end > node.tokens_start {

@@ -41,6 +41,10 @@ pub struct TokenTrie {
     /// ... and its non-ASCII bytes exactly (bit `b - 0x80`), apart: a scan
     /// reads them only for the tokens with bit 127 set.
     token_high: Vec<u128>,
+    /// The node of each first byte (`u32::MAX`: none): a walk finds the next live
+    /// root child here instead of visiting each dead one, a cache miss apiece
+    /// (the root's children lie across the whole node array).
+    root_children: Vec<u32>,
     max_depth: usize,
 }
 
@@ -92,6 +96,12 @@ impl TokenTrie {
         let subtree_bytes = subtree_bytes(&nodes);
         let short_ranks = short_ranks(&nodes, sorted.len(), max_depth);
         let (token_ascii, token_high) = token_byte_sets(&nodes, sorted.len(), max_depth);
+        let mut root_children = vec![u32::MAX; 256];
+        let mut child = 0;
+        while child < nodes.len() {
+            root_children[nodes[child].byte as usize] = child as u32;
+            child = nodes[child].subtree_end as usize;
+        }
         TokenTrie {
             nodes,
             subtree_bytes,
@@ -99,8 +109,19 @@ impl TokenTrie {
             short_ranks,
             token_ascii,
             token_high,
+            root_children,
             max_depth,
         }
+    }
+
+    /// The first root child (a token's first byte) after `byte` whose byte
+    /// `live` accepts.
+    #[inline]
+    pub fn next_live_root_child(&self, byte: u8, live: impl Fn(u8) -> bool) -> Option<usize> {
+        (byte as usize + 1..256)
+            .map(|b| (b, self.root_children[b]))
+            .find(|&(b, node)| node != u32::MAX && live(b as u8))
+            .map(|(_, node)| node as usize)
     }
 
     pub fn nodes(&self) -> &[TrieNode] {
@@ -221,6 +242,7 @@ impl TokenTrie {
         self.nodes.len() * (std::mem::size_of::<TrieNode>() + std::mem::size_of::<SubtreeBytes>())
             + self.token_ids.len() * (4 + std::mem::size_of::<(SubtreeBytes, u128)>())
             + self.short_ranks.iter().map(|l| l.len() * 4).sum::<usize>()
+            + self.root_children.len() * 4
     }
 }
 
@@ -350,5 +372,33 @@ mod tests {
         let b = SubtreeBytes::of_byte(b'b').0;
         let c = SubtreeBytes::of_byte(b'c').0;
         assert_eq!(byte_sets, vec![a, a | b, a | b, a | b | c, b]);
+        // Ranks by node without the node past the subtree.
+        assert_eq!(trie.ranks_under(0), 0..4);
+        assert_eq!(trie.ranks_under(2), 3..4);
+        assert_eq!(trie.ranks_under(3), 4..5);
+    }
+
+    /// The next live first byte is found among the root's children by byte, not
+    /// node by node; bytes without a node are never answered.
+    #[test]
+    fn next_live_root_child_skips_dead_and_missing_bytes() {
+        let words: Vec<&[u8]> = vec![b"a", b"ab", b"c", b"x", b"xy", b"\xff"];
+        let trie =
+            TokenTrie::from_sorted((0..words.len() as u32).collect(), |id| words[id as usize]);
+        let node = |b: u8| {
+            trie.nodes()
+                .iter()
+                .position(|n| n.depth == 1 && n.byte == b)
+        };
+        let all = |_: u8| true;
+        assert_eq!(trie.next_live_root_child(b'a', all), node(b'c'));
+        assert_eq!(trie.next_live_root_child(b'a', |b| b != b'c'), node(b'x'));
+        assert_eq!(
+            trie.next_live_root_child(b'a', |b| b == b'b'),
+            None,
+            "no node"
+        );
+        assert_eq!(trie.next_live_root_child(b'x', all), node(0xff));
+        assert_eq!(trie.next_live_root_child(0xff, all), None);
     }
 }
