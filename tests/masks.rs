@@ -503,6 +503,44 @@ fn closed_byte_classes_match_the_oracle() {
     }
 }
 
+/// One matcher through whole samples, a longest-match token at a time: its masks
+/// (which reuse the last configuration's masks and the last signature's accepted
+/// candidates from one token to the next) are the brute-force ones at every step.
+#[test]
+fn consecutive_masks_of_one_matcher_match_the_oracle() {
+    let v = vocab("gpt2");
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "code": {"type": "string", "pattern": "^[a-z0-9-]+$"},
+        "n": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}}}});
+    let t = schema_tables(schema, &v);
+    let samples: &[&[u8]] = &[
+        br#"{"name":"a long name, then \"quoted\" text","code":"abc-123-x","n":-12.5e3}"#,
+        br#"{"tags":["one","two","three"],"name":"","n":7}"#,
+    ];
+    let width = t.mask_words() + 1;
+    for sample in samples {
+        let mut matcher = TokenMatcher::new(Arc::clone(&t));
+        let mut at = 0;
+        while at < sample.len() {
+            let mut fast = vec![0u32; width];
+            matcher.fill_next_token_bitmask(&mut fast);
+            let diff = differences(&fast, &oracle_mask(&t, &sample[..at], width));
+            assert!(
+                diff.is_empty(),
+                "after {:?}: {} differences, e.g. {:?}",
+                String::from_utf8_lossy(&sample[..at]),
+                diff.len(),
+                &diff[..diff.len().min(5)]
+            );
+            let (id, len) = v.trie().longest_prefix(&sample[at..]).expect("a token");
+            matcher
+                .consume_token(id)
+                .expect("the sample is in the language");
+            at += len;
+        }
+    }
+}
+
 /// Counters (`maxLength`, `{1,32}`) take whole subtrees made of their class,
 /// allowing the tokens short enough; past a match earlier in the token, the longer
 /// ones are boundaries (the regex case: `a` matches, then `[c-z]{0,6}!` counts).
