@@ -74,6 +74,11 @@ pub struct TokenMatcher {
     table_lexemes: Vec<(TerminalId, State)>,
     signature: Vec<u32>,
     signature_memo: FxHashMap<(u32, u32), u32>,
+    /// The last signature's accepted candidates: inside a string body the next
+    /// token usually meets the same one, which skips the tables' locked lookup.
+    last_accepted: Option<Arc<Vec<u32>>>,
+    /// The signature `last_accepted` is for (its buffer reused).
+    last_signature: Vec<u32>,
     candidate_walk: CandidateWalk,
 }
 
@@ -94,6 +99,8 @@ impl TokenMatcher {
             table_lexemes: Vec::new(),
             signature: Vec::new(),
             signature_memo: FxHashMap::default(),
+            last_accepted: None,
+            last_signature: Vec::new(),
             candidate_walk: CandidateWalk::default(),
         }
     }
@@ -191,19 +198,27 @@ impl TokenMatcher {
                 &mut self.signature_memo,
                 &mut self.signature,
             );
-            match self.tables.accepted_candidates(&self.signature) {
-                Some(accepted) => accepted.iter().for_each(|&id| Self::set(mask, id)),
-                None => {
-                    let accepted = self.candidate_walk.accepted(
-                        &mut self.bytes,
-                        &self.tables,
-                        &masks.candidates,
-                        &self.table_lexemes,
-                    );
-                    accepted.iter().for_each(|&id| Self::set(mask, id));
-                    self.tables
-                        .remember_accepted_candidates(&self.signature, accepted);
-                }
+            let known = self.last_accepted.is_some() && self.last_signature == self.signature;
+            if !known {
+                let accepted = match self.tables.accepted_candidates(&self.signature) {
+                    Some(accepted) => accepted,
+                    None => {
+                        let accepted = Arc::new(self.candidate_walk.accepted(
+                            &mut self.bytes,
+                            &self.tables,
+                            &masks.candidates,
+                            &self.table_lexemes,
+                        ));
+                        self.tables
+                            .remember_accepted_candidates(&self.signature, Arc::clone(&accepted));
+                        accepted
+                    }
+                };
+                self.last_signature.clone_from(&self.signature);
+                self.last_accepted = Some(accepted);
+            }
+            if let Some(accepted) = &self.last_accepted {
+                accepted.iter().for_each(|&id| Self::set(mask, id));
             }
         }
         if self.is_accepting() {

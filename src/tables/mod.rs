@@ -650,10 +650,10 @@ impl TokenTables {
     }
 
     /// Records the candidates accepted in a parse state with this future signature.
-    pub fn remember_accepted_candidates(&self, signature: &[u32], accepted: Vec<u32>) {
+    pub fn remember_accepted_candidates(&self, signature: &[u32], accepted: Arc<Vec<u32>>) {
         if let Ok(mut cache) = self.accepted_candidates.write() {
             if cache.len() < MAX_ACCEPTED_ENTRIES {
-                cache.insert(signature.into(), Arc::new(accepted));
+                cache.insert(signature.into(), accepted);
             }
         }
     }
