@@ -1376,8 +1376,7 @@ impl Terminal {
             if q == DEAD || q & LOOPED != 0 || self.is_match(q) {
                 return None;
             }
-            // The ASCII body bytes first (most states fail there: a literal's
-            // next byte, an object's `{`), then the UTF-8 sequences.
+            // The ASCII body bytes first, then the UTF-8 sequences.
             let next = self.step(q, body.ascii[0]);
             if body.ascii.iter().any(|&b| self.step(q, b) != next) {
                 return None;
@@ -1510,17 +1509,25 @@ impl Terminal {
     /// which some state of its chain survives. A token made of the class and then
     /// any other byte dies there (the chain holds no match, so without a boundary).
     pub fn counted_exit_bytes(&self, class: u128, budgets: &Budgets) -> [u64; 4] {
-        let outside = [!(class as u64), !((class >> 64) as u64), !0, !0];
-        let mut exits = [0u64; 4];
-        for q in budgets.chain() {
-            for ((exit, live), outside) in exits.iter_mut().zip(self.live_bytes(q)).zip(outside) {
-                *exit |= live & outside;
-            }
-        }
-        exits
+        self.live_outside(class, false, budgets.chain())
     }
 
     fn exits_outside(&self, class: u128, ascii_only: bool, closed: &[bool]) -> Option<[u64; 4]> {
+        let states = (0..closed.len()).filter(|&q| closed[q]).map(|q| q as State);
+        if states.clone().any(|q| self.is_match(q)) {
+            return None;
+        }
+        Some(self.live_outside(class, ascii_only, states))
+    }
+
+    /// The bytes outside `class` (and, with `ascii_only`, below 0x80) on which
+    /// one of `states` survives.
+    fn live_outside(
+        &self,
+        class: u128,
+        ascii_only: bool,
+        states: impl Iterator<Item = State>,
+    ) -> [u64; 4] {
         let beyond_ascii = if ascii_only { 0 } else { !0 };
         let outside = [
             !(class as u64),
@@ -1529,16 +1536,12 @@ impl Terminal {
             beyond_ascii,
         ];
         let mut exits = [0u64; 4];
-        for q in (0..closed.len()).filter(|&q| closed[q]) {
-            let q = q as State;
-            if self.is_match(q) {
-                return None;
-            }
+        for q in states {
             for ((exit, live), outside) in exits.iter_mut().zip(self.live_bytes(q)).zip(outside) {
                 *exit |= live & outside;
             }
         }
-        Some(exits)
+        exits
     }
 
     /// A counter dies after its count: no closed class there, nor from the
