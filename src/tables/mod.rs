@@ -922,12 +922,12 @@ impl TokenTables {
             Some(entry)
         });
         // `None` inside: too many tokens hold an exit (cached as such).
-        let class_slice = class_slice_entry.as_deref().and_then(Option::as_ref);
-        if let Some(class_slice) = class_slice {
-            allowed.copy_from_slice(class_slice.members());
-            allowed_by_rank.copy_from_slice(class_slice.members_by_rank());
+        let closed_slice = class_slice_entry.as_deref().and_then(Option::as_ref);
+        if let Some(closed_slice) = closed_slice {
+            allowed.copy_from_slice(closed_slice.members());
+            allowed_by_rank.copy_from_slice(closed_slice.members_by_rank());
         }
-        let class_slice = class_slice.or(counted_slice_entry.as_deref().and_then(Option::as_ref));
+        let class_slice = closed_slice.or(counted_slice_entry.as_deref().and_then(Option::as_ref));
         let mut match_nodes = Vec::new();
         let mut walk = LexemeWalk {
             trie,
@@ -1178,31 +1178,23 @@ impl LexemeWalk<'_> {
             };
             let node = nodes[i];
             let depth = node.depth as usize - base;
-            if let Some((budgets, _)) = self.counted {
-                // Entered on the chain by bytes of the class (a path with an exit
-                // byte has only exit tokens below): its members short enough are
-                // set, the others die on the chain.
-                if budgets.of(states[depth - 1]) != NO_BUDGET
-                    && self
-                        .class_slice
-                        .is_some_and(|slice| !slice.has_exit_in(trie.ranks_under(i)))
-                {
+            if let Some(slice) = self.class_slice {
+                // Entered where the slice's members were set (a closed state, a
+                // counter's chain) by bytes of its class (a path with an exit byte
+                // has only exit tokens below): without an exit token the subtree
+                // holds nothing more (the counter's longer members die on it).
+                let members_set = match (self.closed, self.counted) {
+                    (Some((closed, _)), _) => closed.get(states[depth - 1] as usize) == Some(&true),
+                    (None, Some((budgets, _))) => budgets.of(states[depth - 1]) != NO_BUDGET,
+                    (None, None) => false,
+                };
+                if members_set && !slice.has_exit_in(trie.ranks_under(i)) {
                     k = past_subtree;
                     continue;
                 }
             }
             if let Some((closed, class)) = self.closed {
                 let entered_closed = closed.get(states[depth - 1] as usize) == Some(&true);
-                // Entered from the walk's start by bytes of the class (a path with
-                // an exit byte has only exit tokens below): its members are set.
-                if entered_closed
-                    && self
-                        .class_slice
-                        .is_some_and(|slice| !slice.has_exit_in(trie.ranks_under(i)))
-                {
-                    k = past_subtree;
-                    continue;
-                }
                 if entered_closed && trie.subtree_bytes(i).within(class) {
                     let ranks = trie.ranks_under(i);
                     self.touch(ranks.clone());
@@ -1242,14 +1234,13 @@ impl LexemeWalk<'_> {
                     self.touch(trie.ranks_under(i));
                     set_range(self.boundary_by_rank, shift(trie.ranks_under(i), rank_base));
                 }
-                k = past_subtree;
                 // A dead first byte: on to the next live one.
-                if depth == 1 && matches!(visit, Visit::All) {
-                    let live = |b: u8| step(start, b) != DEAD;
-                    k = trie
-                        .next_live_root_child(node.byte, live)
-                        .unwrap_or(nodes.len());
-                }
+                k = match (depth, visit) {
+                    (1, Visit::All) => trie
+                        .next_live_root_child(node.byte, |b| step(start, b) != DEAD)
+                        .unwrap_or(nodes.len()),
+                    _ => past_subtree,
+                };
                 continue;
             }
             if node.tokens_end > node.tokens_start {
