@@ -36,8 +36,9 @@ pub struct Vocabulary {
     trie: TokenTrie,
     /// Position of each token in byte order (`u32::MAX` for tokens without bytes).
     rank: Vec<u32>,
-    /// Per length below 128 bytes (and up to the longest token's): the tokens at most that long, as bits by id (a counter's short
-    /// tokens by id, as [`TokenTrie::ranks_up_to_len`] by rank).
+    /// Per length below 128 bytes (and up to the longest token's): the tokens at
+    /// most that long, as bits by id (a counter's short tokens by id, as
+    /// [`TokenTrie::ranks_up_to_len`] by rank).
     short_ids: Vec<Vec<u32>>,
     /// The tokens with bytes, as bits by id.
     with_bytes: Vec<u32>,
@@ -96,14 +97,13 @@ impl Vocabulary {
         for &id in trie.token_ids() {
             with_bytes[id as usize / 32] |= 1 << (id % 32);
         }
-        let mut holding = [0u32; 256];
-        for token in &tokens {
-            let mut held = [false; 256];
+        // Each byte counted once per token: the last token seen holding it.
+        let (mut holding, mut last_holder) = ([0u32; 256], [usize::MAX; 256]);
+        for (id, token) in tokens.iter().enumerate() {
             for &b in token.iter() {
-                held[b as usize] = true;
-            }
-            for (count, held) in holding.iter_mut().zip(held) {
-                *count += held as u32;
+                if std::mem::replace(&mut last_holder[b as usize], id) != id {
+                    holding[b as usize] += 1;
+                }
             }
         }
         Vocabulary {
@@ -232,19 +232,11 @@ pub(crate) fn byte_level_table() -> std::collections::HashMap<char, u8> {
 /// at most that long, as bits by id.
 fn short_ids(tokens: &[Box<[u8]>], max_depth: usize) -> Vec<Vec<u32>> {
     let lengths = max_depth.min(trie::SHORT_TOKEN_LENGTHS - 1) + 1;
-    let mut by_len = vec![vec![0u32; tokens.len().div_ceil(32)]; lengths];
-    for (id, token) in tokens.iter().enumerate() {
-        if let Some(bits) = by_len.get_mut(token.len()) {
-            bits[id / 32] |= 1 << (id % 32);
-        }
-    }
-    for l in 1..lengths {
-        let (shorter, this) = by_len.split_at_mut(l);
-        for (w, s) in this[0].iter_mut().zip(&shorter[l - 1]) {
-            *w |= s;
-        }
-    }
-    by_len
+    let ids = tokens
+        .iter()
+        .enumerate()
+        .map(|(id, token)| (token.len(), id));
+    trie::up_to_len(ids, tokens.len(), lengths)
 }
 
 #[cfg(test)]

@@ -254,11 +254,28 @@ pub const SHORT_TOKEN_LENGTHS: usize = 128;
 /// within): the tokens at most that long, as bits by rank; then every token.
 fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u32>> {
     let lengths = max_depth.min(SHORT_TOKEN_LENGTHS) + 1;
-    let mut by_len = vec![vec![0u32; tokens.div_ceil(32)]; lengths];
-    for node in nodes.iter().filter(|n| (n.depth as usize) < lengths) {
-        for rank in node.tokens_start..node.tokens_end {
-            by_len[node.depth as usize][rank as usize / 32] |= 1 << (rank % 32);
-        }
+    let ranks = nodes.iter().flat_map(|node| {
+        (node.tokens_start..node.tokens_end).map(|rank| (node.depth as usize, rank as usize))
+    });
+    let mut by_len = up_to_len(ranks, tokens, lengths);
+    let mut every = vec![u32::MAX; tokens.div_ceil(32)];
+    if tokens % 32 != 0 {
+        every[tokens / 32] = (1u32 << (tokens % 32)) - 1;
+    }
+    by_len.push(every);
+    by_len
+}
+
+/// Per length below `lengths`, the bits (of `bits`) whose length is at most it,
+/// from `(length, bit)` pairs.
+pub(super) fn up_to_len(
+    items: impl Iterator<Item = (usize, usize)>,
+    bits: usize,
+    lengths: usize,
+) -> Vec<Vec<u32>> {
+    let mut by_len = vec![vec![0u32; bits.div_ceil(32)]; lengths];
+    for (len, bit) in items.filter(|&(len, _)| len < lengths) {
+        by_len[len][bit / 32] |= 1 << (bit % 32);
     }
     for l in 1..lengths {
         let (shorter, this) = by_len.split_at_mut(l);
@@ -266,11 +283,6 @@ fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u
             *w |= s;
         }
     }
-    let mut every = vec![u32::MAX; tokens.div_ceil(32)];
-    if tokens % 32 != 0 {
-        every[tokens / 32] = (1u32 << (tokens % 32)) - 1;
-    }
-    by_len.push(every);
     by_len
 }
 
