@@ -635,3 +635,31 @@ fn undeclared_keys_exclude_declared_names_across_tokens() {
     let samples: &[&[u8]] = &[br#"{"ab":"c","a":1}"#, br#"{"a":1,"ab":"c"}"#];
     assert_masks_agree("undeclared keys, custom vocabulary", &t, samples, 64);
 }
+
+/// Past a literal's end (an enum's closing quote, an integer's last digit) every
+/// next byte kills the lexeme, and the tokens going on are the parser's to
+/// decide: the walk jumps over dead siblings by the parent's child index, and
+/// the siblings it jumps over are boundaries too (`",` after `" `, `1]` after
+/// `1,`). A vocabulary whose `"` and `1` have enough children to be indexed,
+/// then GPT-2's.
+#[test]
+fn dead_siblings_past_a_match_stay_candidates() {
+    let schema = serde_json::json!({"type": "array", "items": {"anyOf": [
+        {"enum": ["red", "green"]}, {"type": "integer"}]}});
+    let samples: &[&[u8]] = &[br#"["red","green",12,1]"#, br#"[1,"red",10,"green"]"#];
+    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
+    for lead in [b'"', b'1'] {
+        tokens.extend(b" !,-.0:]}x".iter().map(|&b| vec![lead, b]));
+    }
+    tokens.push(Vec::new());
+    let eos = tokens.len() as u32 - 1;
+    let custom = Arc::new(Vocabulary::from_token_bytes(
+        tokens,
+        vec![(eos, "</s>".into())],
+        vec![eos],
+    ));
+    for v in [custom, vocab("gpt2")] {
+        let t = schema_tables(schema.clone(), &v);
+        assert_masks_agree("dead siblings past a match", &t, samples, 64);
+    }
+}

@@ -47,7 +47,7 @@ use rustc_hash::FxHashMap;
 use crate::automaton::lexer::{Budgets, Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 pub use crate::vocab::RankSet;
-use crate::vocab::{set_range, ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
+use crate::vocab::{set_range, ChildSlot, ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -1167,6 +1167,24 @@ impl LexemeWalk<'_> {
         };
         // By depth: the state after that many bytes, and whether a match happened
         // after 1..=depth of them.
+        // By depth: the parent of the nodes at the next depth, as its children's
+        // index (`NONE`: visit them one by one), subtree end and last rank.
+        let parent_of = |i: usize| {
+            let n = &nodes[i];
+            (
+                n.child_slot,
+                n.subtree_end as usize,
+                n.subtree_tokens_end as usize,
+            )
+        };
+        // Not for `Outsiders`: its order is not the node array's.
+        let outsiders = matches!(visit, Visit::Outsiders { .. });
+        let mut parents = vec![(ChildSlot::NONE, 0, 0); trie.max_depth() + 1 - base];
+        parents[0] = match visit {
+            Visit::All => (ChildSlot::ROOT, nodes.len(), token_ids.len()),
+            Visit::Below(node) => parent_of(node),
+            Visit::Outsiders { .. } => (ChildSlot::NONE, 0, 0),
+        };
         let mut states: Vec<State> = vec![DEAD; trie.max_depth() + 1 - base];
         let mut matched: Vec<bool> = vec![false; trie.max_depth() + 1 - base];
         states[0] = start;
@@ -1226,21 +1244,31 @@ impl LexemeWalk<'_> {
                     }
                 }
             }
-            let next = step(states[depth - 1], node.byte);
+            let before = states[depth - 1];
+            let next = step(before, node.byte);
             if next == DEAD {
+                // On to the next live sibling, through the parent's index where
+                // it has one: the dead ones between hold contiguous ranks.
+                let (slot, parent_end, parent_ranks_end) = parents[depth - 1];
+                let (next_live, dead_ranks) = if slot == ChildSlot::NONE {
+                    (past_subtree, trie.ranks_under(i))
+                } else {
+                    let live = |b: u8| step(before, b) != DEAD;
+                    match trie.next_live_child(slot, node.byte as usize + 1, live) {
+                        Some(sibling) => (
+                            sibling,
+                            trie.ranks_under(i).start..trie.ranks_under(sibling).start,
+                        ),
+                        None => (parent_end, trie.ranks_under(i).start..parent_ranks_end),
+                    }
+                };
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.
-                if matched[depth - 1] {
-                    self.touch(trie.ranks_under(i));
-                    set_range(self.boundary_by_rank, shift(trie.ranks_under(i), rank_base));
+                if matched[depth - 1] && !dead_ranks.is_empty() {
+                    self.touch(dead_ranks.clone());
+                    set_range(self.boundary_by_rank, shift(dead_ranks, rank_base));
                 }
-                // A dead first byte: on to the next live one.
-                k = match (depth, visit) {
-                    (1, Visit::All) => trie
-                        .next_live_root_child(node.byte, |b| step(start, b) != DEAD)
-                        .unwrap_or(nodes.len()),
-                    _ => past_subtree,
-                };
+                k = next_live;
                 continue;
             }
             if node.tokens_end > node.tokens_start {
@@ -1253,6 +1281,9 @@ impl LexemeWalk<'_> {
                 set(self.allowed_by_rank, rank - rank_base as u32);
             }
             states[depth] = next;
+            if !outsiders {
+                parents[depth] = parent_of(i);
+            }
             let at_match = is_match(next);
             matched[depth] = matched[depth - 1] || at_match;
             if at_match && node.subtree_end as usize > i + 1 {

@@ -22,7 +22,7 @@ pub use class_slice::ClassSlice;
 pub use load::{load_tokenizer, VocabError};
 pub use rank_set::{set_range, RankSet};
 pub use slice::{is_string_body_char, SliceChars, TokenSlice};
-pub use trie::{SubtreeBytes, TokenTrie, TrieNode};
+pub use trie::{ChildSlot, SubtreeBytes, TokenTrie, TrieNode};
 
 /// Token id to bytes, plus the EOS set and the sorted-trie view.
 #[derive(Clone)]

@@ -10,6 +10,9 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrieNode {
     pub byte: u8,
+    /// Where the node's children are indexed by byte ([`ChildSlot`]), if it
+    /// has many; in the struct's padding (the node stays 24 bytes).
+    pub child_slot: ChildSlot,
     /// 1 for a token's first byte.
     pub depth: u32,
     /// One past the last node of this node's subtree.
@@ -41,12 +44,40 @@ pub struct TokenTrie {
     /// ... and its non-ASCII bytes exactly (bit `b - 0x80`), apart: a scan
     /// reads them only for the tokens with bit 127 set.
     token_high: Vec<u128>,
-    /// The node of each first byte (`u32::MAX`: none): a walk finds the next live
-    /// root child here instead of visiting each dead one, a cache miss apiece
-    /// (the root's children lie across the whole node array).
-    root_children: Vec<u32>,
+    /// The children of the root and of every node with many, by byte: a walk
+    /// finds the next live child here instead of visiting each dead one, a
+    /// cache miss apiece (siblings lie a subtree apart in the node array, the
+    /// root's across all of it). Entry `ChildSlot::ROOT` is the root's.
+    child_indexes: Vec<ChildIndex>,
+    /// The indexed children (node indices), each parent's in byte order.
+    indexed_children: Vec<u32>,
     max_depth: usize,
 }
+
+/// Where a node's children are indexed by byte ([`TokenTrie::next_live_child`]),
+/// or [`ChildSlot::NONE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildSlot(u16);
+
+impl ChildSlot {
+    pub const ROOT: ChildSlot = ChildSlot(0);
+    pub const NONE: ChildSlot = ChildSlot(u16::MAX);
+}
+
+/// One parent's children by byte.
+#[derive(Debug, Clone, Copy, Default)]
+struct ChildIndex {
+    /// Bit `b % 64` of word `b / 64`: a child has byte `b`.
+    bytes: [u64; 4],
+    /// Where the children start in [`TokenTrie::indexed_children`].
+    first: u32,
+}
+
+/// Fewest children for a node's to be indexed: with fewer, visiting the dead
+/// ones costs little. Llama-3 has 2,531 such nodes, with 35k children in all
+/// (240 KB of indexes; every node's was 2.5 MB, and the extra memory cost the
+/// first masks of a process more than it saved).
+const MIN_INDEXED_CHILDREN: usize = 8;
 
 impl TokenTrie {
     /// Builds from token ids already sorted by their bytes (ties in any order).
@@ -71,6 +102,7 @@ impl TokenTrie {
                 path.push(nodes.len());
                 nodes.push(TrieNode {
                     byte,
+                    child_slot: ChildSlot::NONE,
                     depth: d as u32 + 1,
                     subtree_end: 0,
                     tokens_start: rank as u32,
@@ -96,12 +128,7 @@ impl TokenTrie {
         let subtree_bytes = subtree_bytes(&nodes);
         let short_ranks = short_ranks(&nodes, sorted.len(), max_depth);
         let (token_ascii, token_high) = token_byte_sets(&nodes, sorted.len(), max_depth);
-        let mut root_children = vec![u32::MAX; 256];
-        let mut child = 0;
-        while child < nodes.len() {
-            root_children[nodes[child].byte as usize] = child as u32;
-            child = nodes[child].subtree_end as usize;
-        }
+        let (child_indexes, indexed_children) = index_children(&mut nodes);
         TokenTrie {
             nodes,
             subtree_bytes,
@@ -109,19 +136,46 @@ impl TokenTrie {
             short_ranks,
             token_ascii,
             token_high,
-            root_children,
+            child_indexes,
+            indexed_children,
             max_depth,
         }
     }
 
-    /// The first root child (a token's first byte) after `byte` whose byte
-    /// `live` accepts.
+    /// The first child (of the parent indexed at `slot`) whose byte is at least
+    /// `from` and accepted by `live`, as a node index.
     #[inline]
-    pub fn next_live_root_child(&self, byte: u8, live: impl Fn(u8) -> bool) -> Option<usize> {
-        (byte as usize + 1..256)
-            .map(|b| (b, self.root_children[b]))
-            .find(|&(b, node)| node != u32::MAX && live(b as u8))
-            .map(|(_, node)| node as usize)
+    pub fn next_live_child(
+        &self,
+        slot: ChildSlot,
+        from: usize,
+        live: impl Fn(u8) -> bool,
+    ) -> Option<usize> {
+        let index = &self.child_indexes[slot.0 as usize];
+        // The children before byte `b` in the list: the set bits below it.
+        let mut before: u32 = index.bytes[..from.min(256) / 64]
+            .iter()
+            .map(|w| w.count_ones())
+            .sum();
+        for w in from / 64..4 {
+            let word = index.bytes[w];
+            let mut rest = if w == from / 64 {
+                before += (word & !(u64::MAX << (from % 64))).count_ones();
+                word & (u64::MAX << (from % 64))
+            } else {
+                word
+            };
+            while rest != 0 {
+                let byte = w * 64 + rest.trailing_zeros() as usize;
+                if live(byte as u8) {
+                    let at = index.first + before;
+                    return Some(self.indexed_children[at as usize] as usize);
+                }
+                before += 1;
+                rest &= rest - 1;
+            }
+        }
+        None
     }
 
     pub fn nodes(&self) -> &[TrieNode] {
@@ -242,7 +296,8 @@ impl TokenTrie {
         self.nodes.len() * (std::mem::size_of::<TrieNode>() + std::mem::size_of::<SubtreeBytes>())
             + self.token_ids.len() * (4 + std::mem::size_of::<(SubtreeBytes, u128)>())
             + self.short_ranks.iter().map(|l| l.len() * 4).sum::<usize>()
-            + self.root_children.len() * 4
+            + self.child_indexes.len() * std::mem::size_of::<ChildIndex>()
+            + self.indexed_children.len() * 4
     }
 }
 
@@ -327,6 +382,59 @@ impl SubtreeBytes {
     }
 }
 
+/// The root's children, and those of the nodes with at least
+/// [`MIN_INDEXED_CHILDREN`] (the most-branching first where the slots run out),
+/// indexed by byte; each such node's slot set.
+fn index_children(nodes: &mut [TrieNode]) -> (Vec<ChildIndex>, Vec<u32>) {
+    let children_of = |nodes: &[TrieNode], range: std::ops::Range<usize>| {
+        let mut children = Vec::new();
+        let mut child = range.start;
+        while child < range.end {
+            children.push(child as u32);
+            child = nodes[child].subtree_end as usize;
+        }
+        children
+    };
+    let mut parents: Vec<(usize, usize)> = (0..nodes.len())
+        .map(|i| {
+            (
+                i,
+                children_of(nodes, i + 1..nodes[i].subtree_end as usize).len(),
+            )
+        })
+        .filter(|&(_, count)| count >= MIN_INDEXED_CHILDREN)
+        .collect();
+    let slots = ChildSlot::NONE.0 as usize - 1;
+    if parents.len() > slots {
+        parents.sort_unstable_by_key(|&(i, count)| (std::cmp::Reverse(count), i));
+        parents.truncate(slots);
+        parents.sort_unstable();
+    }
+    let mut indexes = Vec::with_capacity(parents.len() + 1);
+    let mut indexed = Vec::new();
+    let mut add = |children: Vec<u32>, nodes: &[TrieNode]| {
+        let mut index = ChildIndex {
+            bytes: [0; 4],
+            first: indexed.len() as u32,
+        };
+        for &child in &children {
+            let b = nodes[child as usize].byte as usize;
+            index.bytes[b / 64] |= 1 << (b % 64);
+        }
+        indexed.extend(children);
+        indexes.push(index);
+    };
+    add(children_of(nodes, 0..nodes.len()), nodes);
+    for (slot, &(i, _)) in parents.iter().enumerate() {
+        add(
+            children_of(nodes, i + 1..nodes[i].subtree_end as usize),
+            nodes,
+        );
+        nodes[i].child_slot = ChildSlot(slot as u16 + 1);
+    }
+    (indexes, indexed)
+}
+
 /// Per node, the union of the bytes of its subtree: children first (reverse
 /// preorder), each child's set joined into its parent's.
 fn subtree_bytes(nodes: &[TrieNode]) -> Vec<SubtreeBytes> {
@@ -390,27 +498,46 @@ mod tests {
         assert_eq!(trie.ranks_under(3), 4..5);
     }
 
-    /// The next live first byte is found among the root's children by byte, not
-    /// node by node; bytes without a node are never answered.
+    /// The next live child is found among an indexed parent's children by byte,
+    /// not node by node; bytes without a node are never answered. The root is
+    /// always indexed, a node from [`MIN_INDEXED_CHILDREN`] children on.
     #[test]
-    fn next_live_root_child_skips_dead_and_missing_bytes() {
-        let words: Vec<&[u8]> = vec![b"a", b"ab", b"c", b"x", b"xy", b"\xff"];
+    fn next_live_child_skips_dead_and_missing_bytes() {
+        let mut words: Vec<Vec<u8>> = vec![b"a".to_vec(), b"ab".to_vec(), b"c".to_vec()];
+        words.extend([b"x".to_vec(), b"xy".to_vec(), b"\xff".to_vec()]);
+        // `q` has children `0`, `2`, `4`, ... (eight of them), `c` only one.
+        words.extend((0..MIN_INDEXED_CHILDREN as u8).map(|i| vec![b'q', b'0' + 2 * i]));
+        words.push(b"cd".to_vec());
+        words.sort();
         let trie =
-            TokenTrie::from_sorted((0..words.len() as u32).collect(), |id| words[id as usize]);
-        let node = |b: u8| {
-            trie.nodes()
-                .iter()
-                .position(|n| n.depth == 1 && n.byte == b)
-        };
+            TokenTrie::from_sorted((0..words.len() as u32).collect(), |id| &words[id as usize]);
+        let node = |path: &[u8]| trie.node_of(path);
+        let root = ChildSlot::ROOT;
         let all = |_: u8| true;
-        assert_eq!(trie.next_live_root_child(b'a', all), node(b'c'));
-        assert_eq!(trie.next_live_root_child(b'a', |b| b != b'c'), node(b'x'));
-        assert_eq!(
-            trie.next_live_root_child(b'a', |b| b == b'b'),
-            None,
-            "no node"
-        );
-        assert_eq!(trie.next_live_root_child(b'x', all), node(0xff));
-        assert_eq!(trie.next_live_root_child(0xff, all), None);
+        let after = |b: u8| b as usize + 1;
+        assert_eq!(trie.next_live_child(root, 0, all), node(b"a"));
+        assert_eq!(trie.next_live_child(root, after(b'a'), all), node(b"c"));
+        let not_c = |b: u8| b != b'c';
+        assert_eq!(trie.next_live_child(root, after(b'a'), not_c), node(b"q"));
+        let only_b = |b: u8| b == b'b';
+        assert_eq!(trie.next_live_child(root, 0, only_b), None, "no node");
+        assert_eq!(trie.next_live_child(root, after(b'x'), all), node(b"\xff"));
+        assert_eq!(trie.next_live_child(root, 256, all), None);
+        let q = trie.nodes()[node(b"q").unwrap()].child_slot;
+        assert_ne!(q, ChildSlot::NONE);
+        let c = node(b"c").unwrap();
+        assert_eq!(trie.nodes()[c].child_slot, ChildSlot::NONE, "one child");
+        assert_eq!(trie.next_live_child(q, 0, all), node(b"q0"));
+        assert_eq!(trie.next_live_child(q, after(b'0'), all), node(b"q2"));
+        assert_eq!(trie.next_live_child(q, b'3' as usize, all), node(b"q4"));
+        let past_lt = |b: u8| b > b'<';
+        assert_eq!(trie.next_live_child(q, 0, past_lt), node(b"q>"));
+        assert_eq!(trie.next_live_child(q, after(b'>'), all), None);
+    }
+
+    /// The child slot lives in the node's padding: nodes are what walks read.
+    #[test]
+    fn trie_nodes_stay_24_bytes() {
+        assert_eq!(std::mem::size_of::<TrieNode>(), 24);
     }
 }
