@@ -1045,6 +1045,37 @@ fn walk_lexeme(walk: &mut LexemeWalk<'_>, terminal: &Terminal, visit: Visit<'_>,
     }
 }
 
+/// What a lexeme walk knows at one depth of its path: the state after that
+/// many bytes, whether a match happened after 1..=depth of them, and the node
+/// there as the next depth's parent (its children's index, `NONE` to visit
+/// them one by one; its subtree's end and last rank).
+#[derive(Clone, Copy)]
+struct PathStep {
+    state: State,
+    matched: bool,
+    children: ChildSlot,
+    subtree_end: u32,
+    ranks_end: u32,
+}
+
+impl Default for PathStep {
+    fn default() -> Self {
+        PathStep {
+            state: DEAD,
+            matched: false,
+            children: ChildSlot::NONE,
+            subtree_end: 0,
+            ranks_end: 0,
+        }
+    }
+}
+
+thread_local! {
+    /// A walk's path, kept per thread: allocating it per walk was a quarter of
+    /// a mask whose candidates need subtree masks of dozens of lexemes.
+    static WALK_PATH: std::cell::Cell<Vec<PathStep>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Which trie nodes a lexeme walk visits.
 #[derive(Clone, Copy)]
 enum Visit<'a> {
@@ -1165,29 +1196,30 @@ impl LexemeWalk<'_> {
             ),
             Visit::Outsiders { order, .. } => (0, order.len(), 0),
         };
-        // By depth: the state after that many bytes, and whether a match happened
-        // after 1..=depth of them.
-        // By depth: the parent of the nodes at the next depth, as its children's
-        // index (`NONE`: visit them one by one), subtree end and last rank.
-        let parent_of = |i: usize| {
-            let n = &nodes[i];
-            (
-                n.child_slot,
-                n.subtree_end as usize,
-                n.subtree_tokens_end as usize,
-            )
-        };
         // Not for `Outsiders`: its order is not the node array's.
         let outsiders = matches!(visit, Visit::Outsiders { .. });
-        let mut parents = vec![(ChildSlot::NONE, 0, 0); trie.max_depth() + 1 - base];
-        parents[0] = match visit {
-            Visit::All => (ChildSlot::ROOT, nodes.len(), token_ids.len()),
-            Visit::Below(node) => parent_of(node),
+        let parent_at = |i: usize| {
+            let n = &nodes[i];
+            (n.child_slot, n.subtree_end, n.subtree_tokens_end)
+        };
+        let (children, subtree_end, ranks_end) = match visit {
+            Visit::All => (ChildSlot::ROOT, nodes.len() as u32, token_ids.len() as u32),
+            Visit::Below(node) => parent_at(node),
             Visit::Outsiders { .. } => (ChildSlot::NONE, 0, 0),
         };
-        let mut states: Vec<State> = vec![DEAD; trie.max_depth() + 1 - base];
-        let mut matched: Vec<bool> = vec![false; trie.max_depth() + 1 - base];
-        states[0] = start;
+        // Every step is written before it is read: the path is only grown.
+        let mut path = WALK_PATH.with(std::cell::Cell::take);
+        let depths = trie.max_depth() + 1 - base;
+        if path.len() < depths {
+            path.resize(depths, PathStep::default());
+        }
+        path[0] = PathStep {
+            state: start,
+            matched: false,
+            children,
+            subtree_end,
+            ranks_end,
+        };
         let mut k = first;
         while k < visits {
             let (i, past_subtree) = match visit {
@@ -1202,8 +1234,10 @@ impl LexemeWalk<'_> {
                 // has only exit tokens below): without an exit token the subtree
                 // holds nothing more (the counter's longer members die on it).
                 let members_set = match (self.closed, self.counted) {
-                    (Some((closed, _)), _) => closed.get(states[depth - 1] as usize) == Some(&true),
-                    (None, Some((budgets, _))) => budgets.of(states[depth - 1]) != NO_BUDGET,
+                    (Some((closed, _)), _) => {
+                        closed.get(path[depth - 1].state as usize) == Some(&true)
+                    }
+                    (None, Some((budgets, _))) => budgets.of(path[depth - 1].state) != NO_BUDGET,
                     (None, None) => false,
                 };
                 if members_set && !slice.has_exit_in(trie.ranks_under(i)) {
@@ -1212,7 +1246,7 @@ impl LexemeWalk<'_> {
                 }
             }
             if let Some((closed, class)) = self.closed {
-                let entered_closed = closed.get(states[depth - 1] as usize) == Some(&true);
+                let entered_closed = closed.get(path[depth - 1].state as usize) == Some(&true);
                 if entered_closed && trie.subtree_bytes(i).within(class) {
                     let ranks = trie.ranks_under(i);
                     self.touch(ranks.clone());
@@ -1230,7 +1264,7 @@ impl LexemeWalk<'_> {
                 // A budget of 0 or 1 allows next to nothing below: the plain walk
                 // stops there at once.
                 let budget =
-                    Some(budgets.of(states[depth - 1])).filter(|&b| b >= 2 && b != NO_BUDGET);
+                    Some(budgets.of(path[depth - 1].state)).filter(|&b| b >= 2 && b != NO_BUDGET);
                 // Lengths count from the token's start: `base + depth - 1` bytes
                 // are read before the entry.
                 let short =
@@ -1238,33 +1272,37 @@ impl LexemeWalk<'_> {
                 if let Some(short) = short {
                     if trie.subtree_bytes(i).within(class) {
                         self.touch(trie.ranks_under(i));
-                        self.take_short_tokens(i, short, matched[depth - 1]);
+                        self.take_short_tokens(i, short, path[depth - 1].matched);
                         k = past_subtree;
                         continue;
                     }
                 }
             }
-            let before = states[depth - 1];
-            let next = step(before, node.byte);
+            let before = path[depth - 1];
+            let next = step(before.state, node.byte);
             if next == DEAD {
                 // On to the next live sibling, through the parent's index where
                 // it has one: the dead ones between hold contiguous ranks.
-                let (slot, parent_end, parent_ranks_end) = parents[depth - 1];
-                let (next_live, dead_ranks) = if slot == ChildSlot::NONE {
+                let (next_live, dead_ranks) = if before.children == ChildSlot::NONE {
                     (past_subtree, trie.ranks_under(i))
                 } else {
-                    let live = |b: u8| step(before, b) != DEAD;
-                    match trie.next_live_child(slot, node.byte as usize + 1, live) {
-                        Some(sibling) => (
-                            sibling,
-                            trie.ranks_under(i).start..trie.ranks_under(sibling).start,
+                    let live = |b: u8| step(before.state, b) != DEAD;
+                    let from = node.byte as usize + 1;
+                    match trie.next_live_child(before.children, from, live) {
+                        Some(sibling) => {
+                            let between =
+                                node.tokens_start as usize..trie.ranks_under(sibling).start;
+                            (sibling, between)
+                        }
+                        None => (
+                            before.subtree_end as usize,
+                            node.tokens_start as usize..before.ranks_end as usize,
                         ),
-                        None => (parent_end, trie.ranks_under(i).start..parent_ranks_end),
                     }
                 };
                 // Every token below dies here; those past an earlier match may
                 // still be completed by the parser.
-                if matched[depth - 1] && !dead_ranks.is_empty() {
+                if before.matched && !dead_ranks.is_empty() {
                     self.touch(dead_ranks.clone());
                     set_range(self.boundary_by_rank, shift(dead_ranks, rank_base));
                 }
@@ -1280,12 +1318,18 @@ impl LexemeWalk<'_> {
                 }
                 set(self.allowed_by_rank, rank - rank_base as u32);
             }
-            states[depth] = next;
-            if !outsiders {
-                parents[depth] = parent_of(i);
-            }
             let at_match = is_match(next);
-            matched[depth] = matched[depth - 1] || at_match;
+            let (children, subtree_end, ranks_end) = match outsiders {
+                false => parent_at(i),
+                true => (ChildSlot::NONE, 0, 0),
+            };
+            path[depth] = PathStep {
+                state: next,
+                matched: before.matched || at_match,
+                children,
+                subtree_end,
+                ranks_end,
+            };
             if at_match && node.subtree_end as usize > i + 1 {
                 if let Some(match_nodes) = self.match_nodes.as_deref_mut() {
                     match_nodes.push(i as u32);
@@ -1293,6 +1337,7 @@ impl LexemeWalk<'_> {
             }
             k += 1;
         }
+        WALK_PATH.with(|cell| cell.set(path));
     }
 }
 
