@@ -217,21 +217,40 @@ impl TokenTrie {
 
     /// The node whose path is `bytes`, if some token starts with them.
     pub fn node_of(&self, bytes: &[u8]) -> Option<usize> {
-        let (mut first, mut end) = (0, self.nodes.len());
+        let (mut slot, mut first, mut end) = (ChildSlot::ROOT, 0, self.nodes.len());
         let mut found = None;
         for &b in bytes {
-            // The children of the node found so far are `first..end`, in preorder.
-            let mut child = first;
-            while child < end && self.nodes[child].byte != b {
-                child = self.nodes[child].subtree_end as usize;
-            }
-            if child >= end {
-                return None;
-            }
+            let child = self.child(slot, first..end, b)?;
             found = Some(child);
-            (first, end) = (child + 1, self.nodes[child].subtree_end as usize);
+            let node = &self.nodes[child];
+            (slot, first, end) = (node.child_slot, child + 1, node.subtree_end as usize);
         }
         found
+    }
+
+    /// The child with byte `b` of the parent whose children are the nodes
+    /// `children` (in preorder) and indexed at `slot`: looked up there, else
+    /// found sibling by sibling.
+    #[inline]
+    fn child(&self, slot: ChildSlot, children: std::ops::Range<usize>, b: u8) -> Option<usize> {
+        if slot != ChildSlot::NONE {
+            let index = &self.child_indexes[slot.0 as usize];
+            let (word, bit) = (b as usize / 64, b % 64);
+            if index.bytes[word] & (1 << bit) == 0 {
+                return None;
+            }
+            let before: u32 = index.bytes[..word]
+                .iter()
+                .map(|w| w.count_ones())
+                .sum::<u32>()
+                + (index.bytes[word] & ((1 << bit) - 1)).count_ones();
+            return Some(self.indexed_children[(index.first + before) as usize] as usize);
+        }
+        let mut child = children.start;
+        while child < children.end && self.nodes[child].byte != b {
+            child = self.nodes[child].subtree_end as usize;
+        }
+        (child < children.end).then_some(child)
     }
 
     /// Tokens ending exactly at `node`.
@@ -251,20 +270,16 @@ impl TokenTrie {
     /// length (the lowest id among tokens with the same bytes).
     pub fn longest_prefix(&self, bytes: &[u8]) -> Option<(u32, usize)> {
         let mut best = None;
-        let (mut i, mut end) = (0usize, self.nodes.len());
+        let (mut slot, mut first, mut end) = (ChildSlot::ROOT, 0, self.nodes.len());
         for (depth, &byte) in bytes.iter().enumerate() {
-            // Siblings are in byte order; each jump skips a whole subtree.
-            while i < end && self.nodes[i].byte < byte {
-                i = self.nodes[i].subtree_end as usize;
-            }
-            if i >= end || self.nodes[i].byte != byte {
+            let Some(i) = self.child(slot, first..end, byte) else {
                 break;
-            }
-            let node = self.nodes[i];
+            };
             if let Some(&id) = self.tokens_at(i).iter().min() {
                 best = Some((id, depth + 1));
             }
-            (i, end) = (i + 1, node.subtree_end as usize);
+            let node = &self.nodes[i];
+            (slot, first, end) = (node.child_slot, i + 1, node.subtree_end as usize);
         }
         best
     }
@@ -530,6 +545,19 @@ mod tests {
         assert_eq!(trie.next_live_child(q, 0, all), node(b"q0"));
         assert_eq!(trie.next_live_child(q, after(b'0'), all), node(b"q2"));
         assert_eq!(trie.next_live_child(q, b'3' as usize, all), node(b"q4"));
+        // Lookups by path go through the index too.
+        let q4 = trie
+            .nodes()
+            .iter()
+            .position(|n| n.depth == 2 && n.byte == b'4');
+        assert!(q4.is_some_and(|i| trie
+            .tokens_at(i)
+            .iter()
+            .all(|&t| words[t as usize] == b"q4")));
+        assert_eq!(node(b"q4"), q4);
+        assert_eq!(node(b"q3"), None);
+        let q4_id = words.iter().position(|w| w == b"q4").map(|id| id as u32);
+        assert_eq!(trie.longest_prefix(b"q4z"), q4_id.map(|id| (id, 2)));
         let past_lt = |b: u8| b > b'<';
         assert_eq!(trie.next_live_child(q, 0, past_lt), node(b"q>"));
         assert_eq!(trie.next_live_child(q, after(b'>'), all), None);
