@@ -1076,6 +1076,10 @@ thread_local! {
     static WALK_PATH: std::cell::Cell<Vec<PathStep>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
+/// How far ahead an outsiders walk fetches the nodes it will visit (measured:
+/// 4 to 32 alike, each about a third off the first string body's walk).
+const PREFETCH_OUTSIDERS: usize = 16;
+
 /// Which trie nodes a lexeme walk visits.
 #[derive(Clone, Copy)]
 enum Visit<'a> {
@@ -1224,7 +1228,23 @@ impl LexemeWalk<'_> {
         while k < visits {
             let (i, past_subtree) = match visit {
                 Visit::All | Visit::Below(_) => (k, nodes[k].subtree_end as usize),
-                Visit::Outsiders { order, skip } => (order[k] as usize, skip[k] as usize),
+                Visit::Outsiders { order, skip } => {
+                    // The nodes to visit are known ahead and lie apart in the
+                    // node array (a cache miss apiece, once per process): fetch
+                    // them early.
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some(&ahead) = order.get(k + PREFETCH_OUTSIDERS) {
+                        let at = nodes.as_ptr().wrapping_add(ahead as usize);
+                        // SAFETY: a prefetch is a hint: it reads nothing and cannot fault.
+                        unsafe {
+                            std::arch::x86_64::_mm_prefetch(
+                                at as *const i8,
+                                std::arch::x86_64::_MM_HINT_T0,
+                            );
+                        }
+                    }
+                    (order[k] as usize, skip[k] as usize)
+                }
             };
             let node = nodes[i];
             let depth = node.depth as usize - base;
