@@ -28,7 +28,8 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Keep the allocator's and the kernel's memory defaults (huge pages,
-    /// returning freed memory): see `memory.rs` for why the CLI changes them.
+    /// returning freed memory, no pre-faulted heap for `bench`): see
+    /// `memory.rs` for why the CLI changes them.
     #[arg(long, global = true)]
     allocator_defaults: bool,
 }
@@ -59,7 +60,11 @@ pub fn run() -> i32 {
         }
     };
     if !cli.allocator_defaults {
-        memory::prefer_latency();
+        let prefault = match cli.command {
+            Command::Bench(_) => memory::BENCH_PREFAULT_BYTES,
+            _ => 0,
+        };
+        memory::prefer_latency(prefault);
     }
     match cli.command {
         Command::Check(args) => check::run(&args),
