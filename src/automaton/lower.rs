@@ -694,9 +694,6 @@ impl Lowering<'_> {
             seq.pending_literal &= is_literal(&fused.hir);
             seq.pending.push(fused.hir);
             seq.labels.push(describe_expr(expr, self.grammar));
-            if fused.counted {
-                seq.flush(self);
-            }
             return;
         }
         match expr {
@@ -763,5 +760,39 @@ impl SequenceBuilder {
     fn finish(mut self, lowering: &mut Lowering<'_>) -> Vec<Symbol> {
         self.flush(lowering);
         self.symbols
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A counted repetition in a sequence that cannot be fused whole (a key
+    /// pattern's `"[a-z]{1,10}"` before a recursive value) keeps what follows it
+    /// as its suffix: the closing quote is read by the counter's terminal, whose
+    /// states inside the count are then not matches (the token tables take its
+    /// class as one counted slice instead of walking every letter token).
+    #[test]
+    fn a_counted_repetition_keeps_its_suffix_in_an_unfused_sequence() {
+        let grammar = crate::compile_gbnf(
+            r#"root ::= "{" "\"" [a-z]{1,10} "\"" ":" value "}"
+value ::= "1" | root"#,
+        )
+        .unwrap();
+        let counted: Vec<_> = grammar
+            .terminals()
+            .iter()
+            .filter(|t| t.counter_span().is_some())
+            .collect();
+        assert_eq!(counted.len(), 1, "one counted terminal");
+        let terminal = counted[0];
+        let read = |bytes: &[u8]| {
+            bytes
+                .iter()
+                .fold(terminal.start(), |q, &b| terminal.next(q, b))
+        };
+        assert!(!terminal.is_match(read(b"{\"abc")), "inside the count");
+        assert!(
+            terminal.is_match(read(b"{\"abc\":")),
+            "the quote and colon are read"
+        );
     }
 }
