@@ -236,12 +236,13 @@ impl Budgets {
             .unwrap_or(NO_BUDGET)
     }
 
-    /// The chain's states that have a budget.
+    /// The chain's states that have a budget ([`LOOPED`] left off: inside an
+    /// iteration a looped state reads bytes as the plain one).
     fn chain(&self) -> impl Iterator<Item = State> + '_ {
         (self.first..)
             .zip(&self.budgets)
             .filter(|&(_, &b)| b != NO_BUDGET)
-            .map(|(q, _)| q)
+            .map(|(q, _)| q & !LOOPED)
     }
 }
 
@@ -1617,7 +1618,8 @@ impl Terminal {
     /// class (`[A-Za-z0-9 ]{1,32}`), where [`Terminal::closed_class`] finds nothing
     /// (every text long enough dies). The class may shrink along the chain to the
     /// bytes that keep agreeing; `None` below `min_bytes` bytes or for a chain
-    /// that loops.
+    /// that loops. A [`LOOPED`] state's chain is its plain state's, flagged
+    /// (`None` from a looped match, which restarts the terminal).
     ///
     /// Tokens are at most `horizon` bytes long: a chain still alive after
     /// `2 * horizon` bytes is followed no further, and its first `horizon + 1`
@@ -1628,7 +1630,11 @@ impl Terminal {
         min_bytes: u32,
         horizon: usize,
     ) -> Option<(u128, Budgets)> {
-        if state == DEAD || state & LOOPED != 0 {
+        // A LOOPED state reads the terminal repeated: inside one iteration (no
+        // match on the chain) that is the plain reading, the flag carried along.
+        let looped = state & LOOPED;
+        let state = state & !LOOPED;
+        if state == DEAD || (looped != 0 && self.is_match(state)) {
             return None;
         }
         let mut class: u128 = (0..0x7fu8).fold(0, |c, b| c | 1 << b);
@@ -1683,6 +1689,7 @@ impl Terminal {
                 true => NO_BUDGET,
             };
         }
+        let first = first | looped;
         Some((class, Budgets { first, budgets }))
     }
 
