@@ -663,3 +663,77 @@ fn dead_siblings_past_a_match_stay_candidates() {
         assert_masks_agree("dead siblings past a match", &t, samples, 64);
     }
 }
+
+/// One matcher's consecutive masks reuse the last future signature while the
+/// chart is the same, with the lexemes' states rewritten: inside a pattern
+/// string `[a-z]+-[0-9]+`, `a-1",` goes on after letters but not after the
+/// dash. A rollback that rebuilds the chart (a code in brackets, then one in
+/// braces, both on the chart's second set) must not reuse the first one's
+/// signature: `1"]` ends the brackets, `1"}` the braces.
+#[test]
+fn reused_signatures_follow_states_and_rollbacks() {
+    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
+    for extra in [r#"a-1","#, r#"1","#, r#"1"]"#, r#"1"}"#] {
+        tokens.push(extra.as_bytes().to_vec());
+    }
+    tokens.push(Vec::new());
+    let eos = tokens.len() as u32 - 1;
+    let v = Arc::new(Vocabulary::from_token_bytes(
+        tokens,
+        vec![(eos, "</s>".into())],
+        vec![eos],
+    ));
+    // Rules that recurse keep the code's terminal apart from what follows it.
+    let grammar = compile_gbnf(
+        r#"root ::= "[" item ("," item)* "]" | "{" item "}"
+item ::= code | "[" item "]"
+code ::= "\"" [a-z]+ "-" [0-9]+ "\"""#,
+    )
+    .unwrap();
+    let t = tables(grammar, &v);
+    let width = t.mask_words() + 1;
+    let tokenize = |text: &[u8]| {
+        let mut ids = Vec::new();
+        let mut at = 0;
+        while at < text.len() {
+            let (id, len) = v.trie().longest_prefix(&text[at..]).expect("a token");
+            ids.push(id);
+            at += len;
+        }
+        ids
+    };
+    let check = |matcher: &mut TokenMatcher, prefix: &[u8]| {
+        let mut fast = vec![0u32; width];
+        matcher.fill_next_token_bitmask(&mut fast);
+        let diff = differences(&fast, &oracle_mask(&t, prefix, width));
+        let shown: Vec<String> = diff
+            .iter()
+            .map(|&id| String::from_utf8_lossy(v.token_bytes(id)).into_owned())
+            .collect();
+        assert!(
+            diff.is_empty(),
+            "after {:?}: differences {shown:?}",
+            String::from_utf8_lossy(prefix)
+        );
+    };
+    // A mask after every token.
+    let sample = br#"["ab-12","cd-3"]"#;
+    let mut matcher = TokenMatcher::new(Arc::clone(&t));
+    let mut at = 0;
+    for id in tokenize(sample) {
+        check(&mut matcher, &sample[..at]);
+        matcher.consume_token(id).expect("in the language");
+        at += v.token_bytes(id).len();
+    }
+    // The same lexeme on the same set, another chart.
+    let mut matcher = TokenMatcher::new(Arc::clone(&t));
+    let array = tokenize(br#"["ab-1"#);
+    matcher.consume_tokens(&array).expect("in the language");
+    check(&mut matcher, br#"["ab-1"#);
+    matcher.rollback(array.len());
+    let object = br#"{"ab-1"#;
+    matcher
+        .consume_tokens(&tokenize(object))
+        .expect("in the language");
+    check(&mut matcher, object);
+}

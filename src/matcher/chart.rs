@@ -235,6 +235,11 @@ impl Chart {
         })
     }
 
+    /// Sets built so far.
+    pub fn set_count(&self) -> usize {
+        self.sets.len()
+    }
+
     /// Drops every set from index `len` on.
     pub fn truncate(&mut self, len: usize) {
         self.sets.truncate(len);

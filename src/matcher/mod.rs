@@ -166,6 +166,10 @@ pub struct Matcher {
     /// One per position consumed, plus position 0.
     frames: Vec<Frame>,
     completed: Vec<(TerminalId, u32)>,
+    /// How many rollbacks dropped chart sets: while it stays put, every set
+    /// keeps its items, so a [future signature](Matcher::future_signature)
+    /// over the same sets is the same but for the lexemes' states.
+    chart_truncations: u64,
 }
 
 impl fmt::Debug for Matcher {
@@ -193,6 +197,7 @@ impl Matcher {
                 sets_before: 0,
             }],
             completed: Vec::new(),
+            chart_truncations: 0,
         };
         let grammar = Arc::clone(&matcher.grammar);
         let start = grammar.start();
@@ -329,11 +334,25 @@ impl Matcher {
         memo: &mut rustc_hash::FxHashMap<(u32, u32), u32>,
         out: &mut Vec<u32>,
     ) {
+        self.future_signature_with_states(horizon, memo, out, &mut Vec::new());
+    }
+
+    /// [`Matcher::future_signature`], with where each lexeme's state was
+    /// written into `states_at`: see [`Matcher::future_key`].
+    pub(crate) fn future_signature_with_states(
+        &self,
+        horizon: usize,
+        memo: &mut rustc_hash::FxHashMap<(u32, u32), u32>,
+        out: &mut Vec<u32>,
+        states_at: &mut Vec<usize>,
+    ) {
         out.clear();
         memo.clear();
+        states_at.clear();
         let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
         for lexeme in self.active_lexemes() {
             out.extend([lexeme.terminal.0, lexeme.state]);
+            states_at.push(out.len() - 1);
             self.chart.write_future(
                 &self.grammar,
                 lexeme.set,
@@ -343,6 +362,26 @@ impl Matcher {
                 out,
             );
         }
+    }
+
+    /// What a [future signature](Matcher::future_signature) is made from
+    /// besides the lexemes' states: each active lexeme's terminal and chart set
+    /// (into `out`), and the chart's truncation count. Where both equal an
+    /// earlier signature's, that signature with the states written at its
+    /// `states_at` is this position's (inside a string body, every token).
+    pub fn future_key(&self, out: &mut Vec<(u32, u32)>) -> u64 {
+        out.clear();
+        out.extend(
+            self.active_lexemes()
+                .iter()
+                .map(|lexeme| (lexeme.terminal.0, lexeme.set)),
+        );
+        self.chart_truncations
+    }
+
+    /// How many rollbacks dropped chart sets so far (see [`Matcher::future_key`]).
+    pub fn chart_truncations(&self) -> u64 {
+        self.chart_truncations
     }
 
     /// Consumes one byte; on rejection nothing changes.
@@ -464,7 +503,10 @@ impl Matcher {
                 break;
             };
             self.lexemes.truncate(frame.lexemes_start as usize);
-            self.chart.truncate(frame.sets_before as usize);
+            if (frame.sets_before as usize) < self.chart.set_count() {
+                self.chart.truncate(frame.sets_before as usize);
+                self.chart_truncations += 1;
+            }
         }
     }
 

@@ -74,6 +74,11 @@ pub struct TokenMatcher {
     table_lexemes: Vec<(TerminalId, State)>,
     signature: Vec<u32>,
     signature_memo: FxHashMap<(u32, u32), u32>,
+    /// What `signature` was computed from besides the states ([`Matcher::future_key`]),
+    /// where its states sit, and the current position's key (a buffer).
+    signature_key: (Vec<(u32, u32)>, u64),
+    signature_states_at: Vec<usize>,
+    future_key: Vec<(u32, u32)>,
     /// The last signature's accepted candidates: inside a string body the next
     /// token usually meets the same one, which skips the tables' locked lookup.
     last_accepted: Option<Arc<Vec<u32>>>,
@@ -99,6 +104,11 @@ impl TokenMatcher {
             table_lexemes: Vec::new(),
             signature: Vec::new(),
             signature_memo: FxHashMap::default(),
+            // No key matches before a first signature (a truncation count of
+            // `u64::MAX` is never reached).
+            signature_key: (Vec::new(), u64::MAX),
+            signature_states_at: Vec::new(),
+            future_key: Vec::new(),
             last_accepted: None,
             last_signature: Vec::new(),
             candidate_walk: CandidateWalk::default(),
@@ -193,11 +203,29 @@ impl TokenMatcher {
             // The walk's result depends only on the parse state's future over the
             // next token's bytes, so it is cached under the matcher's position-free
             // signature for the longest token.
-            self.bytes.future_signature(
-                vocab.trie().max_depth(),
-                &mut self.signature_memo,
-                &mut self.signature,
-            );
+            // Inside a string body the chart is the same from token to token:
+            // the last signature with the lexemes' states rewritten is this one
+            // (computing it anew was a sixth of a cached mask).
+            let truncations = self.bytes.future_key(&mut self.future_key);
+            if (&self.future_key, truncations) == (&self.signature_key.0, self.signature_key.1) {
+                for (lexeme, &at) in self
+                    .bytes
+                    .active_lexemes()
+                    .iter()
+                    .zip(&self.signature_states_at)
+                {
+                    self.signature[at] = lexeme.state;
+                }
+            } else {
+                self.bytes.future_signature_with_states(
+                    vocab.trie().max_depth(),
+                    &mut self.signature_memo,
+                    &mut self.signature,
+                    &mut self.signature_states_at,
+                );
+                std::mem::swap(&mut self.signature_key.0, &mut self.future_key);
+                self.signature_key.1 = truncations;
+            }
             let known = self.last_accepted.is_some() && self.last_signature == self.signature;
             if !known {
                 let accepted = match self.tables.accepted_candidates(&self.signature) {
@@ -209,6 +237,9 @@ impl TokenMatcher {
                             &masks.candidates,
                             &self.table_lexemes,
                         ));
+                        // The walk dropped only the sets it built past this
+                        // position: the signature's sets are intact.
+                        self.signature_key.1 = self.bytes.chart_truncations();
                         self.tables
                             .remember_accepted_candidates(&self.signature, Arc::clone(&accepted));
                         accepted
