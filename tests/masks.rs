@@ -146,6 +146,20 @@ fn tables(grammar: Arc<CompiledGrammar>, v: &Arc<Vocabulary>) -> Arc<TokenTables
     Arc::new(TokenTables::new(grammar, Arc::clone(v)))
 }
 
+/// A vocabulary of every printable ASCII byte, `extra` tokens and an EOS: where
+/// a test needs tokens a real vocabulary may not have.
+fn printable_vocab(extra: impl IntoIterator<Item = Vec<u8>>) -> Arc<Vocabulary> {
+    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
+    tokens.extend(extra);
+    tokens.push(Vec::new());
+    let eos = tokens.len() as u32 - 1;
+    Arc::new(Vocabulary::from_token_bytes(
+        tokens,
+        vec![(eos, "</s>".into())],
+        vec![eos],
+    ))
+}
+
 fn token(v: &Vocabulary, text: &str) -> u32 {
     (0..v.len() as u32)
         .find(|&id| v.token_bytes(id) == text.as_bytes())
@@ -615,19 +629,11 @@ fn undeclared_keys_exclude_declared_names_across_tokens() {
     // A vocabulary where a declared name, its quote and a value's start are one
     // token: `a":"` reads as the integer key `a` (no) or as another key (never
     // `a`), so no lexeme may treat the quote after `a` as the end of a key.
-    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
-    tokens.extend([
+    let v = printable_vocab([
         br#"a":""#.to_vec(),
         br#"a":1"#.to_vec(),
         br#"ab":""#.to_vec(),
     ]);
-    tokens.push(Vec::new());
-    let eos = tokens.len() as u32 - 1;
-    let v = Arc::new(Vocabulary::from_token_bytes(
-        tokens,
-        vec![(eos, "</s>".into())],
-        vec![eos],
-    ));
     let schema = serde_json::json!({"type": "object",
         "properties": {"a": {"type": "integer"}},
         "additionalProperties": {"type": "string"}});
@@ -647,17 +653,8 @@ fn dead_siblings_past_a_match_stay_candidates() {
     let schema = serde_json::json!({"type": "array", "items": {"anyOf": [
         {"enum": ["red", "green"]}, {"type": "integer"}]}});
     let samples: &[&[u8]] = &[br#"["red","green",12,1]"#, br#"[1,"red",10,"green"]"#];
-    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
-    for lead in [b'"', b'1'] {
-        tokens.extend(b" !,-.0:]}x".iter().map(|&b| vec![lead, b]));
-    }
-    tokens.push(Vec::new());
-    let eos = tokens.len() as u32 - 1;
-    let custom = Arc::new(Vocabulary::from_token_bytes(
-        tokens,
-        vec![(eos, "</s>".into())],
-        vec![eos],
-    ));
+    let pairs = [b'"', b'1'].map(|lead| b" !,-.0:]}x".map(|b| vec![lead, b]));
+    let custom = printable_vocab(pairs.into_iter().flatten());
     for v in [custom, vocab("gpt2")] {
         let t = schema_tables(schema.clone(), &v);
         assert_masks_agree("dead siblings past a match", &t, samples, 64);
@@ -672,17 +669,8 @@ fn dead_siblings_past_a_match_stay_candidates() {
 /// signature: `1"]` ends the brackets, `1"}` the braces.
 #[test]
 fn reused_signatures_follow_states_and_rollbacks() {
-    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
-    for extra in [r#"a-1","#, r#"1","#, r#"1"]"#, r#"1"}"#] {
-        tokens.push(extra.as_bytes().to_vec());
-    }
-    tokens.push(Vec::new());
-    let eos = tokens.len() as u32 - 1;
-    let v = Arc::new(Vocabulary::from_token_bytes(
-        tokens,
-        vec![(eos, "</s>".into())],
-        vec![eos],
-    ));
+    let extra = [r#"a-1","#, r#"1","#, r#"1"]"#, r#"1"}"#];
+    let v = printable_vocab(extra.map(|t| t.as_bytes().to_vec()));
     // Rules that recurse keep the code's terminal apart from what follows it.
     let grammar = compile_gbnf(
         r#"root ::= "[" item ("," item)* "]" | "{" item "}"
