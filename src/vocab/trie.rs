@@ -5,6 +5,10 @@
 //! nodes `i..subtree_end`. The tokens ending at a node are a range of `token_ids`,
 //! which holds the trie's tokens in byte order, so the tokens of a subtree are a
 //! contiguous range too.
+//!
+//! Siblings lie a subtree apart in that array, so the root and every node with
+//! many children also index them by byte ([`TokenTrie::next_live_child`]): a
+//! walk that knows which bytes its state survives jumps over the dead ones.
 
 /// One trie node: a byte at a depth, with its subtree extent and tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
