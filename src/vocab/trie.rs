@@ -41,13 +41,14 @@ pub struct TokenTrie {
     /// Per length `l` up to [`SHORT_TOKEN_LENGTHS`]: the tokens at most `l` bytes
     /// long, as bits by rank (see [`TokenTrie::ranks_up_to_len`]).
     short_ranks: Vec<Vec<u32>>,
-    /// Per rank: the bytes of that token as a [`SubtreeBytes`] set (what a byte
-    /// class's members and exits are found from without reading every token's
-    /// bytes) ...
-    token_ascii: Vec<SubtreeBytes>,
-    /// ... and its non-ASCII bytes exactly (bit `b - 0x80`), apart: a scan
-    /// reads them only for the tokens with bit 127 set.
+    /// Per rank: the token's non-ASCII bytes exactly (bit `b - 0x80`), for a
+    /// class whose exit is one of them.
     token_high: Vec<u128>,
+    /// Per ASCII byte `b` (DEL included), the tokens holding it, as bits by
+    /// rank; entry 128: the tokens holding any non-ASCII byte. A class's
+    /// members are the tokens none of whose bytes is outside it: an OR of the
+    /// outside bytes' sets, not a pass over every token.
+    byte_holders: Vec<Vec<u32>>,
     /// The children of the root and of every node with many, by byte: a walk
     /// finds the next live child here instead of visiting each dead one, a
     /// cache miss apiece (siblings lie a subtree apart in the node array, the
@@ -131,15 +132,21 @@ impl TokenTrie {
         let max_depth = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         let subtree_bytes = subtree_bytes(&nodes);
         let short_ranks = short_ranks(&nodes, sorted.len(), max_depth);
-        let (token_ascii, token_high) = token_byte_sets(&nodes, sorted.len(), max_depth);
+        let token_high = token_non_ascii_bytes(&nodes, sorted.len(), max_depth);
+        let mut byte_holders = vec![vec![0u32; sorted.len().div_ceil(32)]; 129];
+        for (rank, &id) in sorted.iter().enumerate() {
+            for &b in bytes_of(id) {
+                byte_holders[(b as usize).min(128)][rank / 32] |= 1 << (rank % 32);
+            }
+        }
         let (child_indexes, indexed_children) = index_children(&mut nodes);
         TokenTrie {
             nodes,
             subtree_bytes,
             token_ids: sorted,
             short_ranks,
-            token_ascii,
             token_high,
+            byte_holders,
             child_indexes,
             indexed_children,
             max_depth,
@@ -292,16 +299,23 @@ impl TokenTrie {
         self.nodes.is_empty()
     }
 
-    /// The bytes of the token at `rank`: as a [`SubtreeBytes`] set, and its
-    /// non-ASCII bytes (bit `b - 0x80`).
+    /// The non-ASCII bytes of the token at `rank` (bit `b - 0x80`).
     #[inline]
-    pub fn token_byte_set(&self, rank: usize) -> (SubtreeBytes, u128) {
-        (self.token_ascii[rank], self.token_high[rank])
+    pub fn token_non_ascii_bytes(&self, rank: usize) -> u128 {
+        self.token_high[rank]
     }
 
-    /// The first half of [`TokenTrie::token_byte_set`] for every rank.
-    pub fn token_ascii_sets(&self) -> &[SubtreeBytes] {
-        &self.token_ascii
+    /// The tokens holding ASCII byte `b` (DEL included), as bits by rank.
+    #[inline]
+    pub fn ascii_holders(&self, b: u8) -> &[u32] {
+        debug_assert!(b < 0x80);
+        &self.byte_holders[b as usize]
+    }
+
+    /// The tokens holding a non-ASCII byte, as bits by rank.
+    #[inline]
+    pub fn non_ascii_holders(&self) -> &[u32] {
+        &self.byte_holders[128]
     }
 
     /// The bytes anywhere in the subtree of `node`.
@@ -313,10 +327,11 @@ impl TokenTrie {
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
         self.nodes.len() * (std::mem::size_of::<TrieNode>() + std::mem::size_of::<SubtreeBytes>())
-            + self.token_ids.len() * (4 + std::mem::size_of::<(SubtreeBytes, u128)>())
+            + self.token_ids.len() * (4 + std::mem::size_of::<u128>())
             + self.short_ranks.iter().map(|l| l.len() * 4).sum::<usize>()
             + self.child_indexes.len() * std::mem::size_of::<ChildIndex>()
             + self.indexed_children.len() * 4
+            + self.byte_holders.iter().map(|h| h.len() * 4).sum::<usize>()
     }
 }
 
@@ -360,26 +375,19 @@ pub(super) fn up_to_len(
     by_len
 }
 
-/// Per rank, the union of the bytes on the token's path (one preorder pass).
-fn token_byte_sets(
-    nodes: &[TrieNode],
-    tokens: usize,
-    max_depth: usize,
-) -> (Vec<SubtreeBytes>, Vec<u128>) {
-    let mut ascii_sets = vec![SubtreeBytes::default(); tokens];
+/// Per rank, the non-ASCII bytes on the token's path (one preorder pass).
+fn token_non_ascii_bytes(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<u128> {
     let mut high_sets = vec![0; tokens];
-    let mut path = vec![(0u128, 0u128); max_depth + 1];
+    let mut path = vec![0u128; max_depth + 1];
     for node in nodes {
         let depth = node.depth as usize;
-        let (low, high) = path[depth - 1];
         let high_bit = node.byte.checked_sub(0x80).map_or(0, |b| 1u128 << b);
-        path[depth] = (low | SubtreeBytes::of_byte(node.byte).0, high | high_bit);
+        path[depth] = path[depth - 1] | high_bit;
         for rank in node.tokens_start..node.tokens_end {
-            ascii_sets[rank as usize] = SubtreeBytes(path[depth].0);
-            high_sets[rank as usize] = path[depth].1;
+            high_sets[rank as usize] = path[depth];
         }
     }
-    (ascii_sets, high_sets)
+    high_sets
 }
 
 /// A set of bytes, exact for ASCII below DEL (bit `b` of the 128); DEL and every
@@ -505,12 +513,12 @@ mod tests {
         );
         assert!(trie.subtree_bytes(3).within(ab));
         assert!(!trie.subtree_bytes(1).within(ab), "c is below ab");
-        let byte_sets: Vec<u128> = (0..5).map(|r| trie.token_byte_set(r).0 .0).collect();
-        assert!((0..5).all(|r| trie.token_byte_set(r).1 == 0));
-        let a = SubtreeBytes::of_byte(b'a').0;
-        let b = SubtreeBytes::of_byte(b'b').0;
-        let c = SubtreeBytes::of_byte(b'c').0;
-        assert_eq!(byte_sets, vec![a, a | b, a | b, a | b | c, b]);
+        assert!((0..5).all(|r| trie.token_non_ascii_bytes(r) == 0));
+        // The tokens holding each byte, by rank: "a" "ab" "ab" "abc" "b".
+        assert_eq!(trie.ascii_holders(b'a'), &[0b01111]);
+        assert_eq!(trie.ascii_holders(b'b'), &[0b11110]);
+        assert_eq!(trie.ascii_holders(b'c'), &[0b01000]);
+        assert_eq!(trie.non_ascii_holders(), &[0]);
         // Ranks by node without the node past the subtree.
         assert_eq!(trie.ranks_under(0), 0..4);
         assert_eq!(trie.ranks_under(2), 3..4);
