@@ -65,7 +65,6 @@ impl ClassSlice {
         if (0..=255u8).any(|b| is_exit(b) && bounded(b) && vocab.tokens_holding(b) > max_exits) {
             return None;
         }
-        let exit_high = (exits[2] as u128) | (exits[3] as u128) << 64;
         let del_exits = exits[1] >> 63 & 1 != 0;
         let slice = non_ascii.map(|chars| vocab.slice(chars));
         let tokens = trie.token_ids().len();
@@ -74,18 +73,25 @@ impl ClassSlice {
         // an exit byte; a pass over every token's byte set cost more.
         let mut outside = vec![0u32; words];
         for b in (0..0x80u8).filter(|&b| b == 0x7F || class >> b & 1 == 0) {
-            for (w, &held) in outside.iter_mut().zip(trie.ascii_holders(b)) {
+            for (w, &held) in outside.iter_mut().zip(trie.holders(b)) {
                 *w |= held;
             }
         }
         let mut exit_bits = vec![0u32; words];
         for b in (0..0x7Fu8).filter(|&b| is_exit(b)) {
-            for (w, &held) in exit_bits.iter_mut().zip(trie.ascii_holders(b)) {
+            for (w, &held) in exit_bits.iter_mut().zip(trie.holders(b)) {
+                *w |= held;
+            }
+        }
+        // Without a slice, the tokens holding a non-ASCII exit byte exactly.
+        let mut high_exits = vec![0u32; if slice.is_none() { words } else { 0 }];
+        for b in (0x80..=0xFFu8).filter(|&b| slice.is_none() && is_exit(b)) {
+            for (w, &held) in high_exits.iter_mut().zip(trie.holders(b)) {
                 *w |= held;
             }
         }
         let high = trie.non_ascii_holders();
-        let del = trie.ascii_holders(0x7F);
+        let del = trie.holders(0x7F);
         let mut members_by_rank = vec![0u32; words];
         for w in 0..words {
             let valid = match (w + 1) * 32 > tokens {
@@ -104,19 +110,7 @@ impl ClassSlice {
             let beyond_exits = match slice {
                 Some(_) => beyond & !in_slice,
                 None if del_exits => beyond,
-                None if exit_high != 0 => {
-                    let mut exact = 0u32;
-                    let mut rest = beyond;
-                    while rest != 0 {
-                        let j = rest.trailing_zeros();
-                        rest &= rest - 1;
-                        if trie.token_non_ascii_bytes(w * 32 + j as usize) & exit_high != 0 {
-                            exact |= 1 << j;
-                        }
-                    }
-                    exact
-                }
-                None => 0,
+                None => beyond & high_exits[w],
             };
             exit_bits[w] = (exit_bits[w] | beyond_exits) & !members;
         }

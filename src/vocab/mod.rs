@@ -42,9 +42,6 @@ pub struct Vocabulary {
     short_ids: Vec<Vec<u32>>,
     /// The tokens with bytes, as bits by id.
     with_bytes: Vec<u32>,
-    /// How many tokens hold each byte (a bound on a class slice's exit tokens
-    /// found before scanning them).
-    holding: [u32; 256],
     /// Per [`SliceChars`]: the tokens made only of those characters (computed with
     /// the vocabulary, not on a mask's time).
     slices: Vec<TokenSlice>,
@@ -97,15 +94,6 @@ impl Vocabulary {
         for &id in trie.token_ids() {
             with_bytes[id as usize / 32] |= 1 << (id % 32);
         }
-        // Each byte counted once per token: the last token seen holding it.
-        let (mut holding, mut last_holder) = ([0u32; 256], [usize::MAX; 256]);
-        for (id, token) in tokens.iter().enumerate() {
-            for &b in token.iter() {
-                if std::mem::replace(&mut last_holder[b as usize], id) != id {
-                    holding[b as usize] += 1;
-                }
-            }
-        }
         Vocabulary {
             tokens,
             special,
@@ -114,7 +102,6 @@ impl Vocabulary {
             rank,
             short_ids,
             with_bytes,
-            holding,
             slices,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
@@ -153,7 +140,8 @@ impl Vocabulary {
 
     /// How many tokens hold the byte `b`.
     pub fn tokens_holding(&self, b: u8) -> usize {
-        self.holding[b as usize] as usize
+        let holders = self.trie.holders(b);
+        holders.iter().map(|w| w.count_ones() as usize).sum()
     }
 
     /// Special and added tokens: (id, content).

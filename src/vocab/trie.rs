@@ -41,13 +41,10 @@ pub struct TokenTrie {
     /// Per length `l` up to [`SHORT_TOKEN_LENGTHS`]: the tokens at most `l` bytes
     /// long, as bits by rank (see [`TokenTrie::ranks_up_to_len`]).
     short_ranks: Vec<Vec<u32>>,
-    /// Per rank: the token's non-ASCII bytes exactly (bit `b - 0x80`), for a
-    /// class whose exit is one of them.
-    token_high: Vec<u128>,
-    /// Per ASCII byte `b` (DEL included), the tokens holding it, as bits by
-    /// rank; entry 128: the tokens holding any non-ASCII byte. A class's
-    /// members are the tokens none of whose bytes is outside it: an OR of the
-    /// outside bytes' sets, not a pass over every token.
+    /// Per byte `b`, the tokens holding it, as bits by rank; entry 256: the
+    /// tokens holding any non-ASCII byte. A class's members are the tokens none
+    /// of whose bytes is outside it: an OR of the outside bytes' sets, not a
+    /// pass over every token.
     byte_holders: Vec<Vec<u32>>,
     /// The children of the root and of every node with many, by byte: a walk
     /// finds the next live child here instead of visiting each dead one, a
@@ -132,11 +129,14 @@ impl TokenTrie {
         let max_depth = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         let subtree_bytes = subtree_bytes(&nodes);
         let short_ranks = short_ranks(&nodes, sorted.len(), max_depth);
-        let token_high = token_non_ascii_bytes(&nodes, sorted.len(), max_depth);
-        let mut byte_holders = vec![vec![0u32; sorted.len().div_ceil(32)]; 129];
+        let mut byte_holders = vec![vec![0u32; sorted.len().div_ceil(32)]; 257];
         for (rank, &id) in sorted.iter().enumerate() {
             for &b in bytes_of(id) {
-                byte_holders[(b as usize).min(128)][rank / 32] |= 1 << (rank % 32);
+                let bit = 1 << (rank % 32);
+                byte_holders[b as usize][rank / 32] |= bit;
+                if b >= 0x80 {
+                    byte_holders[256][rank / 32] |= bit;
+                }
             }
         }
         let (child_indexes, indexed_children) = index_children(&mut nodes);
@@ -145,7 +145,6 @@ impl TokenTrie {
             subtree_bytes,
             token_ids: sorted,
             short_ranks,
-            token_high,
             byte_holders,
             child_indexes,
             indexed_children,
@@ -299,23 +298,16 @@ impl TokenTrie {
         self.nodes.is_empty()
     }
 
-    /// The non-ASCII bytes of the token at `rank` (bit `b - 0x80`).
+    /// The tokens holding byte `b`, as bits by rank.
     #[inline]
-    pub fn token_non_ascii_bytes(&self, rank: usize) -> u128 {
-        self.token_high[rank]
-    }
-
-    /// The tokens holding ASCII byte `b` (DEL included), as bits by rank.
-    #[inline]
-    pub fn ascii_holders(&self, b: u8) -> &[u32] {
-        debug_assert!(b < 0x80);
+    pub fn holders(&self, b: u8) -> &[u32] {
         &self.byte_holders[b as usize]
     }
 
     /// The tokens holding a non-ASCII byte, as bits by rank.
     #[inline]
     pub fn non_ascii_holders(&self) -> &[u32] {
-        &self.byte_holders[128]
+        &self.byte_holders[256]
     }
 
     /// The bytes anywhere in the subtree of `node`.
@@ -373,21 +365,6 @@ pub(super) fn up_to_len(
         }
     }
     by_len
-}
-
-/// Per rank, the non-ASCII bytes on the token's path (one preorder pass).
-fn token_non_ascii_bytes(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<u128> {
-    let mut high_sets = vec![0; tokens];
-    let mut path = vec![0u128; max_depth + 1];
-    for node in nodes {
-        let depth = node.depth as usize;
-        let high_bit = node.byte.checked_sub(0x80).map_or(0, |b| 1u128 << b);
-        path[depth] = path[depth - 1] | high_bit;
-        for rank in node.tokens_start..node.tokens_end {
-            high_sets[rank as usize] = path[depth];
-        }
-    }
-    high_sets
 }
 
 /// A set of bytes, exact for ASCII below DEL (bit `b` of the 128); DEL and every
@@ -513,11 +490,11 @@ mod tests {
         );
         assert!(trie.subtree_bytes(3).within(ab));
         assert!(!trie.subtree_bytes(1).within(ab), "c is below ab");
-        assert!((0..5).all(|r| trie.token_non_ascii_bytes(r) == 0));
         // The tokens holding each byte, by rank: "a" "ab" "ab" "abc" "b".
-        assert_eq!(trie.ascii_holders(b'a'), &[0b01111]);
-        assert_eq!(trie.ascii_holders(b'b'), &[0b11110]);
-        assert_eq!(trie.ascii_holders(b'c'), &[0b01000]);
+        assert_eq!(trie.holders(b'a'), &[0b01111]);
+        assert_eq!(trie.holders(b'b'), &[0b11110]);
+        assert_eq!(trie.holders(b'c'), &[0b01000]);
+        assert!((0x80..=0xFF).all(|b| trie.holders(b) == [0]));
         assert_eq!(trie.non_ascii_holders(), &[0]);
         // Ranks by node without the node past the subtree.
         assert_eq!(trie.ranks_under(0), 0..4);
