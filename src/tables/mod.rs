@@ -1248,16 +1248,16 @@ impl LexemeWalk<'_> {
             };
             let node = nodes[i];
             let depth = node.depth as usize - base;
+            // The path up to the parent: its state, and its children's index.
+            let before = path[depth - 1];
             if let Some(slice) = self.class_slice {
                 // Entered where the slice's members were set (a closed state, a
                 // counter's chain) by bytes of its class (a path with an exit byte
                 // has only exit tokens below): without an exit token the subtree
                 // holds nothing more (the counter's longer members die on it).
                 let members_set = match (self.closed, self.counted) {
-                    (Some((closed, _)), _) => {
-                        closed.get(path[depth - 1].state as usize) == Some(&true)
-                    }
-                    (None, Some((budgets, _))) => budgets.of(path[depth - 1].state) != NO_BUDGET,
+                    (Some((closed, _)), _) => closed.get(before.state as usize) == Some(&true),
+                    (None, Some((budgets, _))) => budgets.of(before.state) != NO_BUDGET,
                     (None, None) => false,
                 };
                 if members_set && !slice.has_exit_in(trie.ranks_under(i)) {
@@ -1266,7 +1266,7 @@ impl LexemeWalk<'_> {
                 }
             }
             if let Some((closed, class)) = self.closed {
-                let entered_closed = closed.get(path[depth - 1].state as usize) == Some(&true);
+                let entered_closed = closed.get(before.state as usize) == Some(&true);
                 if entered_closed && trie.subtree_bytes(i).within(class) {
                     let ranks = trie.ranks_under(i);
                     self.touch(ranks.clone());
@@ -1283,8 +1283,7 @@ impl LexemeWalk<'_> {
             if let Some((budgets, class)) = self.counted {
                 // A budget of 0 or 1 allows next to nothing below: the plain walk
                 // stops there at once.
-                let budget =
-                    Some(budgets.of(path[depth - 1].state)).filter(|&b| b >= 2 && b != NO_BUDGET);
+                let budget = Some(budgets.of(before.state)).filter(|&b| b >= 2 && b != NO_BUDGET);
                 // Lengths count from the token's start: `base + depth - 1` bytes
                 // are read before the entry.
                 let short =
@@ -1292,13 +1291,12 @@ impl LexemeWalk<'_> {
                 if let Some(short) = short {
                     if trie.subtree_bytes(i).within(class) {
                         self.touch(trie.ranks_under(i));
-                        self.take_short_tokens(i, short, path[depth - 1].matched);
+                        self.take_short_tokens(i, short, before.matched);
                         k = past_subtree;
                         continue;
                     }
                 }
             }
-            let before = path[depth - 1];
             let next = step(before.state, node.byte);
             if next == DEAD {
                 // On to the next live sibling, through the parent's index where
