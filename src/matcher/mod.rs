@@ -365,18 +365,17 @@ impl Matcher {
     }
 
     /// What a [future signature](Matcher::future_signature) is made from
-    /// besides the lexemes' states: each active lexeme's terminal and chart set
-    /// (into `out`), and the chart's truncation count. Where both equal an
-    /// earlier signature's, that signature with the states written at its
+    /// besides the lexemes' states and the chart ([`Matcher::chart_truncations`]):
+    /// each active lexeme's terminal and chart set, into `out`. Where both equal
+    /// an earlier signature's, that signature with the states written at its
     /// `states_at` is this position's (inside a string body, every token).
-    pub fn future_key(&self, out: &mut Vec<(u32, u32)>) -> u64 {
+    pub fn future_key(&self, out: &mut Vec<(u32, u32)>) {
         out.clear();
         out.extend(
             self.active_lexemes()
                 .iter()
                 .map(|lexeme| (lexeme.terminal.0, lexeme.set)),
         );
-        self.chart_truncations
     }
 
     /// How many rollbacks dropped chart sets so far (see [`Matcher::future_key`]).

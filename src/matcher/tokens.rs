@@ -206,7 +206,8 @@ impl TokenMatcher {
             // Inside a string body the chart is the same from token to token:
             // the last signature with the lexemes' states rewritten is this one
             // (computing it anew was a sixth of a cached mask).
-            let truncations = self.bytes.future_key(&mut self.future_key);
+            self.bytes.future_key(&mut self.future_key);
+            let truncations = self.bytes.chart_truncations();
             if (&self.future_key, truncations) == (&self.signature_key.0, self.signature_key.1) {
                 for (lexeme, &at) in self
                     .bytes
