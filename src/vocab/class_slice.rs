@@ -122,10 +122,8 @@ impl ClassSlice {
         }
         let exit_count: usize = exit_bits.iter().map(|w| w.count_ones() as usize).sum();
         if crowded || exit_count > max_exits {
-            if slice.is_none() {
-                return None;
-            }
-            // Widened: every other token is walked (see above).
+            // Only a widened class goes on: every other token is walked.
+            slice?;
             for (exit, members) in exit_bits.iter_mut().zip(&members_by_rank) {
                 *exit = !members;
             }
