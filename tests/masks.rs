@@ -661,6 +661,36 @@ fn dead_siblings_past_a_match_stay_candidates() {
     }
 }
 
+/// A class slice's walk (a terminal closed under `[a-z]`, left only by `"`)
+/// jumps over the siblings without an exit token, read from the parent's child
+/// index; but past a match (`ab"B` ends a round of the terminal, `cd` starts
+/// another) a dead sibling ends the terminal at that match and leaves the rest
+/// to the parser: `ab"Bcd?` and `ab"Bcd!` are allowed, `ab"Bcd#` is not. The
+/// tokens under `ab"Bcd` are enough children to be indexed.
+#[test]
+fn class_slice_jumps_keep_dead_siblings_past_a_match() {
+    // `tail` is the parser's (recursive, so not fused into `word`).
+    let grammar = r#"root ::= word tail
+word ::= ([a-z]+ "\"" "B")+
+tail ::= [a-z]* ("?" | "!") | "(" root ")""#;
+    let lead = br#"ab"Bcd"#;
+    let endings = b"!#$%&()*+,-.?@xz";
+    let mut extra: Vec<Vec<u8>> = endings
+        .iter()
+        .map(|&b| [&lead[..], &[b]].concat())
+        .collect();
+    extra.extend([
+        b"abc".to_vec(),
+        b"xyz".to_vec(),
+        br#"q"B"#.to_vec(),
+        b"cd?".to_vec(),
+    ]);
+    let v = printable_vocab(extra);
+    let t = tables(compile_gbnf(grammar).unwrap(), &v);
+    let samples: &[&[u8]] = &[br#"ab"Bcd"Bxyz?"#, br#"q"Bab"Bcdx!"#, br#"ab"B(ab"Bcd?)"#];
+    assert_masks_agree("class slice past a match", &t, samples, 64);
+}
+
 /// One matcher's consecutive masks reuse the last future signature while the
 /// chart is the same, with the lexemes' states rewritten: inside a pattern
 /// string `[a-z]+-[0-9]+`, `a-1",` goes on after letters but not after the

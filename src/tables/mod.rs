@@ -1252,18 +1252,35 @@ impl LexemeWalk<'_> {
             let depth = node.depth as usize - base;
             // The path up to the parent: its state, and its children's index.
             let before = path[depth - 1];
-            if let Some(slice) = self.class_slice {
-                // Entered where the slice's members were set (a closed state, a
-                // counter's chain) by bytes of its class (a path with an exit byte
-                // has only exit tokens below): without an exit token the subtree
-                // holds nothing more (the counter's longer members die on it).
-                let members_set = match (self.closed, self.counted) {
+            // Entered where the slice's members were set (a closed state, a
+            // counter's chain) by bytes of its class (a path with an exit byte
+            // has only exit tokens below): without an exit token the subtree
+            // holds nothing more (the counter's longer members die on it).
+            let exits_only = self
+                .class_slice
+                .filter(|_| match (self.closed, self.counted) {
                     (Some((closed, _)), _) => closed.get(before.state as usize) == Some(&true),
                     (None, Some((budgets, _))) => budgets.of(before.state) != NO_BUDGET,
                     (None, None) => false,
-                };
-                if members_set && !slice.has_exit_in(trie.ranks_under(i)) {
-                    k = past_subtree;
+                });
+            if let Some(slice) = exits_only {
+                if !slice.has_exit_in(trie.ranks_under(i)) {
+                    // Its siblings likewise, asked of the parent's index, not
+                    // their nodes (a cache miss apiece): before a match a dead
+                    // one holds no boundary. (Past one, the path left the class
+                    // by an exit byte, so every token below holds it.)
+                    k = match before.children != ChildSlot::NONE && !before.matched {
+                        true => trie
+                            .next_child_where(
+                                before.children,
+                                node.byte as usize + 1,
+                                before.ranks_end as usize,
+                                |b| step(before.state, b) != DEAD,
+                                |ranks| slice.has_exit_in(ranks),
+                            )
+                            .unwrap_or(before.subtree_end as usize),
+                        false => past_subtree,
+                    };
                     continue;
                 }
             }
@@ -1305,6 +1322,16 @@ impl LexemeWalk<'_> {
                 // it has one: the dead ones between hold contiguous ranks.
                 let (next_live, dead_ranks) = if before.children == ChildSlot::NONE {
                     (past_subtree, trie.ranks_under(i))
+                } else if let Some(slice) = exits_only.filter(|_| !before.matched) {
+                    // Nor the live siblings without an exit token (see above).
+                    let next = trie.next_child_where(
+                        before.children,
+                        node.byte as usize + 1,
+                        before.ranks_end as usize,
+                        |b| step(before.state, b) != DEAD,
+                        |ranks| slice.has_exit_in(ranks),
+                    );
+                    (next.unwrap_or(before.subtree_end as usize), 0..0)
                 } else {
                     let live = |b: u8| step(before.state, b) != DEAD;
                     let from = node.byte as usize + 1;

@@ -8,7 +8,9 @@
 //!
 //! Siblings lie a subtree apart in that array, so the root and every node with
 //! many children also index them by byte ([`TokenTrie::next_live_child`]): a
-//! walk that knows which bytes its state survives jumps over the dead ones.
+//! walk that knows which bytes its state survives jumps over the dead ones,
+//! and one that knows which tokens it needs over the children holding none
+//! ([`TokenTrie::next_child_where`]), without reading their nodes.
 
 /// One trie node: a byte at a depth, with its subtree extent and tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +53,8 @@ pub struct TokenTrie {
     /// cache miss apiece (siblings lie a subtree apart in the node array, the
     /// root's across all of it). Entry `ChildSlot::ROOT` is the root's.
     child_indexes: Vec<ChildIndex>,
-    /// The indexed children (node indices), each parent's in byte order.
-    indexed_children: Vec<u32>,
+    /// The indexed children, each parent's in byte order.
+    indexed_children: Vec<IndexedChild>,
     max_depth: usize,
 }
 
@@ -75,10 +77,19 @@ struct ChildIndex {
     first: u32,
 }
 
+/// An indexed child: its node, and its first token's rank (its tokens run to
+/// the next sibling's first): a walk asking which children hold a token of a
+/// set reads this array, not the children's nodes, a subtree apart each.
+#[derive(Debug, Clone, Copy)]
+struct IndexedChild {
+    node: u32,
+    first_rank: u32,
+}
+
 /// Fewest children for a node's to be indexed: with fewer, visiting the dead
 /// ones costs little. Llama-3 has 2,531 such nodes, with 35k children in all
-/// (240 KB of indexes; every node's was 2.5 MB, and the extra memory cost the
-/// first masks of a process more than it saved).
+/// (380 KB of indexes with the children's first ranks; every node's was 2.5 MB,
+/// and the extra memory cost the first masks of a process more than it saved).
 const MIN_INDEXED_CHILDREN: usize = 8;
 
 impl TokenTrie {
@@ -162,6 +173,45 @@ impl TokenTrie {
         live: impl Fn(u8) -> bool,
     ) -> Option<usize> {
         let index = &self.child_indexes[slot.0 as usize];
+        let at = self.next_child_at(index, from, |b, _| live(b))?;
+        Some(self.indexed_children[at].node as usize)
+    }
+
+    /// Like [`next_live_child`](Self::next_live_child), past the children
+    /// whose tokens (ranks) `wanted` refuses, read from the index alone: the
+    /// parent's tokens end at rank `ranks_end`.
+    #[inline]
+    pub fn next_child_where(
+        &self,
+        slot: ChildSlot,
+        from: usize,
+        ranks_end: usize,
+        live: impl Fn(u8) -> bool,
+        wanted: impl Fn(std::ops::Range<usize>) -> bool,
+    ) -> Option<usize> {
+        let index = &self.child_indexes[slot.0 as usize];
+        let children = index.bytes.iter().map(|w| w.count_ones()).sum::<u32>();
+        let last = (index.first + children) as usize;
+        let ranks = |at: usize| {
+            let end = match at + 1 < last {
+                true => self.indexed_children[at + 1].first_rank as usize,
+                false => ranks_end,
+            };
+            self.indexed_children[at].first_rank as usize..end
+        };
+        let at = self.next_child_at(index, from, |b, at| live(b) && wanted(ranks(at)))?;
+        Some(self.indexed_children[at].node as usize)
+    }
+
+    /// The position in `indexed_children` of the first child of `index` from
+    /// byte `from` on that `accept` (byte, position) takes.
+    #[inline(always)]
+    fn next_child_at(
+        &self,
+        index: &ChildIndex,
+        from: usize,
+        accept: impl Fn(u8, usize) -> bool,
+    ) -> Option<usize> {
         // The children before byte `b` in the list: the set bits below it.
         let mut before: u32 = index.bytes[..from.min(256) / 64]
             .iter()
@@ -177,9 +227,9 @@ impl TokenTrie {
             };
             while rest != 0 {
                 let byte = w * 64 + rest.trailing_zeros() as usize;
-                if live(byte as u8) {
-                    let at = index.first + before;
-                    return Some(self.indexed_children[at as usize] as usize);
+                let at = (index.first + before) as usize;
+                if accept(byte as u8, at) {
+                    return Some(at);
                 }
                 before += 1;
                 rest &= rest - 1;
@@ -254,7 +304,7 @@ impl TokenTrie {
                 .map(|w| w.count_ones())
                 .sum::<u32>()
                 + (index.bytes[word] & ((1 << bit) - 1)).count_ones();
-            return Some(self.indexed_children[(index.first + before) as usize] as usize);
+            return Some(self.indexed_children[(index.first + before) as usize].node as usize);
         }
         let mut child = children.start;
         while child < children.end && self.nodes[child].byte != b {
@@ -322,7 +372,7 @@ impl TokenTrie {
             + self.token_ids.len() * (4 + std::mem::size_of::<u128>())
             + self.short_ranks.iter().map(|l| l.len() * 4).sum::<usize>()
             + self.child_indexes.len() * std::mem::size_of::<ChildIndex>()
-            + self.indexed_children.len() * 4
+            + self.indexed_children.len() * std::mem::size_of::<IndexedChild>()
             + self.byte_holders.iter().map(|h| h.len() * 4).sum::<usize>()
     }
 }
@@ -389,7 +439,7 @@ impl SubtreeBytes {
 /// The root's children, and those of the nodes with at least
 /// [`MIN_INDEXED_CHILDREN`] (the most-branching first where the slots run out),
 /// indexed by byte; each such node's slot set.
-fn index_children(nodes: &mut [TrieNode]) -> (Vec<ChildIndex>, Vec<u32>) {
+fn index_children(nodes: &mut [TrieNode]) -> (Vec<ChildIndex>, Vec<IndexedChild>) {
     let children_of = |nodes: &[TrieNode], range: std::ops::Range<usize>| {
         let mut children = Vec::new();
         let mut child = range.start;
@@ -425,7 +475,10 @@ fn index_children(nodes: &mut [TrieNode]) -> (Vec<ChildIndex>, Vec<u32>) {
             let b = nodes[child as usize].byte as usize;
             index.bytes[b / 64] |= 1 << (b % 64);
         }
-        indexed.extend(children);
+        indexed.extend(children.iter().map(|&node| IndexedChild {
+            node,
+            first_rank: nodes[node as usize].tokens_start,
+        }));
         indexes.push(index);
     };
     add(children_of(nodes, 0..nodes.len()), nodes);
@@ -550,6 +603,49 @@ mod tests {
         let past_lt = |b: u8| b > b'<';
         assert_eq!(trie.next_live_child(q, 0, past_lt), node(b"q>"));
         assert_eq!(trie.next_live_child(q, after(b'>'), all), None);
+    }
+
+    /// Children are skipped by their tokens (ranks) as well as their byte, the
+    /// last child's tokens ending at the parent's.
+    #[test]
+    fn next_child_where_asks_for_each_live_childs_ranks() {
+        let mut words: Vec<Vec<u8>> = (0..MIN_INDEXED_CHILDREN as u8)
+            .flat_map(|i| [vec![b'a' + i], vec![b'a' + i, b'!']])
+            .collect();
+        words.sort();
+        let trie =
+            TokenTrie::from_sorted((0..words.len() as u32).collect(), |id| &words[id as usize]);
+        let end = trie.token_ids().len();
+        let all = |_: u8| true;
+        // Each child holds two tokens: the ranks 2k..2k + 2.
+        let holds = |rank: usize| move |ranks: std::ops::Range<usize>| ranks.contains(&rank);
+        let root = ChildSlot::ROOT;
+        for (k, b) in (b'a'..b'a' + MIN_INDEXED_CHILDREN as u8).enumerate() {
+            let found = trie.next_child_where(root, 0, end, all, holds(2 * k + 1));
+            assert_eq!(
+                found,
+                trie.node_of(&[b]),
+                "the child holding rank {}",
+                2 * k + 1
+            );
+            assert_eq!(trie.ranks_under(found.unwrap()), 2 * k..2 * k + 2);
+        }
+        let from_c = b'c' as usize;
+        assert_eq!(
+            trie.next_child_where(root, from_c, end, all, holds(1)),
+            None
+        );
+        let not_d = |b: u8| b != b'd';
+        assert_eq!(trie.next_child_where(root, 0, end, not_d, holds(6)), None);
+        // The last child's tokens run to the parent's end (past it: none).
+        assert_eq!(
+            trie.next_child_where(root, 0, end, all, holds(end - 1)),
+            trie.node_of(b"h")
+        );
+        assert_eq!(
+            trie.next_child_where(root, 0, end - 1, all, holds(end - 1)),
+            None
+        );
     }
 
     /// The child slot lives in the node's padding: nodes are what walks read.
