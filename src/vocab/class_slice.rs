@@ -45,8 +45,9 @@ impl ClassSlice {
     /// capitals and `/` all go on).
     ///
     /// With `non_ascii`, the class also holds that slice's non-ASCII characters
-    /// (complete ones: a token splitting one is walked, as is any token with a
-    /// non-ASCII byte that is not a member). Then, past `max_exits`, every
+    /// (whole ones, or one cut at a token's end that only they complete: see
+    /// [`TokenSlice`](super::TokenSlice); any other token with a non-ASCII
+    /// byte is walked). Then, past `max_exits`, every
     /// non-member counts as an exit instead: the members alone spare the walk
     /// the subtrees of non-ASCII characters, most of a byte-level vocabulary's
     /// nodes (an email domain's `[^@.\s]`, where spaces go on to `.gov.uk`:
@@ -105,7 +106,8 @@ impl ClassSlice {
                 false => u32::MAX,
             };
             // Made only of the class; or, widened, of the class and the slice's
-            // characters (slice members hold neither DEL nor a split character).
+            // characters (slice members hold no DEL; a cut character at their
+            // end is alive where whole ones are).
             let mut members = !outside[w] & !high[w] & valid;
             let in_slice = slice.map_or(0, |slice| slice.members_by_rank()[w]);
             members |= !outside[w] & in_slice;
