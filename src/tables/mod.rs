@@ -1263,22 +1263,25 @@ impl LexemeWalk<'_> {
                     (None, Some((budgets, _))) => budgets.of(before.state) != NO_BUDGET,
                     (None, None) => false,
                 });
+            // The next sibling that lives and holds an exit token, asked of the
+            // parent's index (its children's nodes lie a cache miss apart).
+            let next_exit_sibling = |slice: &ClassSlice| {
+                trie.next_child_where(
+                    before.children,
+                    node.byte as usize + 1,
+                    before.ranks_end as usize,
+                    |b| step(before.state, b) != DEAD,
+                    |ranks| slice.has_exit_in(ranks),
+                )
+                .unwrap_or(before.subtree_end as usize)
+            };
             if let Some(slice) = exits_only {
                 if !slice.has_exit_in(trie.ranks_under(i)) {
-                    // Its siblings likewise, asked of the parent's index, not
-                    // their nodes (a cache miss apiece): before a match a dead
-                    // one holds no boundary. (Past one, the path left the class
-                    // by an exit byte, so every token below holds it.)
+                    // Its siblings likewise: before a match a dead one holds no
+                    // boundary. (Past one, the path left the class by an exit
+                    // byte, so every token below holds it.)
                     k = match before.children != ChildSlot::NONE && !before.matched {
-                        true => trie
-                            .next_child_where(
-                                before.children,
-                                node.byte as usize + 1,
-                                before.ranks_end as usize,
-                                |b| step(before.state, b) != DEAD,
-                                |ranks| slice.has_exit_in(ranks),
-                            )
-                            .unwrap_or(before.subtree_end as usize),
+                        true => next_exit_sibling(slice),
                         false => past_subtree,
                     };
                     continue;
@@ -1324,14 +1327,7 @@ impl LexemeWalk<'_> {
                     (past_subtree, trie.ranks_under(i))
                 } else if let Some(slice) = exits_only.filter(|_| !before.matched) {
                     // Nor the live siblings without an exit token (see above).
-                    let next = trie.next_child_where(
-                        before.children,
-                        node.byte as usize + 1,
-                        before.ranks_end as usize,
-                        |b| step(before.state, b) != DEAD,
-                        |ranks| slice.has_exit_in(ranks),
-                    );
-                    (next.unwrap_or(before.subtree_end as usize), 0..0)
+                    (next_exit_sibling(slice), 0..0)
                 } else {
                     let live = |b: u8| step(before.state, b) != DEAD;
                     let from = node.byte as usize + 1;
