@@ -691,6 +691,33 @@ tail ::= [a-z]* ("?" | "!") | "(" root ")""#;
     assert_masks_agree("class slice past a match", &t, samples, 64);
 }
 
+/// A slice's walk leaves out the tokens whose first byte past the body is a
+/// raw control only where that byte kills the lexeme with no match before it:
+/// in a JSON string (every schema above), not in a body that reads newlines
+/// (`[^"\\]*`) nor in one at a match (a line without controls, then a
+/// newline and more).
+#[test]
+fn control_bytes_end_only_the_bodies_they_kill() {
+    let cases = [
+        (
+            r#"root ::= "\"" [^"\\]* "\"" ("," root)?"#,
+            "\"a\nb c\",\"x\n\ty\"",
+        ),
+        (
+            r#"root ::= [^\x00-\x1F]* ("\n" root)?"#,
+            "ab c\nde f\n\ngh.\nxy\nz",
+        ),
+    ];
+    // `xy` has only members and tokens that a control ends below it.
+    let custom = printable_vocab(["xy", "xy\n", "xy\t", "xy\nz"].map(|t| t.as_bytes().to_vec()));
+    for v in [custom, vocab("gpt2"), vocab("mistral-7b-v0.1")] {
+        for (grammar, sample) in cases {
+            let t = tables(compile_gbnf(grammar).unwrap(), &v);
+            assert_masks_agree(grammar, &t, &[sample.as_bytes()], sample.len());
+        }
+    }
+}
+
 /// One matcher's consecutive masks reuse the last future signature while the
 /// chart is the same, with the lexemes' states rewritten: inside a pattern
 /// string `[a-z]+-[0-9]+`, `a-1",` goes on after letters but not after the

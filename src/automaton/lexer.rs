@@ -1306,6 +1306,30 @@ impl Terminal {
         }
     }
 
+    /// With [`Terminal::keeps_body_alive`]: whether every state that texts of
+    /// body characters reach from `state` (none of them a match) dies on every
+    /// C0 control byte. Then a token whose first character outside the body is
+    /// a control dies there, with no match before it: a JSON string's raw
+    /// newline, which 3,000 of Llama-3's tokens hold. `false` past `limit`
+    /// states, and on a counter (its states stand for many counts).
+    pub fn body_dies_on_controls(
+        &self,
+        state: State,
+        non_ascii: &[(char, char)],
+        limit: usize,
+    ) -> bool {
+        if state == DEAD || self.counter_at(state).is_some() {
+            return false;
+        }
+        let body = BodyBytes::new(&self.classes, non_ascii);
+        let Some(reached) = self.reach_alive(state, &body, limit, None) else {
+            return false;
+        };
+        reached
+            .iter()
+            .all(|&q| !self.is_match(q) && (0..0x20u8).all(|b| self.step(q, b) == DEAD))
+    }
+
     /// Near the end of a counted body, where no slice applies (a token may spend
     /// the count): for a counter state between iterations, with a suffix that is
     /// not empty and starts with no body character, where the leaf reads every

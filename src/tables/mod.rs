@@ -563,6 +563,10 @@ const MAX_SUBTREE_ENTRIES: usize = 512;
 /// string-body characters (past it, the table is built by a plain walk).
 const MAX_SLICE_STATES: usize = 4096;
 
+/// Most states a slice's body may reach for the walk to check that each dies on
+/// every control byte (32 steps apiece; a JSON string's body reaches a few).
+const MAX_CONTROL_STATES: usize = 64;
+
 fn cached<K: std::hash::Hash + Eq, V>(
     cache: &Cache<K, V>,
     key: K,
@@ -825,17 +829,10 @@ impl TokenTables {
         // slice only while no token can reach the count's end.
         let counts = terminal.counts_at(state);
         let horizon = trie.max_depth() as u32;
-        let slice = SliceChars::ALL
-            .into_iter()
-            .find(|chars| {
-                terminal.keeps_body_alive_within(
-                    state,
-                    chars.non_ascii(),
-                    MAX_SLICE_STATES,
-                    horizon,
-                )
-            })
-            .map(|chars| self.vocab.slice(chars));
+        let body_chars = SliceChars::ALL.into_iter().find(|chars| {
+            terminal.keeps_body_alive_within(state, chars.non_ascii(), MAX_SLICE_STATES, horizon)
+        });
+        let slice = body_chars.map(|chars| self.vocab.slice(chars));
         if let Some(slice) = slice {
             allowed.copy_from_slice(slice.members());
             allowed_by_rank.copy_from_slice(slice.members_by_rank());
@@ -854,7 +851,15 @@ impl TokenTables {
         // holds a token outside it (the rest are taken in the OR above).
         let visit = match slice {
             Some(slice) => {
-                let (order, skip) = slice.outsider_nodes();
+                // Nor, in a JSON string, those whose first byte past the body
+                // is a raw control (it kills the string).
+                let past_controls = body_chars.is_some_and(|chars| {
+                    terminal.body_dies_on_controls(state, chars.non_ascii(), MAX_CONTROL_STATES)
+                });
+                let (order, skip) = match past_controls {
+                    true => slice.outsider_nodes_past_controls(),
+                    false => slice.outsider_nodes(),
+                };
                 Visit::Outsiders { order, skip }
             }
             None => Visit::All,

@@ -140,6 +140,10 @@ pub struct TokenSlice {
     /// Per entry of `outsider_nodes`: the index of the first entry past its
     /// subtree.
     outsider_skip: Vec<u32>,
+    /// The same for the non-members whose first character outside the slice is
+    /// not a C0 control (see [`TokenSlice::outsider_nodes_past_controls`]).
+    live_outsider_nodes: Vec<u32>,
+    live_outsider_skip: Vec<u32>,
 }
 
 impl TokenSlice {
@@ -175,10 +179,24 @@ impl TokenSlice {
         let mut members_by_rank = vec![0u32; trie.token_ids().len().div_ceil(32)];
         let mut chars_by_id = vec![u8::MAX; members.len() * 32];
         let mut chars_by_rank = vec![u8::MAX; members_by_rank.len() * 32];
+        // Whether a non-member's first character outside the slice is a C0
+        // control (before any invalid or cut bytes).
+        let control_first = |bytes: &[u8]| {
+            let valid = match std::str::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+            };
+            valid
+                .chars()
+                .find(|&c| !chars.contains(c))
+                .is_some_and(|c| c < ' ')
+        };
         let mut outsiders_below = Vec::with_capacity(trie.token_ids().len() + 1);
-        let mut outsiders = 0u32;
+        let mut live_outsiders_below = Vec::with_capacity(trie.token_ids().len() + 1);
+        let (mut outsiders, mut live_outsiders) = (0u32, 0u32);
         for (rank, &id) in trie.token_ids().iter().enumerate() {
             outsiders_below.push(outsiders);
+            live_outsiders_below.push(live_outsiders);
             if let Some(count) = member(&tokens[id as usize]) {
                 members[id as usize / 32] |= 1 << (id % 32);
                 members_by_rank[rank / 32] |= 1 << (rank % 32);
@@ -186,31 +204,24 @@ impl TokenSlice {
                 chars_by_rank[rank] = count;
             } else {
                 outsiders += 1;
+                live_outsiders += u32::from(!control_first(&tokens[id as usize]));
             }
         }
         outsiders_below.push(outsiders);
-        let mut slice = TokenSlice {
+        live_outsiders_below.push(live_outsiders);
+        let (outsider_nodes, outsider_skip) = nodes_holding(trie, &outsiders_below);
+        let (live_outsider_nodes, live_outsider_skip) = nodes_holding(trie, &live_outsiders_below);
+        TokenSlice {
             members,
             members_by_rank,
             chars_by_id,
             chars_by_rank,
             outsiders_below,
-            outsider_nodes: Vec::new(),
-            outsider_skip: Vec::new(),
-        };
-        let outsider_nodes: Vec<u32> = (0..trie.nodes().len())
-            .filter(|&i| !slice.covers(trie, i))
-            .map(|i| i as u32)
-            .collect();
-        slice.outsider_skip = outsider_nodes
-            .iter()
-            .map(|&i| {
-                let end = trie.nodes()[i as usize].subtree_end;
-                outsider_nodes.partition_point(|&n| n < end) as u32
-            })
-            .collect();
-        slice.outsider_nodes = outsider_nodes;
-        slice
+            outsider_nodes,
+            outsider_skip,
+            live_outsider_nodes,
+            live_outsider_skip,
+        }
     }
 
     /// Bit per token id: the members.
@@ -246,12 +257,45 @@ impl TokenSlice {
         (&self.outsider_nodes, &self.outsider_skip)
     }
 
+    /// [`TokenSlice::outsider_nodes`] for a lexeme that dies, with no match
+    /// before, on a control byte right after the slice's characters (a JSON
+    /// string): only the subtrees holding a non-member whose first character
+    /// outside the slice is no C0 control (a quote, a backslash, DEL, a byte
+    /// that is no character). The others die at that control: of Llama-3's
+    /// 5,100 non-members of a JSON string body, 3,150 hold a control first;
+    /// their subtrees are 7.4k of the 10.8k nodes the full list holds.
+    pub fn outsider_nodes_past_controls(&self) -> (&[u32], &[u32]) {
+        (&self.live_outsider_nodes, &self.live_outsider_skip)
+    }
+
     /// Every token in the subtree of trie node `node` is a member.
     #[inline]
     pub fn covers(&self, trie: &TokenTrie, node: usize) -> bool {
         let ranks = trie.ranks_under(node);
         self.outsiders_below[ranks.end] == self.outsiders_below[ranks.start]
     }
+}
+
+/// The trie nodes whose subtree holds a token counted in `below` (`below[r]`:
+/// those of rank below `r`), in preorder, and per node the index (into the
+/// same list) of the first one past its subtree.
+fn nodes_holding(trie: &TokenTrie, below: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let holds = |i: usize| {
+        let ranks = trie.ranks_under(i);
+        below[ranks.end] > below[ranks.start]
+    };
+    let nodes: Vec<u32> = (0..trie.nodes().len())
+        .filter(|&i| holds(i))
+        .map(|i| i as u32)
+        .collect();
+    let skip = nodes
+        .iter()
+        .map(|&i| {
+            let end = trie.nodes()[i as usize].subtree_end;
+            nodes.partition_point(|&n| n < end) as u32
+        })
+        .collect();
+    (nodes, skip)
 }
 
 #[cfg(test)]
