@@ -1,0 +1,1 @@
+int main(){int x = 0;for(int i = 0; i<10; i = i+1){x = x+i*2;}if(x>5){print (x);}return x;}
