@@ -151,14 +151,11 @@ impl TokenSlice {
         // A member's character count (saturated; a cut character counts), else
         // `None`.
         let member = |bytes: &[u8]| {
-            let (text, cut) = match std::str::from_utf8(bytes) {
-                Ok(text) => (text, &[][..]),
-                // Cut short at the end (not invalid).
-                Err(e) if e.error_len().is_none() => {
-                    let (whole, cut) = bytes.split_at(e.valid_up_to());
-                    (std::str::from_utf8(whole).ok()?, cut)
-                }
-                Err(_) => return None,
+            let (text, rest) = valid_prefix(bytes);
+            // Cut short at the end, not invalid.
+            let cut = match rest {
+                Ok(cut) => cut,
+                Err(()) => return None,
             };
             let mut count = 0u8;
             for c in text.chars() {
@@ -182,11 +179,8 @@ impl TokenSlice {
         // Whether a non-member's first character outside the slice is a C0
         // control (before any invalid or cut bytes).
         let control_first = |bytes: &[u8]| {
-            let valid = match std::str::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
-            };
-            valid
+            valid_prefix(bytes)
+                .0
                 .chars()
                 .find(|&c| !chars.contains(c))
                 .is_some_and(|c| c < ' ')
@@ -273,6 +267,27 @@ impl TokenSlice {
     pub fn covers(&self, trie: &TokenTrie, node: usize) -> bool {
         let ranks = trie.ranks_under(node);
         self.outsiders_below[ranks.end] == self.outsiders_below[ranks.start]
+    }
+}
+
+/// The longest valid UTF-8 prefix of `bytes`, and the rest: `Ok` when it is a
+/// character cut short (or nothing), `Err` when it is invalid.
+fn valid_prefix(bytes: &[u8]) -> (&str, Result<&[u8], ()>) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text, Ok(&[])),
+        Err(e) => {
+            let (whole, rest) = bytes.split_at(e.valid_up_to());
+            // The first `valid_up_to` bytes are valid UTF-8 by definition.
+            let text = std::str::from_utf8(whole).unwrap_or_default();
+            (
+                text,
+                if e.error_len().is_none() {
+                    Ok(rest)
+                } else {
+                    Err(())
+                },
+            )
+        }
     }
 }
 
