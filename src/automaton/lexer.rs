@@ -1280,54 +1280,54 @@ impl Terminal {
     /// also a key that may still be any string, or a pattern's `.*` tail).
     /// Explores at most `limit` states; past it the answer is `false`.
     pub fn keeps_body_alive(&self, state: State, non_ascii: &[(char, char)], limit: usize) -> bool {
-        self.keeps_body_alive_pinned(state, non_ascii, limit, None)
+        self.body_reach_pinned(state, non_ascii, limit, None)
+            .is_some()
     }
 
-    /// [`Terminal::keeps_body_alive`] for texts of at most `horizon` bytes. On a
+    /// [`Terminal::keeps_body_alive`] for texts of at most `horizon` bytes, with
+    /// the states such texts reach (`state` included) where it holds. On a
     /// counter with at least `horizon` iterations to go, no such text reaches
     /// `max`: the leaf alone decides, so the count is pinned where it is (inside
     /// a long `maxLength` string every token of string characters is allowed, the
-    /// slice of a looping body). A character that leaves the counter for the
-    /// suffix counts as dying (the answer may only be too cautious).
-    pub fn keeps_body_alive_within(
+    /// slice of a looping body; the states are then the pinned count's). A
+    /// character that leaves the counter for the suffix counts as dying (the
+    /// answer may only be too cautious).
+    pub fn body_reach_within(
         &self,
         state: State,
         non_ascii: &[(char, char)],
         limit: usize,
         horizon: u32,
-    ) -> bool {
+    ) -> Option<rustc_hash::FxHashSet<State>> {
         match self.counter_at(state) {
-            None => self.keeps_body_alive(state, non_ascii, limit),
+            None => self.body_reach_pinned(state, non_ascii, limit, None),
             Some(k) => {
                 let (count, _) = k.position(state);
-                count.saturating_add(horizon) <= k.max
-                    && self.keeps_body_alive_pinned(state, non_ascii, limit, Some(count))
+                if count.saturating_add(horizon) > k.max {
+                    return None;
+                }
+                self.body_reach_pinned(state, non_ascii, limit, Some(count))
             }
         }
     }
 
-    /// With [`Terminal::keeps_body_alive`]: whether every state that texts of
-    /// body characters reach from `state` (none of them a match) dies on every
-    /// C0 control byte. Then a token whose first character outside the body is
-    /// a control dies there, with no match before it: a JSON string's raw
-    /// newline, which 3,000 of Llama-3's tokens hold. `false` past `limit`
-    /// states, and on a counter (its states stand for many counts).
+    /// For the states body texts reach from `state` ([`Terminal::body_reach_within`]):
+    /// whether each (none of them a match) dies on every C0 control byte. Then a
+    /// token whose first character outside the body is a control dies there,
+    /// with no match before it: a JSON string's raw newline, which 3,000 of
+    /// Llama-3's tokens hold. `false` past `limit` states, and on a counter (its
+    /// states stand for many counts).
     pub fn body_dies_on_controls(
         &self,
         state: State,
-        non_ascii: &[(char, char)],
+        reached: &rustc_hash::FxHashSet<State>,
         limit: usize,
     ) -> bool {
-        if state == DEAD || self.counter_at(state).is_some() {
-            return false;
-        }
-        let body = BodyBytes::new(&self.classes, non_ascii);
-        let Some(reached) = self.reach_alive(state, &body, limit, None) else {
-            return false;
-        };
-        reached
-            .iter()
-            .all(|&q| !self.is_match(q) && (0..0x20u8).all(|b| self.step(q, b) == DEAD))
+        self.counter_at(state).is_none()
+            && reached.len() <= limit
+            && reached
+                .iter()
+                .all(|&q| !self.is_match(q) && (0..0x20u8).all(|b| self.step(q, b) == DEAD))
     }
 
     /// Near the end of a counted body, where no slice applies (a token may spend
@@ -1441,24 +1441,24 @@ impl Terminal {
         k.first + (count << k.shift) + i
     }
 
-    fn keeps_body_alive_pinned(
+    fn body_reach_pinned(
         &self,
         state: State,
         non_ascii: &[(char, char)],
         limit: usize,
         pinned: Option<u32>,
-    ) -> bool {
+    ) -> Option<rustc_hash::FxHashSet<State>> {
         if state == DEAD {
-            return false;
+            return None;
         }
         // Most lexemes asked (an object's key literals) die on some printable
         // byte at once: a few steps answer them before the body's bytes are
         // gathered (an allocation and a pass over the byte classes).
         if body_ascii().any(|b| self.step(state, b) == DEAD) {
-            return false;
+            return None;
         }
         let body = BodyBytes::new(&self.classes, non_ascii);
-        self.reach_alive(state, &body, limit, pinned).is_some()
+        self.reach_alive(state, &body, limit, pinned)
     }
 
     /// A [closed class](Terminal::closed_class) widened by the `non_ascii`

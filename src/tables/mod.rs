@@ -844,10 +844,13 @@ impl TokenTables {
         // slice only while no token can reach the count's end.
         let counts = terminal.counts_at(state);
         let horizon = trie.max_depth() as u32;
-        let body_chars = SliceChars::ALL.into_iter().find(|chars| {
-            terminal.keeps_body_alive_within(state, chars.non_ascii(), MAX_SLICE_STATES, horizon)
+        let body = SliceChars::ALL.into_iter().find_map(|chars| {
+            let non_ascii = chars.non_ascii();
+            let reached =
+                terminal.body_reach_within(state, non_ascii, MAX_SLICE_STATES, horizon)?;
+            Some((chars, reached))
         });
-        let slice = body_chars.map(|chars| self.vocab.slice(chars));
+        let slice = body.as_ref().map(|(chars, _)| self.vocab.slice(*chars));
         if let Some(slice) = slice {
             allowed.copy_from_slice(slice.members());
             allowed_by_rank.copy_from_slice(slice.members_by_rank());
@@ -868,8 +871,8 @@ impl TokenTables {
             Some(slice) => {
                 // Nor, in a JSON string, those whose first byte past the body
                 // is a raw control (it kills the string).
-                let past_controls = body_chars.is_some_and(|chars| {
-                    terminal.body_dies_on_controls(state, chars.non_ascii(), MAX_CONTROL_STATES)
+                let past_controls = body.as_ref().is_some_and(|(_, reached)| {
+                    terminal.body_dies_on_controls(state, reached, MAX_CONTROL_STATES)
                 });
                 let (order, skip) = match past_controls {
                     true => slice.outsider_nodes_past_controls(),
