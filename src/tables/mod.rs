@@ -754,13 +754,9 @@ impl TokenTables {
             // lexeme's own walk (an identifier below a space: 46k Llama-3
             // tokens).
             let large = trie.nodes()[node].subtree_end as usize - node >= 4096;
-            let closed = match large
-                && terminal.live_ascii_count(state) >= MIN_CLOSED_CLASS_BYTES
-                && !terminal.counts_at(state)
-            {
-                true => terminal
-                    .closed_class(state, MAX_SLICE_STATES)
-                    .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
+            let classy = terminal.live_ascii_count(state) >= MIN_CLOSED_CLASS_BYTES;
+            let closed = match large && classy && !terminal.counts_at(state) {
+                true => walk_closed_class(terminal, state),
                 false => None,
             };
             let mut walk = LexemeWalk {
@@ -896,9 +892,7 @@ impl TokenTables {
         // Else a class of bytes no text of which kills the lexeme (`[A-Za-z0-9.-]+`)
         // lets the walk take a subtree made only of it at once.
         let mut closed = match (slice, &counted) {
-            (None, None) if classy && !counts => terminal
-                .closed_class(state, MAX_SLICE_STATES)
-                .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES),
+            (None, None) if classy && !counts => walk_closed_class(terminal, state),
             _ => None,
         };
         // From a closed class's states only a few bytes outside it may survive (a
@@ -1036,6 +1030,17 @@ impl TokenTables {
             match_nodes,
         }
     }
+}
+
+/// The [closed class](Terminal::closed_class) of a lexeme state, where it has
+/// enough bytes for a walk to test subtrees against it. Asked only where that
+/// many bytes survive the state and no counter runs (a key literal's states:
+/// asking costs a map as large as the automaton; a counter dies after its
+/// count).
+fn walk_closed_class(terminal: &Terminal, state: State) -> Option<(u128, Vec<bool>)> {
+    terminal
+        .closed_class(state, MAX_SLICE_STATES)
+        .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES)
 }
 
 /// Clears bits `range` of `bits`.
