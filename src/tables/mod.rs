@@ -747,15 +747,17 @@ impl TokenTables {
         let words = ranks.end.div_ceil(32) - first_word;
         let mut allowed = vec![0u32; words];
         let mut boundary = vec![0u32; words];
+        // A subtree made only of a closed class is taken whole, as in the
+        // lexeme's own walk (an identifier below a space: 46k Llama-3 tokens);
+        // for small subtrees the analysis costs more than the walk.
+        let large = trie.nodes()[node].subtree_end as usize - node >= 4096;
         // Lexeme walks only set bits: one pair of arrays holds their union.
         for &(terminal, state) in configuration {
             let terminal = self.grammar.terminal(terminal);
-            // A subtree made only of a closed class is taken whole, as in the
-            // lexeme's own walk (an identifier below a space: 46k Llama-3
-            // tokens).
-            let large = trie.nodes()[node].subtree_end as usize - node >= 4096;
-            let classy = terminal.live_ascii_count(state) >= MIN_CLOSED_CLASS_BYTES;
-            let closed = match large && classy && !terminal.counts_at(state) {
+            let closed = match large
+                && !terminal.counts_at(state)
+                && terminal.live_ascii_count(state) >= MIN_CLOSED_CLASS_BYTES
+            {
                 true => walk_closed_class(terminal, state),
                 false => None,
             };
