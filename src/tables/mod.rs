@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::automaton::lexer::{Budgets, Terminal, LOOPED, NO_BUDGET};
+use crate::automaton::lexer::{Budgets, ExcludedRests, Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 pub use crate::vocab::RankSet;
 use crate::vocab::{set_range, ChildSlot, ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
@@ -827,7 +827,7 @@ impl TokenTables {
     fn build_lexeme_of(&self, terminal: &Terminal, state: State) -> LexemeMasks {
         if let Some(view) = terminal.excluded_view().filter(|_| state & LOOPED == 0) {
             if let Some((base_state, rests)) = view.at(state) {
-                return self.excluded_lexeme(view.base(), base_state, &rests);
+                return self.excluded_lexeme(view.base(), base_state, rests);
             }
         }
         let trie = self.vocab.trie();
@@ -1006,25 +1006,37 @@ impl TokenTables {
         &self,
         base: &Terminal,
         base_state: State,
-        rests: &[Vec<u8>],
+        rests: ExcludedRests<'_>,
     ) -> LexemeMasks {
         let of_base = self.shared_lexeme(base.fingerprint(), base_state, || {
             self.build_lexeme_of(base, base_state)
         });
         let trie = self.vocab.trie();
-        let removed: Vec<usize> = rests.iter().filter_map(|rest| trie.node_of(rest)).collect();
-        let ranks: Vec<std::ops::Range<usize>> =
-            removed.iter().map(|&node| trie.ranks_under(node)).collect();
+        // The subtrees of the tokens starting with a rest, as node ranges in
+        // preorder; no rest is a prefix of another (each ends the base), so
+        // they are disjoint.
+        let mut removed: Vec<std::ops::Range<usize>> = Vec::new();
+        rests.for_each(|rest| {
+            if let Some(node) = trie.node_of(rest) {
+                removed.push(node..trie.nodes()[node].subtree_end as usize);
+            }
+        });
+        removed.sort_unstable_by_key(|nodes| nodes.start);
+        let ranks: Vec<std::ops::Range<usize>> = removed
+            .iter()
+            .map(|nodes| trie.ranks_under(nodes.start))
+            .collect();
         let match_nodes = of_base.match_nodes.as_ref().map(|nodes| {
-            let below_removed = |n: usize| {
-                removed
-                    .iter()
-                    .any(|&node| (node..trie.nodes()[node].subtree_end as usize).contains(&n))
-            };
+            // Both ascending: one merge.
+            let mut next = removed.iter().peekable();
             nodes
                 .iter()
                 .copied()
-                .filter(|&n| !below_removed(n as usize))
+                .filter(|&n| {
+                    let n = n as usize;
+                    while next.next_if(|nodes| nodes.end <= n).is_some() {}
+                    !next.peek().is_some_and(|nodes| nodes.contains(&n))
+                })
                 .collect()
         });
         LexemeMasks {
