@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 
 use super::{ByteSet, Matcher};
 use crate::automaton::{State, TerminalId};
-use crate::tables::{RankSet, TokenTables};
+use crate::tables::{MatchNode, RankSet, TokenTables};
 use crate::vocab::Vocabulary;
 
 /// Subtrees below a boundary with at most this many nodes have their rests queued
@@ -109,8 +109,9 @@ pub(super) struct CandidateWalk {
     /// `accepted_ranks`, the same ones listed).
     accepted: Vec<u32>,
     accepted_ranks: Vec<u32>,
-    /// `(trie node, active lexeme index)` where lexemes are at a match, ascending.
-    match_nodes: Vec<(u32, u32)>,
+    /// Where active lexemes are at a match, with the lexeme's index, ascending by
+    /// node.
+    match_nodes: Vec<(MatchNode, u32)>,
 }
 
 impl Clone for CandidateWalk {
@@ -184,8 +185,9 @@ impl CandidateWalk {
             self.match_nodes
                 .extend(nodes.iter().map(|&node| (node, index as u32)));
         }
-        // Runs already ascending, one per lexeme: the merge sort joins them.
-        self.match_nodes.sort();
+        // Runs already ascending, one per lexeme: the merge sort joins them (and
+        // keeps a node's lexemes in index order).
+        self.match_nodes.sort_by_key(|(at, _)| at.node);
         true
     }
 
@@ -193,28 +195,49 @@ impl CandidateWalk {
     /// boundaries there need the parser (a candidate is a token every lexeme
     /// dies in, so none is accepted on the lexer's side at this level).
     fn walk_match_nodes(&mut self, matcher: &mut Matcher, inputs: Inputs<'_>) {
-        let trie = inputs.tables.vocab().trie();
-        let nodes = trie.nodes();
         let mut scratch = self.take_scratch(0);
         scratch.rests.clear();
         let match_nodes = std::mem::take(&mut self.match_nodes);
+        // Consecutive nodes mostly end the same lexemes: their kind is looked up
+        // once.
+        let (mut last_ended, mut last_kind) = (Vec::new(), None);
         let mut k = 0;
         while k < match_nodes.len() {
-            let node = match_nodes[k].0 as usize;
+            let at = match_nodes[k].0;
             self.ended.clear();
-            while k < match_nodes.len() && match_nodes[k].0 as usize == node {
+            while k < match_nodes.len() && match_nodes[k].0.node == at.node {
                 self.ended.push(match_nodes[k].1);
                 k += 1;
             }
-            let below = nodes[node].tokens_end as usize..trie.ranks_under(node).end;
-            if inputs.candidates.any_in(below) {
-                let boundary = BoundaryAt {
-                    kind: self.boundary_kind(0),
-                    nesting: 0,
-                    depth: nodes[node].depth as usize,
-                };
-                self.after_boundary(matcher, inputs, boundary, node, &mut scratch.rests);
+            let kind = match last_kind {
+                Some(kind) if last_ended == self.ended => kind,
+                _ => {
+                    last_ended.clone_from(&self.ended);
+                    *last_kind.insert(self.boundary_kind(0))
+                }
+            };
+            // Most nodes fail on the bytes (after a key's quote only a colon may
+            // follow): that test reads no trie node nor candidate set, once the
+            // kind's bytes are known. Asking them takes a parser step: not for a
+            // node without candidates below.
+            let asked = self.boundaries[kind as usize].first.is_some();
+            if !asked && !inputs.candidates.any_in(at.below()) {
+                continue;
             }
+            let first = self.first_bytes(matcher, kind).as_subtree_bytes();
+            if at.next_bytes.0 & first.0 == 0 {
+                continue;
+            }
+            if asked && !inputs.candidates.any_in(at.below()) {
+                continue;
+            }
+            let boundary = BoundaryAt {
+                kind,
+                nesting: 0,
+                depth: at.depth as usize,
+            };
+            let node = at.node as usize;
+            self.after_boundary(matcher, inputs, boundary, node, &mut scratch.rests);
         }
         self.match_nodes = match_nodes;
         self.answer_rests(matcher, inputs.tables.vocab(), &mut scratch.rests);

@@ -47,7 +47,9 @@ use rustc_hash::FxHashMap;
 use crate::automaton::lexer::{Budgets, ExcludedRests, Terminal, LOOPED, NO_BUDGET};
 use crate::automaton::{CompiledGrammar, State, TerminalId, DEAD};
 pub use crate::vocab::RankSet;
-use crate::vocab::{set_range, ChildSlot, ClassSlice, SliceChars, SubtreeBytes, Vocabulary};
+use crate::vocab::{
+    set_range, ChildSlot, ClassSlice, SliceChars, SubtreeBytes, TokenTrie, Vocabulary,
+};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -126,7 +128,39 @@ struct LexemeMasks {
     /// token goes on below: where the candidate walk meets a terminal boundary, so
     /// it can visit these instead of walking the trie. `None` past
     /// [`MAX_MATCH_NODES`] (an identifier matches at every letter).
-    match_nodes: Option<Arc<[u32]>>,
+    match_nodes: Option<Arc<[MatchNode]>>,
+}
+
+/// A trie node where a lexeme is at a match with tokens going on below, and what
+/// the candidate walk asks of it first. Kept beside the node: the walk tests each
+/// of a string body's hundred match nodes and most fail (after a key only `:`
+/// follows); reading the trie's node for each was a cache miss apiece.
+#[derive(Clone, Copy, Debug)]
+pub struct MatchNode {
+    pub node: u32,
+    /// The trie depth of the node: the bytes read up to the boundary.
+    pub depth: u32,
+    /// The ranks of the tokens below the node (its own not included).
+    pub below: (u32, u32),
+    /// The bytes its children start with.
+    pub next_bytes: SubtreeBytes,
+}
+
+impl MatchNode {
+    fn at(trie: &TokenTrie, node: u32) -> MatchNode {
+        let n = &trie.nodes()[node as usize];
+        MatchNode {
+            node,
+            depth: n.depth as u32,
+            below: (n.tokens_end, trie.ranks_under(node as usize).end as u32),
+            next_bytes: trie.child_bytes(node as usize),
+        }
+    }
+
+    /// The ranks of the tokens below the node.
+    pub fn below(&self) -> std::ops::Range<usize> {
+        self.below.0 as usize..self.below.1 as usize
+    }
 }
 
 /// Zeroed arrays for a lexeme walk, kept per thread. A lexeme that allows few
@@ -399,7 +433,7 @@ fn set_ranges(bits: &[u32], limit: usize) -> Option<Vec<(u32, u32)>> {
 impl LexemeMasks {
     fn memory_usage(&self) -> usize {
         let match_nodes = self.match_nodes.as_ref().map_or(0, |m| m.len());
-        self.tokens.memory_usage() + match_nodes * 4
+        self.tokens.memory_usage() + match_nodes * std::mem::size_of::<MatchNode>()
     }
 }
 
@@ -789,7 +823,7 @@ impl TokenTables {
     /// The trie nodes where `lexeme` (a table lexeme: terminal and state as in a
     /// configuration) is alive at a match with tokens going on below, ascending;
     /// `None` where its tables do not list them.
-    pub fn match_nodes(&self, lexeme: (TerminalId, State)) -> Option<Arc<[u32]>> {
+    pub fn match_nodes(&self, lexeme: (TerminalId, State)) -> Option<Arc<[MatchNode]>> {
         self.lexeme_masks(lexeme).match_nodes.clone()
     }
 
@@ -978,7 +1012,12 @@ impl TokenTables {
         let listed = match_nodes.len() <= MAX_MATCH_NODES;
         LexemeMasks {
             tokens: LexemeTokens::from_walk(scratch, touched, trie.token_ids()),
-            match_nodes: listed.then(|| match_nodes.into()),
+            match_nodes: listed.then(|| {
+                match_nodes
+                    .iter()
+                    .map(|&node| MatchNode::at(trie, node))
+                    .collect()
+            }),
         }
     }
 
@@ -1032,8 +1071,8 @@ impl TokenTables {
             nodes
                 .iter()
                 .copied()
-                .filter(|&n| {
-                    let n = n as usize;
+                .filter(|at| {
+                    let n = at.node as usize;
                     while next.next_if(|nodes| nodes.end <= n).is_some() {}
                     !next.peek().is_some_and(|nodes| nodes.contains(&n))
                 })
@@ -1140,7 +1179,7 @@ enum Visit<'a> {
 
 /// The outputs of one lexeme's walk over the vocabulary trie.
 struct LexemeWalk<'a> {
-    trie: &'a crate::vocab::TokenTrie,
+    trie: &'a TokenTrie,
     /// By token id, when wanted.
     allowed: Option<&'a mut [u32]>,
     /// By rank minus `rank_base` (a multiple of 32: the bits of a window).

@@ -362,6 +362,18 @@ impl TokenTrie {
         &self.byte_holders[256]
     }
 
+    /// The bytes `node`'s children start with (what a token may read right after
+    /// its path).
+    pub fn child_bytes(&self, node: usize) -> SubtreeBytes {
+        let mut bytes = SubtreeBytes::default();
+        let mut child = node + 1;
+        while child < self.nodes[node].subtree_end as usize {
+            bytes.0 |= SubtreeBytes::of_byte(self.nodes[child].byte).0;
+            child = self.nodes[child].subtree_end as usize;
+        }
+        bytes
+    }
+
     /// The bytes anywhere in the subtree of `node`.
     #[inline]
     pub fn subtree_bytes(&self, node: usize) -> SubtreeBytes {
