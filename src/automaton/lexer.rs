@@ -104,9 +104,11 @@ pub struct Terminal {
     /// For a base minus excluded strings ([`Terminal::excluding`]), how its
     /// states read the base's (see [`ExcludedView`]).
     excluded: Option<Arc<ExcludedView>>,
-    /// Per byte class, its bytes as 256 bits (see [`Terminal::live_bytes`]),
-    /// made on first use.
-    class_bytes: std::sync::OnceLock<Arc<[[u64; 4]]>>,
+    /// Per byte class, its bytes as 256 bits (see [`Terminal::live_bytes`]).
+    /// Made with the automaton, so that a grammar's copies of a process-wide
+    /// automaton share it: made on first use, every compile's copy made it
+    /// again (a third of a value's first mask).
+    class_bytes: Arc<[[u64; 4]]>,
 }
 
 /// How a [`Terminal::excluding`] automaton (an object's "any key but the declared
@@ -378,6 +380,15 @@ fn classes_by(key: impl Fn(u8) -> u16) -> ([u8; 256], Vec<u8>) {
         refined[b as usize] = class;
     }
     (refined, representatives)
+}
+
+/// Per byte class (of `stride`), its bytes as 256 bits.
+fn bytes_by_class(classes: &[u8; 256], stride: usize) -> Arc<[[u64; 4]]> {
+    let mut bytes = vec![[0u64; 4]; stride];
+    for (b, &class) in classes.iter().enumerate() {
+        bytes[class as usize][b >> 6] |= 1 << (b & 63);
+    }
+    bytes.into()
 }
 
 /// The bytes of a class of ASCII bytes below DEL (bit `b` of the `u128`).
@@ -670,7 +681,7 @@ impl Terminal {
             counter,
             // The suffix's states keep their numbers: its view still reads them.
             excluded: suffix.excluded.clone(),
-            class_bytes: Default::default(),
+            class_bytes: bytes_by_class(&classes, stride),
         }
     }
 
@@ -830,7 +841,7 @@ impl Terminal {
             )),
             counter: Some(counter),
             excluded: None,
-            class_bytes: Default::default(),
+            class_bytes: bytes_by_class(&classes, stride),
         };
         terminal.loopable = !terminal.is_match(first) && terminal.loopable_body();
         Ok(terminal)
@@ -1107,7 +1118,7 @@ impl Terminal {
             fingerprint: 0,
             counter: None,
             excluded: None,
-            class_bytes: Default::default(),
+            class_bytes: bytes_by_class(&classes, stride),
         };
         terminal.loopable = !terminal.matching[start as usize] && terminal.loopable_body();
         terminal.fingerprint = fingerprint_of(&(
@@ -1156,15 +1167,8 @@ impl Terminal {
     /// transition per byte class, each class's bytes ORed in (the candidate walk
     /// asks this after every boundary it meets, for every lexeme alive there).
     pub fn live_bytes(&self, state: State) -> [u64; 4] {
-        let class_bytes = self.class_bytes.get_or_init(|| {
-            let mut bytes = vec![[0u64; 4]; self.stride];
-            for (b, &class) in self.classes.iter().enumerate() {
-                bytes[class as usize][b >> 6] |= 1 << (b & 63);
-            }
-            bytes.into()
-        });
         let mut bits = [0u64; 4];
-        for (class, bytes) in class_bytes.iter().enumerate() {
+        for (class, bytes) in self.class_bytes.iter().enumerate() {
             if self.next_by_class(state, class) != DEAD {
                 for (word, byte_word) in bits.iter_mut().zip(bytes) {
                     *word |= byte_word;
@@ -1772,7 +1776,10 @@ impl Terminal {
         let counter = self.counter.as_ref().map_or(0, |k| {
             (k.template.len() + k.entry.len()) * std::mem::size_of::<State>()
         });
-        self.transitions.len() * std::mem::size_of::<State>() + self.matching.len() + counter
+        self.transitions.len() * std::mem::size_of::<State>()
+            + self.matching.len()
+            + counter
+            + std::mem::size_of_val(&self.class_bytes[..])
     }
 
     /// A short human-readable description, from the source grammar.
