@@ -199,21 +199,27 @@ impl CandidateWalk {
         scratch.rests.clear();
         let match_nodes = std::mem::take(&mut self.match_nodes);
         // Consecutive nodes mostly end the same lexemes: their kind is looked up
-        // once.
-        let (mut last_ended, mut last_kind) = (Vec::new(), None);
+        // once. Compared as bits (of the first 64 lexemes; others look it up).
+        let mut last: Option<(u64, u32)> = None;
         let mut k = 0;
         while k < match_nodes.len() {
             let at = match_nodes[k].0;
             self.ended.clear();
+            let mut ended_bits = Some(0u64);
             while k < match_nodes.len() && match_nodes[k].0.node == at.node {
-                self.ended.push(match_nodes[k].1);
+                let lexeme = match_nodes[k].1;
+                self.ended.push(lexeme);
+                ended_bits = ended_bits
+                    .zip(1u64.checked_shl(lexeme))
+                    .map(|(bits, bit)| bits | bit);
                 k += 1;
             }
-            let kind = match last_kind {
-                Some(kind) if last_ended == self.ended => kind,
+            let kind = match (last, ended_bits) {
+                (Some((bits, kind)), Some(ended)) if bits == ended => kind,
                 _ => {
-                    last_ended.clone_from(&self.ended);
-                    *last_kind.insert(self.boundary_kind(0))
+                    let kind = self.boundary_kind(0);
+                    last = ended_bits.map(|bits| (bits, kind));
+                    kind
                 }
             };
             // Most nodes fail on the bytes (after a key's quote only a colon may
