@@ -1181,7 +1181,13 @@ impl Terminal {
     /// How many ASCII bytes below DEL `state` survives: a bound on the size of
     /// any byte class it reads (a key literal's states survive one).
     pub fn live_ascii_count(&self, state: State) -> u32 {
-        (0..0x7Fu8).filter(|&b| self.step(state, b) != DEAD).count() as u32
+        if state & LOOPED != 0 {
+            return (0..0x7Fu8).filter(|&b| self.step(state, b) != DEAD).count() as u32;
+        }
+        // A step per class, not per byte: asked for each lexeme a table is built
+        // for (dozens of key literals in an object's first mask).
+        let live = self.live_bytes(state);
+        live[0].count_ones() + (live[1] & !(1 << 63)).count_ones()
     }
 
     /// No continuation of the bytes fed so far can match.
@@ -2206,6 +2212,8 @@ mod tests {
                         t.pattern
                     );
                 }
+                let ascii = (0..0x7Fu8).filter(|&b| t.next(state, b) != DEAD).count();
+                assert_eq!(t.live_ascii_count(state) as usize, ascii, "{}", t.pattern);
             }
         }
     }
