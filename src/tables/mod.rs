@@ -151,7 +151,7 @@ impl MatchNode {
         let n = &trie.nodes()[node as usize];
         MatchNode {
             node,
-            depth: n.depth as u32,
+            depth: n.depth,
             below: (n.tokens_end, trie.ranks_under(node as usize).end as u32),
             next_bytes: trie.child_bytes(node as usize),
         }
