@@ -226,15 +226,14 @@ impl CandidateWalk {
             // follow): that test reads no trie node nor candidate set, once the
             // kind's bytes are known. Asking them takes a parser step: not for a
             // node without candidates below.
-            let asked = self.boundaries[kind as usize].first.is_some();
-            if !asked && !inputs.candidates.any_in(at.below()) {
-                continue;
-            }
-            let first = self.first_bytes(matcher, kind).as_subtree_bytes();
-            if at.next_bytes.0 & first.0 == 0 {
-                continue;
-            }
-            if asked && !inputs.candidates.any_in(at.below()) {
+            let first = match self.boundaries[kind as usize].first {
+                Some(first) => first,
+                None if !inputs.candidates.any_in(at.below()) => continue,
+                None => self.first_bytes(matcher, kind),
+            };
+            if at.next_bytes.0 & first.as_subtree_bytes().0 == 0
+                || !inputs.candidates.any_in(at.below())
+            {
                 continue;
             }
             let boundary = BoundaryAt {

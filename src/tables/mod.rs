@@ -140,8 +140,9 @@ pub struct MatchNode {
     pub node: u32,
     /// The trie depth of the node: the bytes read up to the boundary.
     pub depth: u32,
-    /// The ranks of the tokens below the node (its own not included).
-    pub below: (u32, u32),
+    /// The ranks of the tokens below the node (its own not included): see
+    /// [`MatchNode::below`].
+    below: (u32, u32),
     /// The bytes its children start with.
     pub next_bytes: SubtreeBytes,
 }
