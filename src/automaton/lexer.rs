@@ -124,9 +124,12 @@ pub struct ExcludedView {
     /// Per state of the excluding automaton: its trie node ([`OFF_TRIE`] past
     /// every excluded string) and base state.
     at: Vec<(u32, State)>,
-    /// The excluded strings' trie: children by byte, and whether one ends here.
-    children: Vec<Vec<(u8, u32)>>,
-    ends: Vec<bool>,
+    /// The excluded strings, sorted, end to end (the `i`-th ends at
+    /// `string_ends[i]`): the strings through a trie node are a run of them.
+    bytes: Vec<u8>,
+    string_ends: Vec<u32>,
+    /// Per trie node: its depth, and the run of strings through it.
+    runs: Vec<(u32, std::ops::Range<u32>)>,
 }
 
 /// [`ExcludedView`]'s trie node for "on no excluded string".
@@ -158,28 +161,20 @@ pub struct ExcludedRests<'a> {
 }
 
 impl ExcludedRests<'_> {
-    /// Calls `visit` with each rest, in one path buffer: a large object's key
-    /// has dozens of rests, hundreds of trie nodes, and a vector per node was
-    /// a sixth of its first mask.
+    /// Calls `visit` with each rest, in sorted order: slices of one buffer (a
+    /// large object's key has dozens of rests; a trie walk through a vector
+    /// per node, a cache miss apiece, was a sixth of its first mask).
     pub fn for_each(&self, mut visit: impl FnMut(&[u8])) {
-        if self.node == OFF_TRIE {
+        let Some((depth, run)) = self.view.runs.get(self.node as usize) else {
             return;
-        }
-        let mut path = Vec::new();
-        // (node, its depth, the byte that led there)
-        let mut stack = vec![(self.node, 0usize, None)];
-        while let Some((n, depth, byte)) = stack.pop() {
-            path.truncate(depth);
-            path.extend(byte);
-            if self.view.ends[n as usize] {
-                visit(&path);
-            }
-            let below = path.len();
-            stack.extend(
-                self.view.children[n as usize]
-                    .iter()
-                    .map(|&(b, child)| (child, below, Some(b))),
-            );
+        };
+        let view = self.view;
+        for i in run.clone() {
+            let start = match i {
+                0 => 0,
+                i => view.string_ends[i as usize - 1],
+            };
+            visit(&view.bytes[(start + depth) as usize..view.string_ends[i as usize] as usize]);
         }
     }
 }
@@ -920,22 +915,30 @@ impl Terminal {
         excluded: &[Vec<u8>],
         limits: &LexerLimits,
     ) -> Result<Terminal, String> {
-        // The trie: children sorted by byte, and whether a string ends at the node.
+        // The trie: children sorted by byte, whether a string ends at the node,
+        // and (for the view) its depth and run of the sorted strings.
+        let mut sorted: Vec<&[u8]> = excluded.iter().map(Vec::as_slice).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
         let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
         let mut ends = vec![false];
-        for string in excluded {
+        let mut runs = vec![(0, 0..sorted.len() as u32)];
+        for (i, string) in sorted.iter().enumerate() {
+            let i = i as u32;
             let mut node = 0usize;
-            for &b in string {
+            for (depth, &b) in (1..).zip(*string) {
                 node = match children[node].binary_search_by_key(&b, |&(c, _)| c) {
                     Ok(k) => children[node][k].1 as usize,
                     Err(k) => {
                         children.push(Vec::new());
                         ends.push(false);
+                        runs.push((depth, i..i));
                         let child = children.len() - 1;
                         children[node].insert(k, (b, child as u32));
                         child
                     }
                 };
+                runs[node].1.end = i + 1;
             }
             ends[node] = true;
         }
@@ -1018,8 +1021,15 @@ impl Terminal {
             terminal.excluded = Some(Arc::new(ExcludedView {
                 base: Arc::clone(base),
                 at,
-                children,
-                ends,
+                bytes: sorted.concat(),
+                string_ends: sorted
+                    .iter()
+                    .scan(0, |end, string| {
+                        *end += string.len() as u32;
+                        Some(*end)
+                    })
+                    .collect(),
+                runs,
             }));
         }
         Ok(terminal)
