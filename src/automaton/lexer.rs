@@ -153,7 +153,7 @@ impl ExcludedView {
 }
 
 /// The rests of the excluded strings from one state of an [`ExcludedView`]:
-/// its trie below that state's node.
+/// past that state's trie node, of the strings through it.
 #[derive(Clone, Copy)]
 pub struct ExcludedRests<'a> {
     view: &'a ExcludedView,

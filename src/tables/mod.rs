@@ -1053,15 +1053,16 @@ impl TokenTables {
         });
         let trie = self.vocab.trie();
         // The subtrees of the tokens starting with a rest, as node ranges in
-        // preorder; no rest is a prefix of another (each ends the base), so
-        // they are disjoint.
+        // preorder (the rests come sorted, the trie's children in byte order);
+        // no rest is a prefix of another (each ends the base), so they are
+        // disjoint.
         let mut removed: Vec<std::ops::Range<usize>> = Vec::new();
         rests.for_each(|rest| {
             if let Some(node) = trie.node_of(rest) {
                 removed.push(node..trie.nodes()[node].subtree_end as usize);
             }
         });
-        removed.sort_unstable_by_key(|nodes| nodes.start);
+        debug_assert!(removed.is_sorted_by_key(|nodes| nodes.start));
         let ranks: Vec<std::ops::Range<usize>> = removed
             .iter()
             .map(|nodes| trie.ranks_under(nodes.start))
