@@ -58,8 +58,18 @@ pub struct BenchArgs {
     slowest: usize,
     /// Run stencil alone, even in a build with peers (for a profiler's view of
     /// stencil's masks only).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "peers")]
     no_peers: bool,
+    /// Peers to run in a build with peers, comma-separated (outlines-core runs on
+    /// JSON Schema only, and its index build takes seconds per schema).
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        default_value = "llguidance,outlines-core",
+        value_parser = ["llguidance", "outlines-core"]
+    )]
+    peers: Vec<String>,
 }
 
 /// One grammar with the texts to run through it.
@@ -78,6 +88,11 @@ pub(super) enum GrammarSpec {
 /// A constraint engine under measurement.
 pub(super) trait Engine {
     fn name(&self) -> &'static str;
+    /// Whether the bench runs this grammar on the engine at all, asked before the
+    /// compile is timed (a peer's budget check must not count as its compile).
+    fn admits(&self, _grammar: &GrammarSpec) -> Result<(), String> {
+        Ok(())
+    }
     fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String>;
 }
 
@@ -189,11 +204,14 @@ fn run_engine(
     let mut mask = vec![0u32; text_tokens.len() + 1];
     for (workload_index, (workload, token_lists)) in workloads.iter().zip(tokenized).enumerate() {
         let mut per_instance = Vec::new();
+        let admitted = engine.admits(&workload.grammar);
         let started = Instant::now();
-        let first = engine.compile(&workload.grammar).map(|mut session| {
-            session.fill_mask(&mut mask);
-            session
-        });
+        let first = admitted
+            .and_then(|()| engine.compile(&workload.grammar))
+            .map(|mut session| {
+                session.fill_mask(&mut mask);
+                session
+            });
         let ttfm = started.elapsed().as_secs_f64() * 1e6;
         let mut first = match first {
             Ok(session) => {
@@ -295,17 +313,46 @@ fn run_peers(
     text_tokens: &[u32],
     ours: &Tally,
 ) -> Result<(serde_json::Map<String, Value>, Vec<String>), String> {
-    let peer = super::peers::Llguidance::new(vocab).map_err(|e| format!("llguidance: {e}"))?;
-    let mut tally = run_engine(&peer, workloads, tokenized, text_tokens);
-    let mut value = summary(peer.name(), &args.tokenizer, &mut tally);
-    value["disagreements_with_stencil"] = json!(disagreements(ours, &tally));
-    let errors = tally
-        .errors
-        .iter()
-        .map(|e| format!("{} failed to compile {e}", peer.name()))
-        .collect();
+    let wanted = |name: &str| args.peers.iter().any(|p| p == name);
+    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    if wanted("llguidance") {
+        engines.push(Box::new(
+            super::peers::Llguidance::new(vocab).map_err(|e| format!("llguidance: {e}"))?,
+        ));
+    }
+    // outlines-core reads JSON Schema and regular expressions, no GBNF.
+    if wanted("outlines-core")
+        && workloads
+            .iter()
+            .any(|w| matches!(w.grammar, GrammarSpec::JsonSchema(_)))
+    {
+        engines.push(Box::new(
+            super::peers::OutlinesCore::new(vocab).map_err(|e| format!("outlines-core: {e}"))?,
+        ));
+    }
     let mut peers = serde_json::Map::new();
-    peers.insert(peer.name().to_string(), value);
+    let mut errors = Vec::new();
+    for peer in &engines {
+        let mut tally = run_engine(peer.as_ref(), workloads, tokenized, text_tokens);
+        let mut value = summary(peer.name(), &args.tokenizer, &mut tally);
+        value["disagreements_with_stencil"] = json!(disagreements(ours, &tally));
+        const SHOWN: usize = 10;
+        errors.extend(
+            tally
+                .errors
+                .iter()
+                .take(SHOWN)
+                .map(|e| format!("{} failed to compile {e}", peer.name())),
+        );
+        if tally.errors.len() > SHOWN {
+            errors.push(format!(
+                "{} failed to compile {} more",
+                peer.name(),
+                tally.errors.len() - SHOWN
+            ));
+        }
+        peers.insert(peer.name().to_string(), value);
+    }
     Ok((peers, errors))
 }
 
@@ -458,7 +505,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         for e in our_tally.errors.iter().take(10) {
             println!("stencil failed to compile {e}");
         }
-        for e in peer_errors.iter().take(10) {
+        for e in &peer_errors {
             println!("{e}");
         }
         print!(
@@ -544,7 +591,15 @@ fn print_table(result: &Value) {
                 let ours = result[key][p].as_f64().unwrap_or(0.0);
                 let theirs = peer[key][p].as_f64().unwrap_or(0.0);
                 if theirs > 0.0 {
-                    format!("{:.2}", ours / theirs)
+                    // Two significant digits where a ratio is far below 1
+                    // (outlines-core's compiles).
+                    let ratio = ours / theirs;
+                    let decimals = if ratio > 0.0 && ratio < 0.1 {
+                        (1.0 - ratio.log10().floor()) as usize
+                    } else {
+                        2
+                    };
+                    format!("{ratio:.decimals$}")
                 } else {
                     "-".into()
                 }

@@ -1,6 +1,8 @@
 //! Peer engines for `stencil bench`, built with `--features peers`: llguidance,
-//! run in-process on the same vocabulary bytes, grammars and token sequences.
+//! and outlines-core where it reads the grammar (JSON Schema), run in-process on
+//! the same vocabulary bytes, grammars and token sequences.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use llguidance::api::TopLevelGrammar;
@@ -137,5 +139,215 @@ impl Session for LlgSession {
 
     fn is_accepting(&mut self) -> bool {
         self.matcher.is_accepting().unwrap_or(false)
+    }
+}
+
+/// outlines-core: a JSON Schema becomes a regular expression, and its index holds,
+/// for every state of the expression's DFA, the tokens allowed there and where
+/// each leads. Masks are lookups; the index is built up front by walking the
+/// whole vocabulary from every DFA state, which is where its time goes.
+pub struct OutlinesCore {
+    vocabulary: outlines_core::vocabulary::Vocabulary,
+    /// The last schema's index: instances of one schema share it, as a server
+    /// would cache it (stencil keeps its tables process-wide too).
+    last: RefCell<Option<(String, Arc<outlines_core::index::Index>)>>,
+}
+
+/// Most DFA states a schema's expression may have for outlines-core to be run
+/// on it. Its index build visits the whole vocabulary from each state (about
+/// 2 ms per state on Llama-3), so a schema past this would take the benchmark's
+/// minutes; such schemas count as failed, with the state count in the message.
+const OUTLINES_MAX_DFA_STATES: usize = 2_000;
+
+impl OutlinesCore {
+    pub fn new(vocab: &Vocabulary) -> Result<OutlinesCore, String> {
+        let eos = vocab.eos_ids().first().copied().unwrap_or(0);
+        let mut vocabulary = outlines_core::vocabulary::Vocabulary::new(eos);
+        for &id in vocab.text_tokens() {
+            if id != eos {
+                vocabulary
+                    .try_insert(vocab.token_bytes(id).to_vec(), id)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(OutlinesCore {
+            vocabulary,
+            last: RefCell::new(None),
+        })
+    }
+
+    fn regex(grammar: &GrammarSpec) -> Result<String, String> {
+        match grammar {
+            GrammarSpec::JsonSchema(schema) => {
+                outlines_core::json_schema::regex_from_value(schema, None, None)
+                    .map_err(|e| e.to_string())
+            }
+            GrammarSpec::Gbnf(_) => Err("outlines-core reads no context-free grammar".into()),
+        }
+    }
+}
+
+/// States of `regex`'s DFA reachable from its anchored start, built the way
+/// outlines-core builds it but with a size limit, so an expression that blows up
+/// fails here in bounded time and memory.
+fn reachable_dfa_states(regex: &str) -> Result<usize, String> {
+    use regex_automata::dfa::{dense, Automaton};
+    const LIMIT: usize = 256 << 20;
+    let dfa = dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .dfa_size_limit(Some(LIMIT))
+                .determinize_size_limit(Some(LIMIT)),
+        )
+        .build(regex)
+        .map_err(|e| format!("its DFA is over {} MiB: {e}", LIMIT >> 20))?;
+    let start = dfa
+        .universal_start_state(regex_automata::Anchored::Yes)
+        .ok_or("its DFA has no start state")?;
+    let mut seen = std::collections::HashSet::from([start]);
+    let mut todo = vec![start];
+    while let Some(state) = todo.pop() {
+        for byte in 0..=255u8 {
+            let next = dfa.next_state(state, byte);
+            if !dfa.is_dead_state(next) && seen.insert(next) {
+                todo.push(next);
+            }
+        }
+    }
+    Ok(seen.len())
+}
+
+struct OutlinesSession {
+    index: Arc<outlines_core::index::Index>,
+    state: u32,
+}
+
+impl Engine for OutlinesCore {
+    fn name(&self) -> &'static str {
+        "outlines-core"
+    }
+
+    fn admits(&self, grammar: &GrammarSpec) -> Result<(), String> {
+        let regex = Self::regex(grammar)?;
+        let states = reachable_dfa_states(&regex)?;
+        if states > OUTLINES_MAX_DFA_STATES {
+            return Err(format!(
+                "skipped: its DFA has {states} states, over the bench's {OUTLINES_MAX_DFA_STATES}"
+            ));
+        }
+        Ok(())
+    }
+
+    fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String> {
+        let regex = Self::regex(grammar)?;
+        let mut last = self.last.borrow_mut();
+        let index = match last.as_ref() {
+            Some((cached, index)) if *cached == regex => Arc::clone(index),
+            _ => {
+                let index = Arc::new(
+                    outlines_core::index::Index::new(&regex, &self.vocabulary)
+                        .map_err(|e| e.to_string())?,
+                );
+                *last = Some((regex, Arc::clone(&index)));
+                index
+            }
+        };
+        let state = index.initial_state();
+        Ok(Box::new(OutlinesSession { index, state }))
+    }
+}
+
+impl Session for OutlinesSession {
+    fn fill_mask(&mut self, mask: &mut [u32]) {
+        mask.fill(0);
+        if let Some(tokens) = self.index.allowed_tokens_iter(&self.state) {
+            for &token in tokens {
+                if let Some(word) = mask.get_mut(token as usize / 32) {
+                    *word |= 1 << (token % 32);
+                }
+            }
+        }
+    }
+
+    fn consume(&mut self, token: u32) -> bool {
+        match self.index.next_state(&self.state, &token) {
+            Some(next) => {
+                self.state = next;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn is_accepting(&mut self) -> bool {
+        self.index.is_final_state(&self.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small_vocab() -> Vocabulary {
+        let tokens = [
+            "{", "}", "\"", "a", "\":", "1", "12", "</s>", "{\"", " ", ":",
+        ];
+        Vocabulary::from_token_bytes(
+            tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
+            vec![(7, "</s>".into())],
+            vec![7],
+        )
+    }
+
+    fn allowed(session: &mut dyn Session) -> Vec<u32> {
+        let mut mask = [0u32; 1];
+        session.fill_mask(&mut mask);
+        (0..32).filter(|t| mask[0] & (1 << t) != 0).collect()
+    }
+
+    /// outlines-core runs a schema token by token: its masks, its refusals, EOS
+    /// only once the object is complete, and one index for two instances.
+    #[test]
+    fn outlines_core_masks_follow_the_schema() {
+        let engine = OutlinesCore::new(&small_vocab()).unwrap();
+        let schema = GrammarSpec::JsonSchema(serde_json::json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"]
+        }));
+        engine.admits(&schema).unwrap();
+        let mut session = engine.compile(&schema).unwrap();
+        assert_eq!(allowed(session.as_mut()), vec![0, 8]);
+        assert!(!session.consume(1));
+        for token in [8, 3, 4, 6] {
+            assert!(session.consume(token), "token {token}");
+        }
+        assert!(!session.is_accepting());
+        assert!(!allowed(session.as_mut()).contains(&7));
+        assert!(session.consume(1));
+        assert!(session.is_accepting());
+        assert_eq!(allowed(session.as_mut()), vec![7]);
+        let again = engine.compile(&schema).unwrap();
+        let first = engine.last.borrow().as_ref().map(|(_, i)| Arc::as_ptr(i));
+        drop(again);
+        assert_eq!(
+            first,
+            engine.last.borrow().as_ref().map(|(_, i)| Arc::as_ptr(i))
+        );
+    }
+
+    /// A grammar outlines-core cannot read, or whose DFA is over the budget, is
+    /// refused before any compile is timed.
+    #[test]
+    fn outlines_core_refuses_what_it_does_not_read() {
+        let engine = OutlinesCore::new(&small_vocab()).unwrap();
+        let gbnf = GrammarSpec::Gbnf("root ::= \"a\"".into());
+        assert!(engine.admits(&gbnf).is_err());
+        // 2^12 states: the last twelve characters each remembered.
+        let wide = GrammarSpec::JsonSchema(serde_json::json!({
+            "type": "string", "pattern": "^[ab]*a[ab]{12}$"
+        }));
+        let refused = engine.admits(&wide).unwrap_err();
+        assert!(refused.contains("states"), "{refused}");
     }
 }
