@@ -154,9 +154,10 @@ pub struct OutlinesCore {
 }
 
 /// Most DFA states a schema's expression may have for outlines-core to be run
-/// on it. Its index build visits the whole vocabulary from each state (about
-/// 2 ms per state on Llama-3), so a schema past this would take the benchmark's
-/// minutes; such schemas count as failed, with the state count in the message.
+/// on it. Its index build visits the whole vocabulary from each state (1-3 ms
+/// per state on Llama-3: up to 5 s for a schema under this limit), so a schema
+/// far past it would take the benchmark's minutes; such schemas count as
+/// failed, with the state count in the message.
 const OUTLINES_MAX_DFA_STATES: usize = 2_000;
 
 impl OutlinesCore {
