@@ -82,17 +82,20 @@ fn prefault_heap(bytes: usize) {
     }
     drop(probe);
     let blocks: Vec<Vec<u8>> = (0..bytes.div_ceil(POOL_BLOCK_BYTES))
-        .map(|_| {
-            let mut block: Vec<u8> = Vec::with_capacity(POOL_BLOCK_BYTES);
-            for page in block.spare_capacity_mut().iter_mut().step_by(4096) {
-                page.write(1);
-            }
-            // The writes are the point: keep them from being dropped with the block.
-            std::hint::black_box(block.as_mut_ptr());
-            block
-        })
+        .map(|_| touched_block(POOL_BLOCK_BYTES))
         .collect();
     drop(blocks);
+}
+
+/// A fresh `bytes`-long allocation with a byte written in every 4 KiB page.
+fn touched_block(bytes: usize) -> Vec<u8> {
+    let mut block: Vec<u8> = Vec::with_capacity(bytes);
+    for page in block.spare_capacity_mut().iter_mut().step_by(4096) {
+        page.write(1);
+    }
+    // The writes are the point: keep them from being dropped with the block.
+    std::hint::black_box(block.as_mut_ptr());
+    block
 }
 
 #[cfg(test)]
@@ -143,12 +146,8 @@ mod tests {
                 if total >= TAKEN {
                     break;
                 }
-                let mut block: Vec<u8> = Vec::with_capacity(size);
-                for page in block.spare_capacity_mut().iter_mut().step_by(4096) {
-                    page.write(1);
-                }
                 total += size;
-                held.push(block);
+                held.push(touched_block(size));
             }
             let faults = thread_minor_faults() - before;
             let pages = (TAKEN / 4096) as i64;
