@@ -642,6 +642,55 @@ fn undeclared_keys_exclude_declared_names_across_tokens() {
     assert_masks_agree("undeclared keys, custom vocabulary", &t, samples, 64);
 }
 
+/// A lexeme that reads one string first (a key literal's rest) is read off the
+/// trie path of that string, with a walk only below its end: tokens going on
+/// into the key's value (`id":1`), past a literal that ends its terminal
+/// (`hello w`, a boundary), and past a match that the terminal continues
+/// (`ab12`, where the plain walk answers) must all agree with the oracle.
+#[test]
+fn literal_rests_match_the_oracle() {
+    let v = printable_vocab(
+        [
+            r#"id":"#,
+            r#"id":1"#,
+            r#"id":""#,
+            r#"id": "#,
+            r#"d":[1"#,
+            "idx",
+            "i",
+            "id",
+            r#"name":"#,
+            "hel",
+            "hello",
+            "hello w",
+            "hellox",
+            "lo wor",
+            "hello(",
+            "ab",
+            "ab1",
+            "ab12",
+            "ab12x",
+            "ab(",
+            "b1x",
+            "hix",
+            "hi t",
+        ]
+        .map(|t| t.as_bytes().to_vec()),
+    );
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "id": {"type": "integer"}, "ids": {"type": "array", "items": {"type": "integer"}},
+        "name": {"type": "string"}}});
+    let t = schema_tables(schema, &v);
+    let samples: &[&[u8]] = &[br#"{"id":12,"name":"x"}"#, br#"{"ids":[1,2],"id":3}"#];
+    assert_masks_agree("literal rests, keys", &t, samples, 64);
+    // `tail` is the parser's (recursive), so `hello` and `ab[0-9]*` end terminals.
+    let grammar = r#"root ::= ("hello" | "ab" [0-9]* | "hi there") tail
+tail ::= "x" | "(" root ")" | " wor" "ld""#;
+    let t = tables(compile_gbnf(grammar).unwrap(), &v);
+    let samples: &[&[u8]] = &[b"hello world", b"hello(ab12x)", b"ab(hi therex)", b"ab1x"];
+    assert_masks_agree("literal rests, literals", &t, samples, 64);
+}
+
 /// Past a literal's end (an enum's closing quote, an integer's last digit) every
 /// next byte kills the lexeme, and the tokens going on are the parser's to
 /// decide: the walk jumps over dead siblings by the parent's child index, and

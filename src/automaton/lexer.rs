@@ -109,7 +109,14 @@ pub struct Terminal {
     /// automaton share it: made on first use, every compile's copy made it
     /// again (a third of a value's first mask).
     class_bytes: Arc<[[u64; 4]]>,
+    /// Per stored row of `transitions`: the one byte it survives where it
+    /// survives exactly one (a literal's states), else [`NO_BYTE`]. See
+    /// [`Terminal::only_live_byte`].
+    only_bytes: Arc<[u16]>,
 }
+
+/// In [`Terminal::only_bytes`]: the row survives no byte or several.
+const NO_BYTE: u16 = u16::MAX;
 
 /// How a [`Terminal::excluding`] automaton (an object's "any key but the declared
 /// ones") reads its base, where that is simple: the base never matches inside an
@@ -384,6 +391,33 @@ fn bytes_by_class(classes: &[u8; 256], stride: usize) -> Arc<[[u64; 4]]> {
         bytes[class as usize][b >> 6] |= 1 << (b & 63);
     }
     bytes.into()
+}
+
+/// Per row of `transitions` (`stride` classes wide, `class_bytes` their bytes):
+/// see [`Terminal::only_bytes`].
+fn only_bytes_of(transitions: &[State], stride: usize, class_bytes: &[[u64; 4]]) -> Vec<u16> {
+    transitions
+        .chunks_exact(stride)
+        .map(|row| {
+            let mut live = row.iter().enumerate().filter(|&(_, &to)| to != DEAD);
+            match (live.next(), live.next()) {
+                (Some((class, _)), None) => {
+                    let bytes = &class_bytes[class];
+                    match bytes.iter().map(|w| w.count_ones()).sum::<u32>() {
+                        1 => bytes
+                            .iter()
+                            .enumerate()
+                            .find(|(_, &w)| w != 0)
+                            .map_or(NO_BYTE, |(word, w)| {
+                                (word * 64) as u16 + w.trailing_zeros() as u16
+                            }),
+                        _ => NO_BYTE,
+                    }
+                }
+                _ => NO_BYTE,
+            }
+        })
+        .collect()
 }
 
 /// The bytes of a class of ASCII bytes below DEL (bit `b` of the `u128`).
@@ -670,12 +704,12 @@ impl Terminal {
         };
         let loopable =
             (!literal.is_empty() || !suffix.is_match(suffix.start)) && suffix.loopable_body();
+        let class_bytes = bytes_by_class(&classes, stride);
         Terminal {
             label,
             pattern,
             classes,
             stride,
-            transitions: transitions.into(),
             matching: matching.into(),
             start,
             loopable,
@@ -683,7 +717,17 @@ impl Terminal {
             counter,
             // The suffix's states keep their numbers: its view still reads them.
             excluded: suffix.excluded.clone(),
-            class_bytes: bytes_by_class(&classes, stride),
+            only_bytes: suffix.only_bytes[..suffix_rows]
+                .iter()
+                .copied()
+                .chain(only_bytes_of(
+                    &transitions[suffix_rows * stride..],
+                    stride,
+                    &class_bytes,
+                ))
+                .collect(),
+            transitions: transitions.into(),
+            class_bytes,
         }
     }
 
@@ -825,12 +869,12 @@ impl Terminal {
             entry: entry.into(),
             ends: suffix.is_match(suffix.start),
         };
+        let class_bytes = bytes_by_class(&classes, stride);
         let mut terminal = Terminal {
             label: String::new(),
             pattern,
             classes,
             stride,
-            transitions: transitions.into(),
             matching: matching.into(),
             start: first,
             loopable: false,
@@ -843,7 +887,9 @@ impl Terminal {
             )),
             counter: Some(counter),
             excluded: None,
-            class_bytes: bytes_by_class(&classes, stride),
+            only_bytes: only_bytes_of(&transitions, stride, &class_bytes).into(),
+            transitions: transitions.into(),
+            class_bytes,
         };
         terminal.loopable = !terminal.is_match(first) && terminal.loopable_body();
         Ok(terminal)
@@ -1123,19 +1169,21 @@ impl Terminal {
             }
         }
         let (transitions, matching, start) = minimize(stride, &transitions, &matching, renumber[0]);
+        let class_bytes = bytes_by_class(&classes, stride);
         let mut terminal = Terminal {
             label,
             pattern,
             classes,
             stride,
-            transitions: transitions.into(),
             matching: matching.into(),
             start,
             loopable: false,
             fingerprint: 0,
             counter: None,
             excluded: None,
-            class_bytes: bytes_by_class(&classes, stride),
+            only_bytes: only_bytes_of(&transitions, stride, &class_bytes).into(),
+            transitions: transitions.into(),
+            class_bytes,
         };
         terminal.loopable = !terminal.matching[start as usize] && terminal.loopable_body();
         terminal.fingerprint = fingerprint_of(&(
@@ -1205,6 +1253,25 @@ impl Terminal {
         // for (dozens of key literals in an object's first mask).
         let live = self.live_bytes(state);
         live[0].count_ones() + (live[1] & !(1 << 63)).count_ones()
+    }
+
+    /// The one byte `state` survives, if it survives exactly one (a literal's
+    /// states): looked up, where [`Terminal::live_bytes`] steps every class.
+    #[inline]
+    pub fn only_live_byte(&self, state: State) -> Option<u8> {
+        let row = match &self.counter {
+            _ if state & LOOPED != 0 => return None,
+            None => state as usize,
+            Some(k) if k.contains(state) => {
+                let live = self.live_bytes(state);
+                let word = live.iter().position(|&w| w != 0)?;
+                let one = live.iter().map(|w| w.count_ones()).sum::<u32>() == 1;
+                return one.then(|| (word * 64) as u8 + live[word].trailing_zeros() as u8);
+            }
+            Some(k) => k.row(state),
+        };
+        let byte = self.only_bytes[row];
+        (byte != NO_BYTE).then_some(byte as u8)
     }
 
     /// No continuation of the bytes fed so far can match.
@@ -1813,6 +1880,7 @@ impl Terminal {
             + self.matching.len()
             + counter
             + std::mem::size_of_val(&self.class_bytes[..])
+            + std::mem::size_of_val(&self.only_bytes[..])
     }
 
     /// A short human-readable description, from the source grammar.
@@ -2216,6 +2284,8 @@ mod tests {
         assert_eq!(rests_after(b"\"c"), Vec::<String>::new());
     }
 
+    /// And [`Terminal::only_live_byte`], looked up per row, agrees (the
+    /// chain's literal states, the counter's computed ones, the plain ones).
     #[test]
     fn live_bytes_are_the_bytes_a_state_survives() {
         let counted = Terminal::counted(
@@ -2241,6 +2311,12 @@ mod tests {
                 }
                 let ascii = (0..0x7Fu8).filter(|&b| t.next(state, b) != DEAD).count();
                 assert_eq!(t.live_ascii_count(state) as usize, ascii, "{}", t.pattern);
+                let mut survived = (0..=255u8).filter(|&b| t.next(state, b) != DEAD);
+                let only = match (survived.next(), survived.next()) {
+                    (Some(b), None) => Some(b),
+                    _ => None,
+                };
+                assert_eq!(t.only_live_byte(state), only, "{} state {state}", t.pattern);
             }
         }
     }

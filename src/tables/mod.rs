@@ -432,6 +432,18 @@ fn set_ranges(bits: &[u32], limit: usize) -> Option<Vec<(u32, u32)>> {
 }
 
 impl LexemeMasks {
+    /// The tables of a lexeme allowing the tokens at `ranks` (ascending) and,
+    /// where it ends at a match with tokens going on, those below `end`.
+    fn sparse(ranks: Vec<u32>, end: Option<MatchNode>) -> LexemeMasks {
+        LexemeMasks {
+            tokens: LexemeTokens::Sparse {
+                allowed: ranks.into(),
+                boundary: end.iter().map(|at| at.below).collect(),
+            },
+            match_nodes: Some(end.into_iter().collect()),
+        }
+    }
+
     fn memory_usage(&self) -> usize {
         let match_nodes = self.match_nodes.as_ref().map_or(0, |m| m.len());
         self.tokens.memory_usage() + match_nodes * std::mem::size_of::<MatchNode>()
@@ -866,6 +878,9 @@ impl TokenTables {
             }
         }
         let trie = self.vocab.trie();
+        if let Some(masks) = self.literal_lexeme(terminal, state) {
+            return masks;
+        }
         let rank_words = trie.token_ids().len().div_ceil(32);
         let mut scratch = LexemeScratch::take(self.mask_words(), rank_words);
         let LexemeScratch {
@@ -1020,6 +1035,81 @@ impl TokenTables {
                     .collect()
             }),
         }
+    }
+
+    /// The tables of a lexeme whose state reads one byte only, and the next
+    /// ones likewise (a key literal's rest): the tokens along that path are
+    /// allowed, and only below its end is there anything to walk. A large
+    /// object's first mask builds one per key, and walking from the root
+    /// tested each sibling of each node on the path. `None` where `state`
+    /// reads more bytes than one, or tokens go on past a match that continues
+    /// (the plain walk tells those).
+    fn literal_lexeme(&self, terminal: &Terminal, state: State) -> Option<LexemeMasks> {
+        let trie = self.vocab.trie();
+        let nodes = trie.nodes();
+        let mut on_path = Vec::new();
+        // Read while the lexeme reads one byte and some token goes on with it.
+        let (mut node, mut end) = (None, state);
+        while !terminal.is_match(end) {
+            let Some(byte) = terminal.only_live_byte(end) else {
+                break;
+            };
+            let Some(child) = trie.child_of(node, byte) else {
+                // No token reads past here: the others died on the way.
+                return Some(LexemeMasks::sparse(on_path, None));
+            };
+            on_path.extend(nodes[child].tokens_start..nodes[child].tokens_end);
+            (node, end) = (Some(child), terminal.next(end, byte));
+        }
+        let node = node?;
+        if nodes[node].subtree_end as usize == node + 1 {
+            return Some(LexemeMasks::sparse(on_path, None));
+        }
+        if terminal.is_match(end) {
+            if terminal.live_bytes(end) != [0; 4] {
+                return None;
+            }
+            // The lexeme ends here: every token going on is a boundary.
+            return Some(LexemeMasks::sparse(
+                on_path,
+                Some(MatchNode::at(trie, node as u32)),
+            ));
+        }
+        let token_ids = trie.token_ids();
+        let rank_words = token_ids.len().div_ceil(32);
+        let mut scratch = LexemeScratch::take(self.mask_words(), rank_words);
+        for &rank in &on_path {
+            set(&mut scratch.allowed, token_ids[rank as usize]);
+            set(&mut scratch.allowed_by_rank, rank);
+        }
+        let mut match_nodes = Vec::new();
+        let mut walk = LexemeWalk {
+            trie,
+            allowed: Some(&mut scratch.allowed),
+            allowed_by_rank: &mut scratch.allowed_by_rank,
+            boundary_by_rank: &mut scratch.boundary_by_rank,
+            rank_base: 0,
+            closed: None,
+            class_slice: None,
+            counted: None,
+            match_nodes: Some(&mut match_nodes),
+            touched: 0..0,
+        };
+        if let (Some(&first), Some(&last)) = (on_path.first(), on_path.last()) {
+            walk.touch(first as usize..last as usize + 1);
+        }
+        walk_lexeme(&mut walk, terminal, Visit::Below(node), end);
+        let touched = walk.touched;
+        let listed = match_nodes.len() <= MAX_MATCH_NODES;
+        Some(LexemeMasks {
+            tokens: LexemeTokens::from_walk(scratch, touched, token_ids),
+            match_nodes: listed.then(|| {
+                match_nodes
+                    .iter()
+                    .map(|&n| MatchNode::at(trie, n))
+                    .collect()
+            }),
+        })
     }
 
     /// The [`ClassSlice`] of `class` (widened by `non_ascii`) with `exits`, shared

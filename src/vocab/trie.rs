@@ -279,15 +279,23 @@ impl TokenTrie {
 
     /// The node whose path is `bytes`, if some token starts with them.
     pub fn node_of(&self, bytes: &[u8]) -> Option<usize> {
-        let (mut slot, mut first, mut end) = (ChildSlot::ROOT, 0, self.nodes.len());
-        let mut found = None;
-        for &b in bytes {
-            let child = self.child(slot, first..end, b)?;
-            found = Some(child);
-            let node = &self.nodes[child];
-            (slot, first, end) = (node.child_slot, child + 1, node.subtree_end as usize);
+        bytes
+            .iter()
+            .try_fold(None, |parent, &b| self.child_of(parent, b).map(Some))
+            .flatten()
+    }
+
+    /// The child with byte `b` of `parent` (`None`: the root), if some token
+    /// starts with its path.
+    #[inline]
+    pub fn child_of(&self, parent: Option<usize>, b: u8) -> Option<usize> {
+        match parent {
+            None => self.child(ChildSlot::ROOT, 0..self.nodes.len(), b),
+            Some(node) => {
+                let n = &self.nodes[node];
+                self.child(n.child_slot, node + 1..n.subtree_end as usize, b)
+            }
         }
-        found
     }
 
     /// The child with byte `b` of the parent whose children are the nodes
