@@ -256,6 +256,10 @@ impl Engine for OutlinesCore {
         let state = index.initial_state();
         Ok(Box::new(OutlinesSession { index, state }))
     }
+
+    fn forget_earlier_runs(&self) {
+        self.last.borrow_mut().take();
+    }
 }
 
 impl Session for OutlinesSession {
