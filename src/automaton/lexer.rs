@@ -399,25 +399,22 @@ fn only_bytes_of(transitions: &[State], stride: usize, class_bytes: &[[u64; 4]])
     transitions
         .chunks_exact(stride)
         .map(|row| {
-            let mut live = row.iter().enumerate().filter(|&(_, &to)| to != DEAD);
-            match (live.next(), live.next()) {
-                (Some((class, _)), None) => {
-                    let bytes = &class_bytes[class];
-                    match bytes.iter().map(|w| w.count_ones()).sum::<u32>() {
-                        1 => bytes
-                            .iter()
-                            .enumerate()
-                            .find(|(_, &w)| w != 0)
-                            .map_or(NO_BYTE, |(word, w)| {
-                                (word * 64) as u16 + w.trailing_zeros() as u16
-                            }),
-                        _ => NO_BYTE,
-                    }
+            let mut live = [0u64; 4];
+            for (_, bytes) in row.iter().zip(class_bytes).filter(|(&to, _)| to != DEAD) {
+                for (word, byte_word) in live.iter_mut().zip(bytes) {
+                    *word |= byte_word;
                 }
-                _ => NO_BYTE,
             }
+            only_byte(&live).map_or(NO_BYTE, u16::from)
         })
         .collect()
+}
+
+/// The byte of a set of bytes (bit `b % 64` of word `b / 64`) holding exactly one.
+fn only_byte(bytes: &[u64; 4]) -> Option<u8> {
+    let one = bytes.iter().map(|w| w.count_ones()).sum::<u32>() == 1;
+    let word = bytes.iter().position(|&w| w != 0).filter(|_| one)?;
+    Some((word * 64) as u8 + bytes[word].trailing_zeros() as u8)
 }
 
 /// The bytes of a class of ASCII bytes below DEL (bit `b` of the `u128`).
@@ -1262,12 +1259,7 @@ impl Terminal {
         let row = match &self.counter {
             _ if state & LOOPED != 0 => return None,
             None => state as usize,
-            Some(k) if k.contains(state) => {
-                let live = self.live_bytes(state);
-                let word = live.iter().position(|&w| w != 0)?;
-                let one = live.iter().map(|w| w.count_ones()).sum::<u32>() == 1;
-                return one.then(|| (word * 64) as u8 + live[word].trailing_zeros() as u8);
-            }
+            Some(k) if k.contains(state) => return only_byte(&self.live_bytes(state)),
             Some(k) => k.row(state),
         };
         let byte = self.only_bytes[row];

@@ -444,6 +444,26 @@ impl LexemeMasks {
         }
     }
 
+    /// The tables a walk wrote into `scratch` (bits only in `touched` ranks),
+    /// with its match nodes unless past [`MAX_MATCH_NODES`].
+    fn from_walk(
+        trie: &TokenTrie,
+        scratch: LexemeScratch,
+        touched: std::ops::Range<usize>,
+        match_nodes: &[u32],
+    ) -> LexemeMasks {
+        let listed = match_nodes.len() <= MAX_MATCH_NODES;
+        LexemeMasks {
+            tokens: LexemeTokens::from_walk(scratch, touched, trie.token_ids()),
+            match_nodes: listed.then(|| {
+                match_nodes
+                    .iter()
+                    .map(|&node| MatchNode::at(trie, node))
+                    .collect()
+            }),
+        }
+    }
+
     fn memory_usage(&self) -> usize {
         let match_nodes = self.match_nodes.as_ref().map_or(0, |m| m.len());
         self.tokens.memory_usage() + match_nodes * std::mem::size_of::<MatchNode>()
@@ -1025,16 +1045,7 @@ impl TokenTables {
             (None, None) => walk.touched,
             _ => 0..trie.token_ids().len(),
         };
-        let listed = match_nodes.len() <= MAX_MATCH_NODES;
-        LexemeMasks {
-            tokens: LexemeTokens::from_walk(scratch, touched, trie.token_ids()),
-            match_nodes: listed.then(|| {
-                match_nodes
-                    .iter()
-                    .map(|&node| MatchNode::at(trie, node))
-                    .collect()
-            }),
-        }
+        LexemeMasks::from_walk(trie, scratch, touched, &match_nodes)
     }
 
     /// The tables of a lexeme whose state reads one byte only, and the next
@@ -1100,16 +1111,7 @@ impl TokenTables {
         }
         walk_lexeme(&mut walk, terminal, Visit::Below(node), end);
         let touched = walk.touched;
-        let listed = match_nodes.len() <= MAX_MATCH_NODES;
-        Some(LexemeMasks {
-            tokens: LexemeTokens::from_walk(scratch, touched, token_ids),
-            match_nodes: listed.then(|| {
-                match_nodes
-                    .iter()
-                    .map(|&n| MatchNode::at(trie, n))
-                    .collect()
-            }),
-        })
+        Some(LexemeMasks::from_walk(trie, scratch, touched, &match_nodes))
     }
 
     /// The [`ClassSlice`] of `class` (widened by `non_ascii`) with `exits`, shared
