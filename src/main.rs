@@ -7,6 +7,19 @@ mod cli;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Stack of the thread the command runs on. Schemas and grammars are compiled
+/// recursively, one frame group per nesting level; the main thread's 8 MiB hold a
+/// few hundred levels, this (reserved, touched only as deep as a grammar goes)
+/// holds `--max-nesting`'s largest setting.
+const STACK_BYTES: usize = 1 << 30;
+
 fn main() {
-    std::process::exit(cli::run());
+    let code = std::thread::Builder::new()
+        .name("stencil".into())
+        .stack_size(STACK_BYTES)
+        .spawn(cli::run)
+        .map(|command| command.join().unwrap_or(101))
+        // No thread of that size (a tight address-space limit): run here.
+        .unwrap_or_else(|_| cli::run());
+    std::process::exit(code);
 }

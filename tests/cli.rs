@@ -183,3 +183,107 @@ fn invalid_grammar_exits_two_with_location() {
     let out = stencil(&["check"], b"");
     assert_eq!(out.status.code(), Some(2), "a grammar is required");
 }
+
+/// A batch of zero lines is zero inputs: nothing printed, exit 0.
+#[test]
+fn empty_jsonl_batch_is_zero_inputs() {
+    let dir = std::env::temp_dir().join(format!("stencil-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("none.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let out = stencil(
+        &[
+            "check",
+            "--regex",
+            "[0-9]+",
+            "--jsonl",
+            path.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // One empty line is one input (the empty string), as before.
+    std::fs::write(&path, "\n").unwrap();
+    let out = stencil(
+        &[
+            "check",
+            "--regex",
+            "[0-9]+",
+            "--jsonl",
+            path.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
+
+/// `{"type":"array","items": ...}` nested `depth` times around an integer.
+fn nested_arrays_schema(depth: usize) -> String {
+    let mut schema = String::from(r#"{"type":"integer"}"#);
+    for _ in 0..depth {
+        schema = format!(r#"{{"type":"array","items":{schema}}}"#);
+    }
+    schema
+}
+
+/// A schema nested past the limit is valid JSON: the error names stencil's nesting
+/// limit, where it was reached, and the flag that raises it.
+#[test]
+fn deep_schemas_name_the_nesting_limit() {
+    let dir = std::env::temp_dir().join(format!("stencil-cli-deep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("deep.json");
+    std::fs::write(&path, nested_arrays_schema(3_000)).unwrap();
+    let path = path.to_str().unwrap();
+    let out = stencil(&["check", "--schema", path], b"[]");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not JSON"), "{err}");
+    assert!(
+        err.contains("nesting limit of 128") && err.contains("--max-nesting"),
+        "{err}"
+    );
+    // The 129th `{` opens at column 1 + 24 * 128 (`{"type":"array","items":` is 24 bytes).
+    assert!(err.contains(&format!("{path}:1:{}", 1 + 24 * 128)), "{err}");
+
+    // Raised, the same schema compiles and checks.
+    let input = format!("{}{}", "[".repeat(3_000), "]".repeat(3_000));
+    let out = stencil(
+        &["check", "--schema", path, "--max-nesting", "5000"],
+        input.as_bytes(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let input = format!("{}7{}", "[".repeat(3_000), "]".repeat(3_000));
+    let out = stencil(
+        &["check", "--schema", path, "--max-nesting", "5000"],
+        input.as_bytes(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let input = format!("{}7{}", "[".repeat(2_999), "]".repeat(2_999));
+    let out = stencil(
+        &["check", "--schema", path, "--max-nesting", "5000"],
+        input.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+}

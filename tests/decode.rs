@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use json_schema_common::compile;
 use serde_json::{json, Value};
-use stencil::decode::{FinishReason, Generation, Generator, Model, ModelTokenizer, Request};
+use stencil::decode::{Event, FinishReason, Generation, Generator, Model, ModelTokenizer, Request};
 use stencil::frontend::json_schema::JsonSchemaOptions;
 use stencil::matcher::{StopPolicy, TokenMatcher};
 use stencil::sampling::order::OrderSpec;
@@ -173,6 +173,37 @@ fn length_finish_is_explicit() {
     assert_eq!(g.finish_reason, FinishReason::Length);
     assert!(!g.grammar_complete);
     assert_eq!(g.tokens.len(), 3);
+}
+
+/// A budget of zero writes nothing, with or without a grammar, jump-forward or
+/// steering: the output never runs past `max_tokens`.
+#[test]
+fn zero_token_budget_writes_nothing() {
+    // The enum schema forces nothing at the start; a const forces its whole text.
+    for schema in [schemas()[1].clone(), json!({"const": "forced"})] {
+        for (jump_forward, budget_steering) in [(true, true), (true, false), (false, false)] {
+            let mut r = request(&schema, None, "reference");
+            r.max_tokens = 0;
+            r.jump_forward = jump_forward;
+            r.budget_steering = budget_steering;
+            let mut streamed = String::new();
+            let g = generator()
+                .generate(r, &mut |e| {
+                    let Event::Text { text, .. } = e;
+                    streamed.push_str(text);
+                })
+                .unwrap();
+            assert_eq!(g.finish_reason, FinishReason::Length, "{schema}");
+            assert!(g.tokens.is_empty(), "{schema}: {:?}", g.text);
+            assert_eq!(g.text, "");
+            assert_eq!(streamed, "");
+        }
+    }
+    let mut r = request(&schemas()[1], None, "reference");
+    r.grammar = None;
+    r.max_tokens = 0;
+    let g = run(r);
+    assert!(g.tokens.is_empty() && g.finish_reason == FinishReason::Length);
 }
 
 #[test]
@@ -404,6 +435,55 @@ fn generate_command_contract() {
     let out = run_generate(&["--model", "/nonexistent.gguf", "--json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.gguf"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--max-tokens 0` (and a `--requests` line's `max_tokens: 0`) writes nothing.
+#[test]
+fn zero_max_tokens_from_the_command_line_writes_nothing() {
+    let dir = std::env::temp_dir().join(format!("stencil-zero-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = tiny_model().to_str().unwrap();
+    let out = run_generate(&[
+        "--model",
+        model,
+        "--json",
+        "--raw",
+        "--prompt",
+        "JSON:",
+        "--max-tokens",
+        "0",
+        "--output-json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["text"], "", "{v}");
+    assert_eq!(v["finish_reason"], "length", "{v}");
+    assert_eq!(v["tokens"], 0, "{v}");
+
+    let requests = dir.join("requests.jsonl");
+    std::fs::write(
+        &requests,
+        "{\"prompt\": \"JSON:\", \"max_tokens\": 0}\n{\"prompt\": \"JSON:\", \"max_tokens\": 2}\n",
+    )
+    .unwrap();
+    let out = run_generate(&[
+        "--model",
+        model,
+        "--json",
+        "--raw",
+        "--requests",
+        requests.to_str().unwrap(),
+    ]);
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines[0]["text"], "", "{}", lines[0]);
+    assert_eq!(lines[0]["tokens"], 0, "{}", lines[0]);
+    let written = lines[1]["tokens"].as_u64().unwrap();
+    assert!((1..=2).contains(&written), "{}", lines[1]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -25,6 +25,7 @@ use serde_json::json;
 use stencil::decode::{FinishReason, Generator, Request};
 use stencil::matcher::StopPolicy;
 use stencil::sampling::SamplingConfig;
+use stencil::frontend::json_schema;
 use stencil::tables::TokenTables;
 
 use super::generate::{load_generator, prompt_tokens};
@@ -255,6 +256,7 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         whitespace: super::grammar::WhitespaceArg::Compact,
         strict: false,
         lenient: false,
+        max_nesting: json_schema::DEFAULT_MAX_NESTING,
         root: "root".into(),
         for_generation: true,
     };

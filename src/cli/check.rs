@@ -1,5 +1,5 @@
 //! `stencil check (--gbnf FILE | --regex PATTERN | --schema FILE) [--input FILE | --jsonl FILE] [--prefix] [--json]`
-//! with, for `--schema`, `[--property-order schema|any] [--whitespace compact|bounded|pretty] [--strict] [--lenient]`.
+//! with, for `--schema`, `[--property-order schema|any] [--whitespace compact|bounded|pretty] [--strict] [--lenient] [--max-nesting N]`.
 //!
 //! Exit 0: the input is in the language (with `--prefix`: a viable prefix); 1: it is
 //! not, and the output names the byte offset and what was expected there; 2: the
@@ -156,8 +156,9 @@ fn run_jsonl(
             return 2;
         }
     };
+    // Zero lines are zero inputs; a last line without its newline is still one.
     let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
-    if data.ends_with(b"\n") {
+    if data.is_empty() || data.ends_with(b"\n") {
         lines.pop();
     }
     let stdout = std::io::stdout();

@@ -37,6 +37,15 @@ pub struct GrammarArgs {
     /// Keywords that cannot be enforced become warnings (printed) instead of errors.
     #[arg(long)]
     pub lenient: bool,
+    /// Deepest nesting of arrays and objects in a --schema file (at most 10000:
+    /// what the command's stack holds).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = json_schema::DEFAULT_MAX_NESTING,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000)
+    )]
+    pub max_nesting: usize,
     /// Start rule of a GBNF grammar.
     #[arg(long, default_value = "root")]
     pub root: String,
@@ -85,8 +94,8 @@ impl GrammarArgs {
         };
         let source = if let Some(path) = &self.schema {
             let text = read(path)?;
-            let schema: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{path}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
+            let schema = json_schema::parse_schema_text(&text, self.max_nesting)
+                .map_err(|e| format!("{path}:{e}"))?;
             GrammarSource::Schema(path.clone(), schema)
         } else if let Some(regex) = &self.regex {
             GrammarSource::Regex(regex.clone())

@@ -235,7 +235,7 @@ impl Generator {
         let matcher = request
             .grammar
             .map(|tables| TokenMatcher::with_policy(tables, request.stop_policy));
-        let r = Running {
+        let mut r = Running {
             session: self.model.session()?,
             sampler,
             state,
@@ -261,6 +261,10 @@ impl Generator {
         };
         if r.pending.is_empty() {
             return Err(DecodeError::Forward("empty prompt".into()));
+        }
+        if r.max_tokens == 0 {
+            // No token fits the budget, not even a forced one or EOS.
+            r.done = Some((FinishReason::Length, None));
         }
         Ok(r)
     }

@@ -28,6 +28,7 @@ mod number;
 mod object;
 mod pattern;
 mod refs;
+mod source;
 mod string;
 mod types;
 mod validate;
@@ -38,6 +39,7 @@ use std::rc::Rc;
 use crate::grammar::{Expr, Grammar, GrammarError, Hir, Rule, RuleId};
 use serde_json::Value;
 
+pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
 pub use types::Draft;
 
 /// How much whitespace may appear between JSON tokens.
