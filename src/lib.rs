@@ -18,7 +18,9 @@
 //! it fail" used by `stencil check`.
 
 pub mod automaton;
+pub mod cache;
 pub mod check;
+pub mod compiler;
 #[cfg(feature = "decode")]
 pub mod decode;
 mod error;
@@ -32,6 +34,7 @@ pub mod vocab;
 use std::sync::Arc;
 
 pub use automaton::{CompileOptions, CompiledGrammar};
+pub use compiler::{Compiler, CompilerOptions};
 pub use error::Error;
 pub use matcher::Matcher;
 

@@ -11,7 +11,7 @@
 //! completion, which is what makes "some lexeme is alive" mean "still viable".
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use regex_automata::dfa::Automaton;
 
@@ -47,26 +47,6 @@ impl Default for LexerLimits {
             dfa_bytes: 8 << 20,
         }
     }
-}
-
-/// Automata built by earlier compiles in this process, by pattern and limits. A
-/// server compiling many schemas determinizes the automaton of a JSON number or
-/// string once, not once per schema; the first compile pays. Bounded: emptied when
-/// it holds more than [`SHARED_CACHE_BYTES`].
-static SHARED: Mutex<Option<SharedAutomata>> = Mutex::new(None);
-
-/// Heap bytes the process-wide automaton cache may hold.
-pub const SHARED_CACHE_BYTES: usize = 64 << 20;
-
-#[derive(Default)]
-struct SharedAutomata {
-    built: HashMap<(u128, usize, usize), Arc<Terminal>>,
-    bytes: usize,
-}
-
-/// Forgets every automaton built so far (the next compiles start cold).
-pub fn clear_shared_automata() {
-    *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// A terminal of the compiled grammar: a trimmed DFA in a flat table.
@@ -105,7 +85,7 @@ pub struct Terminal {
     /// states read the base's (see [`ExcludedView`]).
     excluded: Option<Arc<ExcludedView>>,
     /// Per byte class, its bytes as 256 bits (see [`Terminal::live_bytes`]).
-    /// Made with the automaton, so that a grammar's copies of a process-wide
+    /// Made with the automaton, so that a grammar's copies of a shared
     /// automaton share it: made on first use, every compile's copy made it
     /// again (a third of a value's first mask).
     class_bytes: Arc<[[u64; 4]]>,
@@ -544,101 +524,6 @@ pub struct DfaTables<'a> {
 }
 
 impl Terminal {
-    /// [`Terminal::build`] through the process-wide cache (the label is left empty).
-    pub fn build_shared(hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
-        Terminal::build_shared_by(hir_fingerprint(hir), limits, || hir.clone())
-    }
-
-    /// [`Terminal::build_shared`] for the regex whose structural fingerprint is
-    /// `fingerprint`: `hir` makes it only when the cache misses.
-    pub fn build_shared_by(
-        fingerprint: u128,
-        limits: &LexerLimits,
-        hir: impl FnOnce() -> Hir,
-    ) -> Result<Arc<Terminal>, String> {
-        Terminal::shared(fingerprint_of(&("regex", fingerprint)), limits, || {
-            Terminal::build(String::new(), &hir(), limits)
-        })
-    }
-
-    /// [`Terminal::counted`] through the process-wide cache (the label is left
-    /// empty): the leaf and the suffix are built shared too.
-    pub fn counted_shared(
-        leaf: &Hir,
-        min: u32,
-        max: u32,
-        suffix: &Hir,
-        limits: &LexerLimits,
-    ) -> Result<Arc<Terminal>, String> {
-        let leaf = Terminal::build_shared(leaf, limits)?;
-        let suffix = Terminal::build_shared(suffix, limits)?;
-        let key = fingerprint_of(&("counted", leaf.fingerprint, min, max, suffix.fingerprint));
-        Terminal::shared(key, limits, || {
-            let pattern = format!("(?:{}){{{min},{max}}}{}", leaf.pattern, suffix.pattern);
-            Terminal::counted(pattern, &leaf, min, max, &suffix)
-        })
-    }
-
-    /// [`Terminal::with_literal_prefix`] through the process-wide cache (the label
-    /// is left empty; the pattern is the literal's, then the suffix's).
-    pub fn with_literal_prefix_shared(
-        literal: &[u8],
-        suffix: &Terminal,
-        limits: &LexerLimits,
-    ) -> Result<Arc<Terminal>, String> {
-        let key = fingerprint_of(&("chain", suffix.fingerprint, literal));
-        Terminal::shared(key, limits, || {
-            let pattern = format!("{}{}", Hir::literal(literal), suffix.pattern);
-            Ok(Terminal::with_literal_prefix(
-                String::new(),
-                pattern,
-                literal,
-                suffix,
-            ))
-        })
-    }
-
-    /// [`Terminal::excluding`] through the process-wide cache (the label is left
-    /// empty): an object's undeclared keys are the same language in every
-    /// compile of its schema.
-    pub fn excluding_shared(
-        base: &Arc<Terminal>,
-        excluded: &[Vec<u8>],
-        limits: &LexerLimits,
-    ) -> Result<Arc<Terminal>, String> {
-        let key = fingerprint_of(&("excluding", base.fingerprint, excluded));
-        Terminal::shared(key, limits, || {
-            Terminal::excluding(String::new(), base, excluded, limits)
-        })
-    }
-
-    /// The automaton cached under `key` (and these limits), else `build`'s, kept.
-    fn shared(
-        key: u128,
-        limits: &LexerLimits,
-        build: impl FnOnce() -> Result<Terminal, String>,
-    ) -> Result<Arc<Terminal>, String> {
-        let key = (key, limits.nfa_bytes, limits.dfa_bytes);
-        if let Some(hit) = SHARED
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .and_then(|cache| cache.built.get(&key))
-        {
-            return Ok(Arc::clone(hit));
-        }
-        let built = Arc::new(build()?);
-        let mut guard = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-        let cache = guard.get_or_insert_with(SharedAutomata::default);
-        let bytes = built.memory_usage() + std::mem::size_of_val(&key);
-        if cache.bytes + bytes > SHARED_CACHE_BYTES {
-            *cache = SharedAutomata::default();
-        }
-        cache.bytes += bytes;
-        cache.built.insert(key, Arc::clone(&built));
-        Ok(built)
-    }
-
     /// `literal` followed by `suffix`: a chain of states, one per literal byte, into
     /// a copy of `suffix`'s automaton. The chain is deterministic and ends exactly
     /// where the suffix starts, so no determinization is needed; this is how the

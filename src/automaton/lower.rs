@@ -19,7 +19,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
 
-use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal};
+use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits};
+use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
 use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId};
 
@@ -163,6 +164,7 @@ pub(super) fn lower(
     grammar: &Grammar,
     max_terminal_weight: usize,
     limits: &LexerLimits,
+    automata: &AutomatonCache,
 ) -> Lowered {
     let regular = regular_rules(grammar);
     let mut lowering = Lowering {
@@ -170,6 +172,7 @@ pub(super) fn lower(
         regular,
         max_weight: max_terminal_weight,
         limits,
+        automata,
         rule_hir: vec![None; grammar.rules.len()],
         rule_nt: vec![None; grammar.rules.len()],
         queue: Vec::new(),
@@ -290,6 +293,7 @@ struct Lowering<'g> {
     max_weight: usize,
     /// Counted repetitions' leaves are built while lowering (to know they loop).
     limits: &'g LexerLimits,
+    automata: &'g AutomatonCache,
     /// Memo: a regular rule's regex and weight, `Some(None)` when too large.
     rule_hir: Vec<Option<Option<Fused>>>,
     rule_nt: Vec<Option<NonTerminalId>>,
@@ -376,8 +380,8 @@ impl Lowering<'_> {
     /// either automaton cannot be built: then say so, the safe answer).
     fn starts_like_an_iteration(&self, leaf: &Hir, suffix: &Hir) -> bool {
         match (
-            Terminal::build_shared(leaf, self.limits),
-            Terminal::build_shared(suffix, self.limits),
+            self.automata.regex(leaf, self.limits),
+            self.automata.regex(suffix, self.limits),
         ) {
             (Ok(leaf), Ok(suffix)) => leaf.starts_like(&suffix),
             _ => true,
@@ -486,8 +490,10 @@ impl Lowering<'_> {
         if weight > self.max_weight {
             return None;
         }
-        let countable =
-            Terminal::build_shared(&sub.hir, self.limits).is_ok_and(|l| l.can_count(max));
+        let countable = self
+            .automata
+            .regex(&sub.hir, self.limits)
+            .is_ok_and(|l| l.can_count(max));
         if !countable {
             return None;
         }

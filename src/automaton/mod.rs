@@ -15,6 +15,7 @@
 //!    nullable prefixes. A chart set then predicts by appending slices, with no
 //!    per-item work (the LR(0)-closure idea applied to Earley).
 
+mod cache;
 pub mod lexer;
 mod lower;
 pub mod permutation;
@@ -22,6 +23,7 @@ pub mod shortest;
 
 use std::fmt;
 
+pub use cache::{AutomatonCache, DEFAULT_AUTOMATON_CACHE_BYTES};
 pub use lexer::{LexerLimits, State, Terminal, DEAD};
 pub use permutation::{Permutation, PermutationId, Progress};
 
@@ -134,18 +136,28 @@ impl CompiledGrammar {
         grammar: &Grammar,
         options: &CompileOptions,
     ) -> Result<CompiledGrammar, CompileError> {
+        CompiledGrammar::compile_with(grammar, options, &AutomatonCache::default())
+    }
+
+    /// [`CompiledGrammar::compile`] taking automata from `automata` and leaving
+    /// the new ones there, for the next grammars compiled with it.
+    pub fn compile_with(
+        grammar: &Grammar,
+        options: &CompileOptions,
+        automata: &AutomatonCache,
+    ) -> Result<CompiledGrammar, CompileError> {
         grammar.validate()?;
         // A fused terminal whose DFA blows up (`([0-9] | [1-9][0-9]{0,15})*`) is
         // retried with a smaller fusion budget: more of the grammar then lives in the
         // parser, which never blows up; only a single leaf can still fail.
         let mut weight = options.max_terminal_weight;
         let (lowered, terminals) = loop {
-            let lowered = lower::lower(grammar, weight, &options.lexer);
+            let lowered = lower::lower(grammar, weight, &options.lexer, automata);
             let built = lowered
                 .terminals
                 .iter()
                 .map(|(label, source)| {
-                    build_terminal(label, source, &options.lexer).map_err(|message| {
+                    build_terminal(label, source, &options.lexer, automata).map_err(|message| {
                         CompileError::Terminal {
                             terminal: label.chars().take(80).collect(),
                             message,
@@ -427,71 +439,65 @@ impl CompiledGrammar {
 
 /// Builds one terminal. A literal followed by more (`,"name":` then a value) is
 /// the literal chained onto the automaton of the rest, so every literal a rest
-/// follows shares one determinization of it; automata come from the process-wide
-/// cache ([`Terminal::build_shared`]).
+/// follows shares one determinization of it; automata come from `automata`.
 /// Also returns, for a chained terminal, the fingerprint of the rest and its number of
 /// states (the chained terminal's states below it are the rest's, same numbers).
 fn build_terminal(
     label: &str,
     source: &TerminalSource,
     limits: &LexerLimits,
+    automata: &AutomatonCache,
 ) -> Result<(Terminal, Option<(u128, State)>), String> {
     let (hir, fingerprint) = match source {
         TerminalSource::Regex(hir, fingerprint) => (hir, *fingerprint),
         TerminalSource::Excluding(e) => {
-            let base = Terminal::build_shared(&e.regex, limits)?;
-            let terminal = named(
-                &Terminal::excluding_shared(&base, &e.excluded, limits)?,
-                label,
-            );
+            let base = automata.regex(&e.regex, limits)?;
+            let terminal = named(&automata.excluding(&base, &e.excluded, limits)?, label);
             return Ok((terminal, None));
         }
         TerminalSource::Counted(c) => {
-            let rest = Terminal::counted_shared(&c.leaf, c.min, c.max, &c.suffix, limits)?;
+            let rest = automata.counted(&c.leaf, c.min, c.max, &c.suffix, limits)?;
             if c.prefix.is_empty() {
                 return Ok((named(&rest, label), None));
             }
-            return chained(label, &c.prefix, &rest, limits);
+            return chained(label, &c.prefix, &rest, limits, automata);
         }
     };
     if let HirKind::Concat(items) = hir.kind() {
         if let (HirKind::Literal(literal), true) = (items[0].kind(), items.len() > 1) {
             let rest_items = &items[1..];
-            let rest = Terminal::build_shared_by(concat_fingerprint(rest_items), limits, || {
+            let rest = automata.regex_by(concat_fingerprint(rest_items), limits, || {
                 Hir::concat(rest_items.to_vec())
             })?;
-            return chained(label, &literal.0, &rest, limits);
+            return chained(label, &literal.0, &rest, limits, automata);
         }
     }
     // A literal alone (`"name":` before an object) is a chain of states: no
     // determinization (which took 40-120 us for a key).
     if let HirKind::Literal(literal) = hir.kind() {
-        let empty = Terminal::build_shared(&Hir::empty(), limits)?;
-        let terminal = Terminal::with_literal_prefix_shared(&literal.0, &empty, limits)?;
+        let empty = automata.regex(&Hir::empty(), limits)?;
+        let terminal = automata.with_literal_prefix(&literal.0, &empty, limits)?;
         return Ok((named(&terminal, label), None));
     }
-    let shared = Terminal::build_shared_by(fingerprint, limits, || hir.clone())?;
+    let shared = automata.regex_by(fingerprint, limits, || hir.clone())?;
     Ok((named(&shared, label), None))
 }
 
-/// `literal` chained onto `rest` (from the process-wide cache: `,"name":"` then
-/// a string body recurs across schemas), with the rest's fingerprint and state
-/// count.
+/// `literal` chained onto `rest` (from `automata`: `,"name":"` then a string body
+/// recurs across schemas), with the rest's fingerprint and state count.
 fn chained(
     label: &str,
     literal: &[u8],
     rest: &Terminal,
     limits: &LexerLimits,
+    automata: &AutomatonCache,
 ) -> Result<(Terminal, Option<(u128, State)>), String> {
     let shared = (rest.fingerprint(), rest.state_count() as State);
-    let terminal = named(
-        &Terminal::with_literal_prefix_shared(literal, rest, limits)?,
-        label,
-    );
+    let terminal = named(&automata.with_literal_prefix(literal, rest, limits)?, label);
     Ok((terminal, Some(shared)))
 }
 
-/// A grammar's copy of a process-wide automaton (the tables stay shared), under
+/// A grammar's copy of a shared automaton (the tables stay shared), under
 /// this grammar's label.
 fn named(shared: &std::sync::Arc<Terminal>, label: &str) -> Terminal {
     let mut terminal = Terminal::clone(shared);

@@ -8,6 +8,7 @@
 //! noisy machine. Each step's mask is fingerprinted (text tokens only) and compared
 //! across engines: differing steps are counted as disagreements.
 
+use std::cell::{Cell, RefCell};
 use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::sync::Arc;
@@ -16,11 +17,10 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::{json, Value};
 
-use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder};
+use stencil::frontend::json_schema::{JsonSchemaOptions, PropertyOrder};
 use stencil::matcher::TokenMatcher;
-use stencil::tables::TokenTables;
 use stencil::vocab::Vocabulary;
-use stencil::CompiledGrammar;
+use stencil::{Compiler, CompilerOptions};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -47,13 +47,16 @@ pub struct BenchArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
-    /// Forget the automata and token tables earlier compiles built before each
-    /// compile (stencil keeps them process-wide by default), so every grammar
-    /// starts cold.
+    /// Compile each grammar with a fresh compiler (by default one compiler
+    /// serves the whole run, as an engine keeps one per vocabulary), so every
+    /// grammar starts cold.
     #[arg(long)]
     cold: bool,
+    /// Memory the compiler may keep for what grammars share, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    compiler_memory_mb: usize,
     /// Run the whole protocol N times per engine, each run as cold as a fresh
-    /// process (stencil forgets its process-wide automata and tables), and
+    /// process (stencil starts with a fresh compiler), and
     /// report each mask's and each compile's fastest time: a shared machine's
     /// interruptions only ever add time, and one of them lands on some mask of
     /// every long run, so a single run's max often measures the machine.
@@ -117,9 +120,33 @@ pub(super) trait Session {
     }
 }
 
+/// stencil through one [`Compiler`] per run, as an engine holds one per
+/// vocabulary; `--cold` makes a fresh one for each grammar.
 struct Stencil {
     vocab: Arc<Vocabulary>,
+    options: CompilerOptions,
     cold: bool,
+    compiler: RefCell<Arc<Compiler>>,
+    /// The most the compiler held after a compile.
+    compiler_memory_max: Cell<usize>,
+}
+
+impl Stencil {
+    fn new(vocab: Arc<Vocabulary>, options: CompilerOptions, cold: bool) -> Stencil {
+        let compiler = Compiler::with_options(Arc::clone(&vocab), options.clone());
+        Stencil {
+            vocab,
+            options,
+            cold,
+            compiler: RefCell::new(Arc::new(compiler)),
+            compiler_memory_max: Cell::new(0),
+        }
+    }
+
+    fn fresh_compiler(&self) {
+        let compiler = Compiler::with_options(Arc::clone(&self.vocab), self.options.clone());
+        *self.compiler.borrow_mut() = Arc::new(compiler);
+    }
 }
 
 struct StencilSession {
@@ -133,34 +160,30 @@ impl Engine for Stencil {
 
     fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String> {
         if self.cold {
-            stencil::automaton::lexer::clear_shared_automata();
-            stencil::tables::clear_shared_tables();
+            self.fresh_compiler();
         }
-        let compiled = match grammar {
-            GrammarSpec::Gbnf(text) => stencil::compile_gbnf(text).map_err(|e| e.to_string())?,
+        let compiler = Arc::clone(&self.compiler.borrow());
+        let tables = match grammar {
+            GrammarSpec::Gbnf(text) => compiler.compile_gbnf(text),
             GrammarSpec::JsonSchema(schema) => {
                 // MaskBench instances are compact JSON in arbitrary key order.
                 let options = JsonSchemaOptions {
                     property_order: PropertyOrder::Any,
                     ..JsonSchemaOptions::default()
                 };
-                let (grammar, _) =
-                    json_schema::compile_schema(schema, &options).map_err(|e| e.to_string())?;
-                Arc::new(
-                    CompiledGrammar::compile(&grammar, &Default::default())
-                        .map_err(|e| e.to_string())?,
-                )
+                compiler.compile_json_schema(schema, &options)
             }
-        };
-        let tables = Arc::new(TokenTables::new(compiled, Arc::clone(&self.vocab)));
+        }
+        .map_err(|e| e.to_string())?;
+        let held = compiler.memory_usage().max(self.compiler_memory_max.get());
+        self.compiler_memory_max.set(held);
         Ok(Box::new(StencilSession {
             matcher: TokenMatcher::new(tables),
         }))
     }
 
     fn forget_earlier_runs(&self) {
-        stencil::automaton::lexer::clear_shared_automata();
-        stencil::tables::clear_shared_tables();
+        self.fresh_compiler();
     }
 }
 
@@ -525,12 +548,15 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         text_tokens[id as usize / 32] |= 1 << (id % 32);
     }
 
-    let ours = Stencil {
-        vocab: Arc::clone(&vocab),
-        cold: args.cold,
+    let options = CompilerOptions {
+        memory_limit: args.compiler_memory_mb << 20,
+        ..CompilerOptions::default()
     };
+    let ours = Stencil::new(Arc::clone(&vocab), options, args.cold);
     let mut our_tally = run_repeated(&ours, args.repeat, &workloads, &tokenized, &text_tokens)?;
     let mut result = summary(ours.name(), &args.tokenizer, &mut our_tally);
+    result["compiler_memory_bytes_max"] = json!(ours.compiler_memory_max.get());
+    result["compiler_memory_limit"] = json!(ours.options.memory_limit);
     let (peers, peer_errors) = if args.no_peers {
         Default::default()
     } else {
@@ -674,8 +700,11 @@ fn print_table(result: &Value) {
         }
     }
     println!(
-        "all times in microseconds; memory per compiled grammar (max) {} bytes",
-        result["memory_bytes_max"]
+        "all times in microseconds; memory per compiled grammar (max) {} bytes; \
+         shared by the compiler (max) {} of its {} bytes",
+        result["memory_bytes_max"],
+        result["compiler_memory_bytes_max"],
+        result["compiler_memory_limit"]
     );
     if result["repeat"].as_u64().is_some_and(|n| n > 1) {
         println!(

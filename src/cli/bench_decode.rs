@@ -23,10 +23,11 @@ use clap::Args;
 use serde_json::json;
 
 use stencil::decode::{FinishReason, Generator, Request};
+use stencil::frontend::json_schema;
 use stencil::matcher::StopPolicy;
 use stencil::sampling::SamplingConfig;
-use stencil::frontend::json_schema;
 use stencil::tables::TokenTables;
+use stencil::Compiler;
 
 use super::generate::{load_generator, prompt_tokens};
 use super::grammar::GrammarArgs;
@@ -260,11 +261,10 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         root: "root".into(),
         for_generation: true,
     };
-    let grammar = grammar_args.compile(None)?;
-    let tables = Arc::new(TokenTables::new(
-        grammar,
-        Arc::clone(generator.tokenizer().vocab()),
-    ));
+    let compiler = Compiler::new(Arc::clone(generator.tokenizer().vocab()));
+    let tables = compiler
+        .compile_grammar(&grammar_args.grammar(None)?)
+        .map_err(|e| e.to_string())?;
     let schema_text =
         std::fs::read_to_string(&args.schema).map_err(|e| format!("{}: {e}", args.schema))?;
     let prompts = (0..args.prompts)

@@ -15,14 +15,15 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::json;
 
-use stencil::automaton::CompiledGrammar;
 use stencil::decode::{
     self, fetch, render_chat, Event, Generation, Generator, Message, Model, ModelTokenizer, Request,
 };
+use stencil::grammar::Grammar;
 use stencil::matcher::StopPolicy;
 use stencil::sampling::config::SamplingConfig;
 use stencil::sampling::order::OrderSpec;
 use stencil::tables::TokenTables;
+use stencil::Compiler;
 
 use super::grammar::{GrammarArgs, JSON_GBNF};
 
@@ -204,10 +205,10 @@ impl GenerateArgs {
     }
 }
 
-/// The grammar, compiled before the model loads so that a bad one fails at once.
-fn compile_grammar(args: &GenerateArgs) -> Result<Arc<CompiledGrammar>, String> {
+/// The grammar, read before the model loads so that a bad one fails at once.
+fn read_grammar(args: &GenerateArgs) -> Result<Grammar, String> {
     args.grammar_for_generation()
-        .compile(args.json_grammar.then_some(JSON_GBNF))
+        .grammar(args.json_grammar.then_some(JSON_GBNF))
         .map_err(|e| format!("invalid grammar: {e}"))
 }
 
@@ -274,7 +275,7 @@ pub fn run(args: &GenerateArgs) -> i32 {
     // Grammars and request lines are checked before the model loads: a bad one fails
     // in milliseconds, not after a download.
     let grammar = if args.has_grammar() {
-        match compile_grammar(args) {
+        match read_grammar(args) {
             Ok(g) => Some(g),
             Err(e) => return bad_request(e),
         }
@@ -296,14 +297,14 @@ pub fn run(args: &GenerateArgs) -> i32 {
         Ok(g) => g,
         Err(e) => return bad_request(e),
     };
-    let tables = grammar.map(|grammar| {
-        Arc::new(TokenTables::new(
-            grammar,
-            Arc::clone(generator.tokenizer().vocab()),
-        ))
-    });
+    // One compiler for the run: the grammars of a requests file share with it.
+    let compiler = Compiler::new(Arc::clone(generator.tokenizer().vocab()));
+    let tables = match grammar.map(|g| compiler.compile_grammar(&g)).transpose() {
+        Ok(tables) => tables,
+        Err(e) => return bad_request(format!("invalid grammar: {e}")),
+    };
     if let Some(lines) = lines {
-        return run_batch(args, &lines, &generator, tables);
+        return run_batch(args, &lines, &generator, &compiler, tables);
     }
     let Some(tables) = tables else {
         unreachable!("checked above: a grammar or --requests")
@@ -362,9 +363,10 @@ fn run_batch(
     args: &GenerateArgs,
     lines: &[super::requests::RequestLine],
     generator: &Generator,
+    compiler: &Compiler,
     tables: Option<Arc<TokenTables>>,
 ) -> i32 {
-    let requests = match super::requests::build_requests(args, lines, generator, tables) {
+    let requests = match super::requests::build_requests(args, lines, generator, compiler, tables) {
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };

@@ -9,6 +9,7 @@ use clap::Args;
 use stencil::automaton::{CompileOptions, CompiledGrammar};
 use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
 use stencil::frontend::{self, gbnf::GbnfOptions};
+use stencil::grammar::Grammar;
 
 /// The built-in JSON grammar (`generate --json`).
 #[cfg(feature = "decode")]
@@ -86,9 +87,18 @@ impl GrammarArgs {
         }
     }
 
-    /// Compiles the chosen grammar (`fallback_gbnf` when none of the three flags is
-    /// given); warnings from `--lenient` are printed to standard error.
+    /// Compiles the chosen grammar to its byte-level automaton on its own (for
+    /// `check`, which has no vocabulary).
     pub fn compile(&self, fallback_gbnf: Option<&str>) -> Result<Arc<CompiledGrammar>, String> {
+        let grammar = self.grammar(fallback_gbnf)?;
+        CompiledGrammar::compile(&grammar, &CompileOptions::default())
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The chosen grammar in the IR (`fallback_gbnf` when none of the three flags
+    /// is given); warnings from `--lenient` are printed to standard error.
+    pub fn grammar(&self, fallback_gbnf: Option<&str>) -> Result<Grammar, String> {
         let read = |path: &str| {
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))
         };
@@ -108,12 +118,13 @@ impl GrammarArgs {
                 (None, None) => return Err("no grammar given".into()),
             }
         };
-        self.compile_source(&source)
+        self.grammar_of(&source)
     }
 
-    /// Compiles a grammar given as text or value (with this command line's options).
-    pub fn compile_source(&self, source: &GrammarSource) -> Result<Arc<CompiledGrammar>, String> {
-        let grammar = match source {
+    /// A grammar given as text or value, in the IR (with this command line's
+    /// options): every error a user's grammar can have but the automata's limits.
+    pub fn grammar_of(&self, source: &GrammarSource) -> Result<Grammar, String> {
+        Ok(match source {
             GrammarSource::Schema(origin, schema) => {
                 let (grammar, warnings) =
                     json_schema::compile_schema(schema, &self.schema_options())
@@ -134,10 +145,7 @@ impl GrammarArgs {
                 };
                 frontend::gbnf::parse(text, &options).map_err(|e| format!("{origin}:{e}"))?
             }
-        };
-        CompiledGrammar::compile(&grammar, &CompileOptions::default())
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
+        })
     }
 }
 

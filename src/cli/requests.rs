@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use stencil::decode::{Generator, Request};
 use stencil::tables::TokenTables;
+use stencil::Compiler;
 
 use super::generate::GenerateArgs;
 use super::grammar::{GrammarSource, JSON_GBNF};
@@ -151,6 +152,7 @@ pub fn build_requests(
     args: &GenerateArgs,
     lines: &[RequestLine],
     generator: &Generator,
+    compiler: &Compiler,
     default_tables: Option<Arc<TokenTables>>,
 ) -> Result<Vec<Request>, String> {
     let mut shared: HashMap<String, Arc<TokenTables>> = HashMap::new();
@@ -162,14 +164,14 @@ pub fn build_requests(
                 match shared.get(&key) {
                     Some(tables) => Arc::clone(tables),
                     None => {
+                        let invalid = |e: String| format!("request {index}: invalid grammar: {e}");
                         let grammar = args
                             .grammar_for_generation()
-                            .compile_source(&source)
-                            .map_err(|e| format!("request {index}: invalid grammar: {e}"))?;
-                        let tables = Arc::new(TokenTables::new(
-                            grammar,
-                            Arc::clone(generator.tokenizer().vocab()),
-                        ));
+                            .grammar_of(&source)
+                            .map_err(invalid)?;
+                        let tables = compiler
+                            .compile_grammar(&grammar)
+                            .map_err(|e| invalid(e.to_string()))?;
                         shared.insert(key, Arc::clone(&tables));
                         tables
                     }

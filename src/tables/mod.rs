@@ -28,7 +28,7 @@
 //! Both answers are unions over the configuration's lexemes, so they are computed
 //! per lexeme (one DFA walk over the vocabulary trie, skipping dead subtrees) and
 //! combined per configuration; both levels are cached, lazily, on the tables shared
-//! by every request for the same grammar and vocabulary, and process-wide under
+//! by every request for the same grammar and vocabulary, and in [`SharedTables`] under
 //! keys that mean the same in every grammar (automaton fingerprints and states): a
 //! JSON string body, or an object's remaining keys, recur across schemas. A lexeme's
 //! walk also lists its match nodes, for the candidate walk's boundaries.
@@ -40,7 +40,9 @@
 //! lexeme that allows few tokens (an object key) costs its walk, not three
 //! vocabulary-wide arrays; cached results keep few tokens as lists.
 
-use std::sync::{Arc, Mutex, RwLock};
+mod shared;
+
+use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
 
@@ -50,6 +52,7 @@ pub use crate::vocab::RankSet;
 use crate::vocab::{
     set_range, ChildSlot, ClassSlice, SliceChars, SubtreeBytes, TokenTrie, Vocabulary,
 };
+pub use shared::{SharedTables, DEFAULT_SHARED_TABLE_BYTES};
 
 /// The alive `(terminal, state)` pairs at a position, sorted and deduplicated.
 pub type LexerConfiguration = Box<[(TerminalId, State)]>;
@@ -488,41 +491,6 @@ pub struct SubtreeMasks {
 
 type Cache<K, V> = RwLock<FxHashMap<K, Arc<V>>>;
 
-/// Lexeme tables built by every [`TokenTables`] of the process, by vocabulary,
-/// automaton fingerprint and state. A JSON string body or number is one automaton
-/// in every schema (the lexer's automata are shared too), so a server compiling
-/// many schemas walks the vocabulary once per such state, not once per schema:
-/// the first visit of `"name":"` in a new schema costs a lookup, not a 100 us
-/// walk. Bounded: emptied when it holds more than [`SHARED_LEXEME_BYTES`].
-static SHARED_LEXEMES: Shared<(u64, u128, State), LexemeMasks> = Shared::new();
-
-/// Heap bytes the process-wide lexeme tables may hold (a Llama-3 lexeme's are
-/// about 48 KB: some 1,400 of them).
-pub const SHARED_LEXEME_BYTES: usize = 64 << 20;
-
-/// Configuration masks built by every [`TokenTables`] of the process, by
-/// vocabulary and the configuration's lexemes under their process-wide keys
-/// (sorted): an object's remaining keys after the same members, or the same
-/// string body next to the same keys, recur across schemas and across compiles
-/// of one schema. Bounded by [`SHARED_CONFIGURATION_BYTES`].
-static SHARED_CONFIGURATIONS: Shared<ConfigurationKey, ConfigurationMasks> = Shared::new();
-
-/// A configuration in the whole process: vocabulary, and each lexeme's automaton
-/// fingerprint and state.
-type ConfigurationKey = (u64, Box<[(u128, State)]>);
-
-/// Heap bytes the process-wide configuration masks may hold (a Llama-3
-/// configuration's are about 30-50 KB).
-pub const SHARED_CONFIGURATION_BYTES: usize = 64 << 20;
-
-/// [`ClassSlice`]s by vocabulary, class and exit bytes: pattern classes recur
-/// across the states of one pattern and across schemas (`[\w-]`, `[a-z0-9.-]`).
-static SHARED_CLASS_SLICES: Shared<ClassSliceKey, Option<ClassSlice>> = Shared::new();
-
-/// A class slice in the whole process: vocabulary, ASCII class, the non-ASCII
-/// characters it also holds, exit bytes.
-type ClassSliceKey = (u64, u128, Option<SliceChars>, [u64; 4]);
-
 /// The least budget from which a counter's members are taken by a
 /// [`ClassSlice`] rather than walked.
 const MIN_COUNTED_SLICE_BUDGET: u32 = 4;
@@ -539,78 +507,27 @@ const MIN_COUNTED_SLICE_BYTES: u32 = 48;
 /// 470 us with the counted walk, 185 with the slice).
 const MAX_CLASS_SLICE_EXITS: usize = 16384;
 
-/// Heap bytes the class slices may hold (Llama-3's are about 33 KB each).
-const SHARED_CLASS_SLICE_BYTES: usize = 16 << 20;
-
-/// A process-wide cache of values built from keys that mean the same in every
-/// grammar, emptied when the values it holds pass a byte bound.
-struct Shared<K, V> {
-    cache: Mutex<Option<SharedEntries<K, V>>>,
-}
-
-struct SharedEntries<K, V> {
-    built: FxHashMap<K, Arc<V>>,
-    /// Heap bytes the values hold.
-    bytes: usize,
-}
-
-impl<K: std::hash::Hash + Eq, V> Shared<K, V> {
-    const fn new() -> Self {
-        Shared {
-            cache: Mutex::new(None),
-        }
-    }
-
-    /// The value for `key`, built (outside the lock: other threads' lookups go
-    /// on) and kept on first use; `bytes` is what a value holds on the heap.
-    fn get_or_build(
-        &self,
-        key: K,
-        limit: usize,
-        bytes: impl Fn(&V) -> usize,
-        build: impl FnOnce() -> V,
-    ) -> Arc<V> {
-        let lock = || self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = lock().as_ref().and_then(|e| e.built.get(&key)) {
-            return Arc::clone(found);
-        }
-        let built = Arc::new(build());
-        let size = bytes(&built);
-        let mut guard = lock();
-        let entries = guard.get_or_insert_with(|| SharedEntries {
-            built: FxHashMap::default(),
-            bytes: 0,
-        });
-        if entries.bytes + size > limit {
-            entries.built.clear();
-            entries.bytes = 0;
-        }
-        entries.bytes += size;
-        Arc::clone(entries.built.entry(key).or_insert(built))
-    }
-
-    fn clear(&self) {
-        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-}
-
-/// Forgets every lexeme table and configuration mask built so far (the next
-/// grammars start cold).
-pub fn clear_shared_tables() {
-    SHARED_LEXEMES.clear();
-    SHARED_CONFIGURATIONS.clear();
-    SHARED_CLASS_SLICES.clear();
-}
-
 /// Per (grammar, vocabulary) pair: the lazily built caches of token masks.
 pub struct TokenTables {
     grammar: Arc<CompiledGrammar>,
     vocab: Arc<Vocabulary>,
+    /// What this grammar shares with the others over the same vocabulary.
+    shared: Arc<SharedTables>,
     configurations: Cache<LexerConfiguration, ConfigurationMasks>,
     lexemes: Cache<(TerminalId, State), LexemeMasks>,
     subtrees: Cache<(LexerConfiguration, u32), SubtreeMasks>,
     /// Candidate tokens the parser accepted, keyed by the matcher's future signature.
     accepted_candidates: Cache<Box<[u32]>, Vec<u32>>,
+}
+
+impl std::fmt::Debug for TokenTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenTables")
+            .field("grammar", &self.grammar)
+            .field("vocab", &self.vocab)
+            .field("cached_configurations", &self.cached_configurations())
+            .finish()
+    }
 }
 
 /// Most entries kept in the accepted-candidates cache; past it, results are simply
@@ -661,10 +578,23 @@ fn shift(ranks: std::ops::Range<usize>, base: usize) -> std::ops::Range<usize> {
 }
 
 impl TokenTables {
+    /// Tables of `grammar` over `vocab` that share nothing with other grammars
+    /// (a [`Compiler`](crate::Compiler) makes tables that do).
     pub fn new(grammar: Arc<CompiledGrammar>, vocab: Arc<Vocabulary>) -> TokenTables {
+        TokenTables::with_shared(grammar, vocab, Arc::new(SharedTables::default()))
+    }
+
+    /// Tables of `grammar` over `vocab` that take what other grammars built
+    /// before from `shared`, and leave there what they build.
+    pub fn with_shared(
+        grammar: Arc<CompiledGrammar>,
+        vocab: Arc<Vocabulary>,
+        shared: Arc<SharedTables>,
+    ) -> TokenTables {
         TokenTables {
             grammar,
             vocab,
+            shared,
             configurations: RwLock::new(FxHashMap::default()),
             lexemes: RwLock::new(FxHashMap::default()),
             subtrees: RwLock::new(FxHashMap::default()),
@@ -678,6 +608,11 @@ impl TokenTables {
 
     pub fn vocab(&self) -> &Arc<Vocabulary> {
         &self.vocab
+    }
+
+    /// What these tables share with other grammars' over the same vocabulary.
+    pub fn shared(&self) -> &Arc<SharedTables> {
+        &self.shared
     }
 
     /// Words in a mask over the vocabulary.
@@ -756,10 +691,9 @@ impl TokenTables {
             .collect();
         lexemes.sort_unstable();
         lexemes.dedup();
-        SHARED_CONFIGURATIONS.get_or_build(
+        self.shared.configurations.get_or_build(
             (self.vocab.id(), lexemes.into()),
-            SHARED_CONFIGURATION_BYTES,
-            ConfigurationMasks::memory_usage,
+            |key, masks| key.1.len() * std::mem::size_of::<(u128, State)>() + masks.memory_usage(),
             || self.build_configuration(configuration),
         )
     }
@@ -860,8 +794,8 @@ impl TokenTables {
         self.lexeme_masks(lexeme).match_nodes.clone()
     }
 
-    /// A lexeme's tables: from this grammar's cache, else the process's
-    /// ([`SHARED_LEXEMES`]), else built (and kept in both).
+    /// A lexeme's tables: from this grammar's cache, else the shared ones
+    /// ([`SharedTables`]), else built (and kept in both).
     fn lexeme_masks(&self, lexeme: (TerminalId, State)) -> Arc<LexemeMasks> {
         cached(&self.lexemes, lexeme, || self.shared_lexeme_masks(lexeme))
     }
@@ -871,8 +805,8 @@ impl TokenTables {
         self.shared_lexeme(fingerprint, lexeme.1, || self.build_lexeme(lexeme))
     }
 
-    /// The process-wide tables of the automaton `fingerprint` in `state`, built
-    /// by `build` on first use.
+    /// The shared tables of the automaton `fingerprint` in `state`, built by
+    /// `build` on first use.
     fn shared_lexeme(
         &self,
         fingerprint: u128,
@@ -880,7 +814,9 @@ impl TokenTables {
         build: impl FnOnce() -> LexemeMasks,
     ) -> Arc<LexemeMasks> {
         let key = (self.vocab.id(), fingerprint, state);
-        SHARED_LEXEMES.get_or_build(key, SHARED_LEXEME_BYTES, LexemeMasks::memory_usage, build)
+        self.shared
+            .lexemes
+            .get_or_build(key, |_, masks| masks.memory_usage(), build)
     }
 
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
@@ -1114,25 +1050,24 @@ impl TokenTables {
         Some(LexemeMasks::from_walk(trie, scratch, touched, &match_nodes))
     }
 
-    /// The [`ClassSlice`] of `class` (widened by `non_ascii`) with `exits`, shared
-    /// process-wide; `None` inside where too many tokens hold an exit.
+    /// The [`ClassSlice`] of `class` (widened by `non_ascii`) with `exits`, from
+    /// the shared tables; `None` inside where too many tokens hold an exit.
     fn class_slice(
         &self,
         class: u128,
         non_ascii: Option<SliceChars>,
         exits: [u64; 4],
     ) -> Arc<Option<ClassSlice>> {
-        SHARED_CLASS_SLICES.get_or_build(
+        self.shared.class_slices.get_or_build(
             (self.vocab.id(), class, non_ascii, exits),
-            SHARED_CLASS_SLICE_BYTES,
-            |slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
+            |_, slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
             || ClassSlice::new(&self.vocab, class, non_ascii, &exits, MAX_CLASS_SLICE_EXITS),
         )
     }
 
     /// The tables of a base-minus-excluded-strings lexeme (see
     /// [`ExcludedView`](crate::automaton::lexer::ExcludedView)): its base's
-    /// (shared process-wide) without the tokens that start with one of `rests`
+    /// (from the shared tables) without the tokens that start with one of `rests`
     /// (they die at its end), nor those tokens' match nodes.
     fn excluded_lexeme(
         &self,

@@ -8,7 +8,7 @@
 
 use regex_syntax::hir::Hir;
 
-use super::re;
+use super::PatternCache;
 
 /// Formats defined by the JSON Schema specification (draft 4 to 2020-12).
 const SPEC_FORMATS: &[&str] = &[
@@ -108,7 +108,7 @@ fn uri_parts() -> (String, String, String, String) {
 }
 
 /// The decoded-string regex of a supported format.
-pub(crate) fn format_hir(format: &str) -> Option<Hir> {
+pub(crate) fn format_hir(format: &str, cache: &PatternCache) -> Option<Hir> {
     let pattern = match format {
         "date" => DATE.to_string(),
         "time" => TIME.to_string(),
@@ -148,7 +148,7 @@ pub(crate) fn format_hir(format: &str) -> Option<Hir> {
         "relative-json-pointer" => "(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/]|~[01])*)*)".to_string(),
         _ => return None,
     };
-    Some(re(&pattern))
+    Some(cache.re(&pattern))
 }
 
 /// Deepest group nesting `format: "regex"` accepts (deeper ones are rejected).
@@ -220,7 +220,7 @@ mod tests {
     use super::*;
 
     fn m(f: &str, s: &str) -> bool {
-        super::super::pattern::build_matcher(&format_hir(f).unwrap())
+        super::super::pattern::build_matcher(&format_hir(f, &PatternCache::default()).unwrap())
             .unwrap()
             .is_match(s.as_bytes())
     }
@@ -256,7 +256,10 @@ mod tests {
                 && !m("uri", "//foo.bar")
                 && !m("uri", "http://x y")
         );
-        let regex = super::super::pattern::build_matcher(&format_hir("regex").unwrap()).unwrap();
+        let regex = super::super::pattern::build_matcher(
+            &format_hir("regex", &PatternCache::default()).unwrap(),
+        )
+        .unwrap();
         let m_regex = |s: &str| regex.is_match(s.as_bytes());
         for valid in [
             "",

@@ -27,6 +27,7 @@ mod names;
 mod number;
 mod object;
 mod pattern;
+mod pattern_cache;
 mod refs;
 mod source;
 mod string;
@@ -39,6 +40,7 @@ use std::rc::Rc;
 use crate::grammar::{Expr, Grammar, GrammarError, Hir, Rule, RuleId};
 use serde_json::Value;
 
+pub use pattern_cache::{PatternCache, DEFAULT_PATTERN_CACHE_BYTES};
 pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
 pub use types::Draft;
 
@@ -197,6 +199,16 @@ pub fn compile_schema(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<(Grammar, Vec<Warning>)> {
+    compile_schema_with(schema, options, &PatternCache::default())
+}
+
+/// [`compile_schema`] taking the patterns it meets from `cache` (and leaving the
+/// new ones there, for the next schemas compiled with it).
+pub fn compile_schema_with(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+    cache: &PatternCache,
+) -> Result<(Grammar, Vec<Warning>)> {
     let draft = types::Draft::of(schema)
         .or(options.default_draft)
         .unwrap_or(Draft::Draft202012);
@@ -209,6 +221,7 @@ pub fn compile_schema(
         memo: HashMap::default(),
         warnings: Vec::new(),
         patterns: HashMap::default(),
+        cache,
         any_rest: None,
     };
     let root_ref = Sref::root(schema, c.index.root_base.clone());
@@ -280,6 +293,8 @@ pub(crate) struct Compiler<'a> {
     pub warnings: Vec<Warning>,
     /// Pattern text -> whole-string regex, and a matcher built on demand.
     pub patterns: HashMap<String, (Hir, Option<Rc<regex_automata::meta::Regex>>)>,
+    /// What schemas compiled with the same cache share.
+    pub cache: &'a PatternCache,
     pub any_rest: Option<RuleId>,
 }
 
@@ -295,6 +310,8 @@ impl<'a> Compiler<'a> {
             memo: HashMap::default(),
             warnings: Vec::new(),
             patterns: HashMap::default(),
+            // One small cache per test compiler, kept for the test's lifetime.
+            cache: Box::leak(Box::default()),
             any_rest: None,
         }
     }
@@ -532,52 +549,4 @@ pub(crate) fn alt(mut items: Vec<Expr>) -> Expr {
         1 => items.pop().unwrap(),
         _ => Expr::Alt(items),
     }
-}
-
-/// Parses a regex in `regex-syntax`'s dialect (internal, trusted patterns).
-///
-/// Parses are remembered process-wide: the same few patterns (a string body, a
-/// number's digits) are parsed for every schema, and parsing them was about a
-/// third of a small schema's front-end time. Bounded by [`PARSED_PATTERNS`].
-pub(crate) fn re(pattern: &str) -> Hir {
-    static PARSED: Remembered<Hir> = std::sync::Mutex::new(None);
-    remembered(&PARSED, pattern, || {
-        regex_syntax::ParserBuilder::new()
-            .build()
-            .parse(pattern)
-            .unwrap_or_else(|e| panic!("internal regex {pattern:?}: {e}"))
-    })
-}
-
-/// A process-wide memo of values computed from strings (see [`remembered`]).
-pub(crate) type Remembered<V> = std::sync::Mutex<Option<HashMap<String, V>>>;
-
-/// Entries a [`Remembered`] memo keeps before starting over (numeric bounds make
-/// patterns of their own).
-const REMEMBERED_ENTRIES: usize = 1024;
-
-/// `build()`'s value for `key`, computed once per process while the memo holds it:
-/// a server compiling many schemas meets the same patterns again and again.
-pub(crate) fn remembered<V: Clone>(
-    memo: &Remembered<V>,
-    key: &str,
-    build: impl FnOnce() -> V,
-) -> V {
-    if let Some(found) = memo
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|m| m.get(key).cloned())
-    {
-        return found;
-    }
-    // Not held while building: other threads go on.
-    let value = build();
-    let mut guard = memo.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::default);
-    if map.len() >= REMEMBERED_ENTRIES {
-        map.clear();
-    }
-    map.insert(key.to_string(), value.clone());
-    value
 }

@@ -23,7 +23,7 @@ use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 use serde_json::Value;
 
 use super::types::{Node, T_FRAC, T_INT};
-use super::{alt, re, seq, Compiler, Result};
+use super::{alt, seq, Compiler, PatternCache, Result};
 
 /// An exact decimal: sign, integer digits (no leading zeros, `"0"` for zero),
 /// fraction digits (no trailing zeros).
@@ -525,8 +525,12 @@ const EXPONENT: &str = r"[eE](?:\+?[0-9]{1,2}|-[0-9]{1,3})";
 /// sign alone decides (exactly). Mantissa and exponent as in the unbounded number
 /// grammar, so the value stays within an f64. Zero with an exponent (`0e5`, `-0e1`)
 /// wherever zero is in range.
-fn sign_only_exponent_spellings(lo: Option<&(Dec, bool)>, hi: Option<&(Dec, bool)>) -> Vec<Hir> {
-    let nonzero = re(&format!(
+fn sign_only_exponent_spellings(
+    lo: Option<&(Dec, bool)>,
+    hi: Option<&(Dec, bool)>,
+    cache: &PatternCache,
+) -> Vec<Hir> {
+    let nonzero = cache.re(&format!(
         r"(?:[1-9][0-9]{{0,199}}(?:\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*){EXPONENT}"
     ));
     let mut out = Vec::new();
@@ -541,16 +545,16 @@ fn sign_only_exponent_spellings(lo: Option<&(Dec, bool)>, hi: Option<&(Dec, bool
     let zero_in = lo.is_none_or(|(d, s)| d.neg || d.is_zero() && !s)
         && hi.is_none_or(|(d, s)| !(d.neg || d.is_zero() && *s));
     if zero_in {
-        out.push(re(&format!(r"-?0(?:\.0+)?{EXPONENT}")));
+        out.push(cache.re(&format!(r"-?0(?:\.0+)?{EXPONENT}")));
     }
     out
 }
 
-fn exponent_spelling(e: i64) -> Hir {
+fn exponent_spelling(e: i64, cache: &PatternCache) -> Hir {
     let marker = digit_set(b"eE");
     let zeros = rep(lit("0"), 0, None);
     match e.cmp(&0) {
-        Ordering::Equal => Hir::concat(vec![marker, re(r"[+\-]?0+")]),
+        Ordering::Equal => Hir::concat(vec![marker, cache.re(r"[+\-]?0+")]),
         Ordering::Greater => Hir::concat(vec![
             marker,
             rep(lit("+"), 0, Some(1)),
@@ -626,7 +630,9 @@ impl<'a> Compiler<'a> {
                     "non-integer numbers (not: {type: integer}) with bounds or multipleOf",
                 )?;
             }
-            return Ok(Expr::Regex(re(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*")));
+            return Ok(Expr::Regex(
+                self.cache.re(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*"),
+            ));
         }
         if let Some(k) = decimals.filter(|_| !int_only) {
             if lo.is_some() || hi.is_some() {
@@ -637,18 +643,19 @@ impl<'a> Compiler<'a> {
                     "a decimal multipleOf together with minimum/maximum",
                 )?;
             }
-            return Ok(Expr::Regex(re(&format!(
-                r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{k}}}0*)?"
-            ))));
+            return Ok(Expr::Regex(
+                self.cache
+                    .re(&format!(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{k}}}0*)?")),
+            ));
         }
         if lo.is_none() && hi.is_none() {
             return Ok(Expr::Regex(
                 if int_only && !self.zero_fraction_is_integer() {
-                    re(r"-?(?:0|[1-9][0-9]{0,299})")
+                    self.cache.re(r"-?(?:0|[1-9][0-9]{0,299})")
                 } else if int_only {
-                    re(r"-?(?:0|[1-9][0-9]{0,299})(?:\.0+)?")
+                    self.cache.re(r"-?(?:0|[1-9][0-9]{0,299})(?:\.0+)?")
                 } else {
-                    re(&format!(
+                    self.cache.re(&format!(
                         r"-?(?:0|[1-9][0-9]{{0,199}})(?:\.[0-9]+)?(?:{EXPONENT})?"
                     ))
                 },
@@ -670,7 +677,7 @@ impl<'a> Compiler<'a> {
         }
         if d.is_zero() {
             // Zero times any power of ten.
-            let exponent = rep(re(r"[eE][+\-]?[0-9]+"), 0, Some(1));
+            let exponent = rep(self.cache.re(r"[eE][+\-]?[0-9]+"), 0, Some(1));
             return Ok(seq(vec![plain, Expr::Regex(exponent)]));
         }
         // d = 0.S x 10^q, S the digits from the first non-zero one.
@@ -686,7 +693,7 @@ impl<'a> Compiler<'a> {
                 continue;
             };
             if let Some(h) = positive_range(&m, false, Some((&m, false))) {
-                alts.push(Hir::concat(vec![h, exponent_spelling(e)]));
+                alts.push(Hir::concat(vec![h, exponent_spelling(e, self.cache)]));
             }
         }
         let mut exponent_forms = Hir::alternation(alts);
@@ -763,14 +770,18 @@ impl<'a> Compiler<'a> {
         // Closed ranges (and single values, which `number_literal` spells with
         // exponents itself) keep the plain spellings only.
         if !int_only && (lo.is_none() || hi.is_none()) {
-            alts.extend(sign_only_exponent_spellings(lo.as_ref(), hi.as_ref()));
+            alts.extend(sign_only_exponent_spellings(
+                lo.as_ref(),
+                hi.as_ref(),
+                self.cache,
+            ));
         }
         if alts.is_empty() {
             return Ok(super::nothing());
         }
         let mut h = Hir::alternation(alts);
         if int_only && self.zero_fraction_is_integer() {
-            h = Hir::concat(vec![h, rep(re(r"\.0+"), 0, Some(1))]);
+            h = Hir::concat(vec![h, rep(self.cache.re(r"\.0+"), 0, Some(1))]);
         }
         Ok(Expr::Regex(h))
     }
@@ -796,7 +807,7 @@ impl<'a> Compiler<'a> {
         let lo_i = int_lo.as_ref().map(|d| d.as_i128());
         let hi_i = int_hi.as_ref().map(|d| d.as_i128());
         let zero_frac = if self.zero_fraction_is_integer() {
-            rep(re(r"\.0+"), 0, Some(1))
+            rep(self.cache.re(r"\.0+"), 0, Some(1))
         } else {
             Hir::empty()
         };
@@ -925,9 +936,9 @@ impl<'a> Compiler<'a> {
         let mut alts = Vec::new();
         if allow_zero {
             alts.push(Expr::Regex(if self.opts.plain_integers {
-                re("0")
+                self.cache.re("0")
             } else {
-                re(r"-?0")
+                self.cache.re(r"-?0")
             }));
         }
         if allow_pos {

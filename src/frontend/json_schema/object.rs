@@ -226,7 +226,7 @@ impl<'a> Compiler<'a> {
             seq(vec![
                 Expr::literal(b"\""),
                 Expr::Repeat {
-                    expr: Box::new(Expr::Regex(super::string::any_char())),
+                    expr: Box::new(Expr::Regex(super::string::any_char(self.cache))),
                     min: 0,
                     max: None,
                 },

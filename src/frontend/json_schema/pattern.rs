@@ -359,7 +359,7 @@ pub(crate) fn build_matcher(h: &Hir) -> std::result::Result<regex_automata::meta
 }
 
 /// Heap bytes the search automaton of an unanchored pattern may take to stay one
-/// terminal (see [`search_automaton_is_small`]).
+/// terminal (see [`determinizes_within_budget`]).
 const SEARCH_DFA_BYTES: usize = 256 << 10;
 
 /// Whether the whole-string regex `h` of a pattern that searches (`.*P.*`, or
@@ -368,12 +368,9 @@ const SEARCH_DFA_BYTES: usize = 256 << 10;
 /// subset of the last 21 positions) keep each `.*` as a parser-level rule instead.
 /// One terminal is what the token tables are fast on: a `.*` rule ends after
 /// every character, so almost every token of the string would go to the parser.
-pub(crate) fn search_automaton_is_small(h: &Hir) -> bool {
-    static SMALL: super::Remembered<bool> = std::sync::Mutex::new(None);
-    super::remembered(&SMALL, &h.to_string(), || determinizes_within_budget(h))
-}
-
-fn determinizes_within_budget(h: &Hir) -> bool {
+/// Asked through [`PatternCache::search_automaton_is_small`](super::PatternCache),
+/// which remembers the verdicts.
+pub(crate) fn determinizes_within_budget(h: &Hir) -> bool {
     use regex_automata::dfa::{dense, StartKind};
     use regex_automata::nfa::thompson;
     let Ok(nfa) = thompson::Compiler::new()
@@ -400,7 +397,7 @@ mod tests {
 
     #[test]
     fn search_automata_of_common_patterns_are_small_and_exponential_ones_are_not() {
-        let small = |p: &str| search_automaton_is_small(&pattern_to_hir(p, 1000).unwrap());
+        let small = |p: &str| determinizes_within_budget(&pattern_to_hir(p, 1000).unwrap());
         assert!(small("[a-f0-9]{24}"));
         assert!(small(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}.\d{6}"));
         assert!(small("(.+/)?.+:.+"));

@@ -17,11 +17,11 @@ use crate::grammar::Expr;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
 use super::types::Node;
-use super::{alt, nothing, re, seq, Compiler, Result};
+use super::{alt, nothing, seq, Compiler, PatternCache, Result};
 
 /// One code point of a JSON string body, any encoding.
-pub(crate) fn any_char() -> Hir {
-    re(concat!(
+pub(crate) fn any_char(cache: &PatternCache) -> Hir {
+    cache.re(concat!(
         r#"[^"\\\x00-\x1F]"#,
         r#"|\\["\\/bfnrt]"#,
         r"|\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})",
@@ -559,7 +559,7 @@ impl<'a> Compiler<'a> {
             }
         }
         for (f, ptr) in &s.formats {
-            match super::format::format_hir(f) {
+            match super::format::format_hir(f, self.cache) {
                 Some(h) => regexes.push((h, "format", ptr.clone())),
                 None => {
                     self.unsupported("format", ptr, format!("format {f:?} is not supported"))?
@@ -588,7 +588,7 @@ impl<'a> Compiler<'a> {
         }
         let body = match regexes.pop() {
             None => Expr::Repeat {
-                expr: Box::new(Expr::Regex(any_char())),
+                expr: Box::new(Expr::Regex(any_char(self.cache))),
                 min: min as u32,
                 max: max.map(|m| m as u32),
             },
@@ -608,7 +608,7 @@ impl<'a> Compiler<'a> {
                         }
                     }
                 };
-                if contains_any_string(&h) && !super::pattern::search_automaton_is_small(&h) {
+                if contains_any_string(&h) && !self.cache.search_automaton_is_small(&h) {
                     let rest = self.any_rest_rule()?;
                     encode_hir_rest(&h, rest)
                 } else {

@@ -161,7 +161,7 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 for (f, ptr) in n.str.formats.clone() {
-                    match super::format::format_hir(&f) {
+                    match super::format::format_hir(&f, self.cache) {
                         Some(h) => {
                             let re = super::pattern::build_matcher(&h)
                                 .map_err(|e| self.limit(&ptr, e))?;

@@ -1,0 +1,152 @@
+//! Automata shared by the grammars compiled through one [`AutomatonCache`].
+//!
+//! A server compiling many schemas determinizes the automaton of a JSON number or
+//! string once, not once per schema: terminals are kept under keys that mean the
+//! same in every grammar (a regex's structural fingerprint, a counted repetition's
+//! parts, a literal chained onto a rest, a base minus excluded strings), with the
+//! [`LexerLimits`] they were built under. Each grammar takes a copy that shares
+//! the tables (`Arc`s inside [`Terminal`]) and sets its own label.
+//!
+//! The cache is an explicit object, held by a [`Compiler`](crate::Compiler) (or by
+//! whoever compiles), never a process-wide static: two compilers are independent,
+//! and a compiler's memory is bounded by its setting.
+//!
+//! ```
+//! use stencil::automaton::{AutomatonCache, LexerLimits};
+//! let cache = AutomatonCache::new(1 << 20);
+//! let hir = regex_syntax::parse("[0-9]+").unwrap();
+//! let a = cache.regex(&hir, &LexerLimits::default()).unwrap();
+//! let b = cache.regex(&hir, &LexerLimits::default()).unwrap();
+//! assert!(std::sync::Arc::ptr_eq(&a, &b));
+//! assert!(cache.memory_usage() <= 1 << 20);
+//! ```
+
+use std::sync::Arc;
+
+use regex_syntax::hir::Hir;
+
+use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal};
+use crate::cache::BoundedCache;
+
+/// The automata built so far, by what they recognise and the limits they were
+/// built under.
+#[derive(Debug)]
+pub struct AutomatonCache {
+    built: BoundedCache<(u128, usize, usize), Terminal>,
+}
+
+/// Heap bytes an [`AutomatonCache::default`] keeps.
+pub const DEFAULT_AUTOMATON_CACHE_BYTES: usize = 64 << 20;
+
+impl Default for AutomatonCache {
+    fn default() -> Self {
+        AutomatonCache::new(DEFAULT_AUTOMATON_CACHE_BYTES)
+    }
+}
+
+impl AutomatonCache {
+    /// An empty cache that keeps at most `limit` heap bytes of automata.
+    pub fn new(limit: usize) -> AutomatonCache {
+        AutomatonCache {
+            built: BoundedCache::new(limit),
+        }
+    }
+
+    /// [`Terminal::build`] of `hir`, shared (the label is left empty).
+    pub fn regex(&self, hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
+        self.regex_by(hir_fingerprint(hir), limits, || hir.clone())
+    }
+
+    /// [`AutomatonCache::regex`] for the regex whose structural fingerprint is
+    /// `fingerprint`: `hir` makes it only when the cache misses.
+    pub fn regex_by(
+        &self,
+        fingerprint: u128,
+        limits: &LexerLimits,
+        hir: impl FnOnce() -> Hir,
+    ) -> Result<Arc<Terminal>, String> {
+        self.get_or_build(fingerprint_of(&("regex", fingerprint)), limits, || {
+            Terminal::build(String::new(), &hir(), limits)
+        })
+    }
+
+    /// [`Terminal::counted`], shared (the label is left empty); the leaf and the
+    /// suffix are shared too.
+    pub fn counted(
+        &self,
+        leaf: &Hir,
+        min: u32,
+        max: u32,
+        suffix: &Hir,
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, String> {
+        let leaf = self.regex(leaf, limits)?;
+        let suffix = self.regex(suffix, limits)?;
+        let key = fingerprint_of(&(
+            "counted",
+            leaf.fingerprint(),
+            min,
+            max,
+            suffix.fingerprint(),
+        ));
+        self.get_or_build(key, limits, || {
+            let pattern = format!("(?:{}){{{min},{max}}}{}", leaf.pattern, suffix.pattern);
+            Terminal::counted(pattern, &leaf, min, max, &suffix)
+        })
+    }
+
+    /// [`Terminal::with_literal_prefix`], shared (the label is left empty; the
+    /// pattern is the literal's, then the suffix's).
+    pub fn with_literal_prefix(
+        &self,
+        literal: &[u8],
+        suffix: &Terminal,
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, String> {
+        let key = fingerprint_of(&("chain", suffix.fingerprint(), literal));
+        self.get_or_build(key, limits, || {
+            let pattern = format!("{}{}", Hir::literal(literal), suffix.pattern);
+            Ok(Terminal::with_literal_prefix(
+                String::new(),
+                pattern,
+                literal,
+                suffix,
+            ))
+        })
+    }
+
+    /// [`Terminal::excluding`], shared (the label is left empty): an object's
+    /// undeclared keys are the same language in every compile of its schema.
+    pub fn excluding(
+        &self,
+        base: &Arc<Terminal>,
+        excluded: &[Vec<u8>],
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, String> {
+        let key = fingerprint_of(&("excluding", base.fingerprint(), excluded));
+        self.get_or_build(key, limits, || {
+            Terminal::excluding(String::new(), base, excluded, limits)
+        })
+    }
+
+    /// Forgets every automaton (the next compiles start cold).
+    pub fn clear(&self) {
+        self.built.clear();
+    }
+
+    /// Heap bytes of the automata held (at most the cache's limit).
+    pub fn memory_usage(&self) -> usize {
+        self.built.memory_usage()
+    }
+
+    fn get_or_build(
+        &self,
+        key: u128,
+        limits: &LexerLimits,
+        build: impl FnOnce() -> Result<Terminal, String>,
+    ) -> Result<Arc<Terminal>, String> {
+        let key = (key, limits.nfa_bytes, limits.dfa_bytes);
+        self.built
+            .try_get_or_build(key, |_, terminal| terminal.memory_usage(), build)
+    }
+}

@@ -1,0 +1,194 @@
+//! The compiler: what grammars share for one vocabulary, in one explicit object.
+//!
+//! Grammars recur in parts: a JSON string body, a number, an object's remaining
+//! keys appear in schema after schema. A [`Compiler`] keeps what compiling them
+//! builds and what their token tables walk the vocabulary for (automata, lexeme
+//! and configuration tables, parsed patterns), so a second schema with a string
+//! property costs lookups where the first cost walks. It is the shape of
+//! llguidance's `ParserFactory` and XGrammar's `GrammarCompiler`: an engine holds
+//! one per vocabulary (a server with two models holds two, independent), bounds
+//! its memory with [`CompilerOptions::memory_limit`], and can [`Compiler::clear`]
+//! it. Nothing is kept anywhere else: grammars compiled by two compilers share
+//! nothing, and a fresh compiler is a cold start.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use stencil::matcher::TokenMatcher;
+//! use stencil::vocab::Vocabulary;
+//! use stencil::Compiler;
+//!
+//! let tokens = ["{", "}", "\"", "a", "b", ":", "1", "true", "</s>"];
+//! let vocab = Vocabulary::from_token_bytes(
+//!     tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
+//!     vec![(8, "</s>".into())],
+//!     vec![8],
+//! );
+//! let compiler = Compiler::new(Arc::new(vocab));
+//! let schema = serde_json::json!({"type": "boolean"});
+//! let grammar = compiler.compile_json_schema(&schema, &Default::default())?;
+//! let mut matcher = TokenMatcher::new(grammar);
+//! let mut mask = vec![0u32; 1];
+//! matcher.fill_next_token_bitmask(&mut mask);
+//! assert_eq!(mask[0], 1 << 7); // only `true` starts a boolean here
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::automaton::{AutomatonCache, CompileOptions, CompiledGrammar};
+use crate::frontend::gbnf::{self, GbnfOptions};
+use crate::frontend::json_schema::{self, JsonSchemaOptions, PatternCache, Warning};
+use crate::frontend::{self, Limits};
+use crate::grammar::Grammar;
+use crate::tables::{SharedTables, TokenTables};
+use crate::vocab::Vocabulary;
+use crate::Error;
+
+/// Settings of a [`Compiler`].
+#[derive(Debug, Clone)]
+pub struct CompilerOptions {
+    /// Bytes the compiler may keep for the grammars it compiled (what each
+    /// grammar holds on its own comes on top): a quarter for automata, a
+    /// sixteenth for parsed patterns, the rest for token tables. Past its share,
+    /// a part is emptied and built again as grammars need it.
+    pub memory_limit: usize,
+    /// How grammars are compiled to automata.
+    pub compile: CompileOptions,
+    /// Bounds on GBNF and regex sources.
+    pub limits: Limits,
+}
+
+/// The default [`CompilerOptions::memory_limit`].
+pub const DEFAULT_COMPILER_MEMORY: usize = 256 << 20;
+
+impl Default for CompilerOptions {
+    fn default() -> Self {
+        CompilerOptions {
+            memory_limit: DEFAULT_COMPILER_MEMORY,
+            compile: CompileOptions::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Compiles grammars for one vocabulary, sharing what they have in common.
+#[derive(Debug)]
+pub struct Compiler {
+    vocab: Arc<Vocabulary>,
+    options: CompilerOptions,
+    patterns: PatternCache,
+    automata: AutomatonCache,
+    tables: Arc<SharedTables>,
+}
+
+impl Compiler {
+    /// A compiler for `vocab` with default settings.
+    pub fn new(vocab: Arc<Vocabulary>) -> Compiler {
+        Compiler::with_options(vocab, CompilerOptions::default())
+    }
+
+    pub fn with_options(vocab: Arc<Vocabulary>, options: CompilerOptions) -> Compiler {
+        let limit = options.memory_limit;
+        let automata = limit / 4;
+        let patterns = limit / 16;
+        Compiler {
+            vocab,
+            patterns: PatternCache::new(patterns),
+            automata: AutomatonCache::new(automata),
+            tables: Arc::new(SharedTables::new(limit - automata - patterns)),
+            options,
+        }
+    }
+
+    pub fn vocab(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    pub fn options(&self) -> &CompilerOptions {
+        &self.options
+    }
+
+    /// A JSON Schema's grammar over this compiler's vocabulary. Keywords that
+    /// `options.lenient` lets through unenforced are dropped silently here; see
+    /// [`Compiler::compile_json_schema_with_warnings`].
+    pub fn compile_json_schema(
+        &self,
+        schema: &Value,
+        options: &JsonSchemaOptions,
+    ) -> Result<Arc<TokenTables>, Error> {
+        Ok(self.compile_json_schema_with_warnings(schema, options)?.0)
+    }
+
+    /// [`Compiler::compile_json_schema`], with the warnings for keywords that
+    /// `options.lenient` let through unenforced.
+    pub fn compile_json_schema_with_warnings(
+        &self,
+        schema: &Value,
+        options: &JsonSchemaOptions,
+    ) -> Result<(Arc<TokenTables>, Vec<Warning>), Error> {
+        let (grammar, warnings) =
+            json_schema::compile_schema_with(schema, options, &self.patterns)?;
+        Ok((self.compile_grammar(&grammar)?, warnings))
+    }
+
+    /// A GBNF grammar (llama.cpp's dialect; start rule `root`).
+    pub fn compile_gbnf(&self, source: &str) -> Result<Arc<TokenTables>, Error> {
+        self.compile_gbnf_from(source, "root")
+    }
+
+    /// A GBNF grammar with start rule `root`.
+    pub fn compile_gbnf_from(&self, source: &str, root: &str) -> Result<Arc<TokenTables>, Error> {
+        let options = GbnfOptions {
+            root: root.to_string(),
+            limits: self.options.limits.clone(),
+        };
+        self.compile_grammar(&gbnf::parse(source, &options)?)
+    }
+
+    /// A regex that the whole output must match.
+    pub fn compile_regex(&self, pattern: &str) -> Result<Arc<TokenTables>, Error> {
+        self.compile_grammar(&frontend::regex::parse(pattern, &self.options.limits)?)
+    }
+
+    /// A grammar in the IR (from any front-end).
+    pub fn compile_grammar(&self, grammar: &Grammar) -> Result<Arc<TokenTables>, Error> {
+        Ok(self.tables_for(Arc::new(self.compile_automaton(grammar)?)))
+    }
+
+    /// The byte-level automaton of `grammar` alone (for [`crate::check`] and
+    /// other byte-level uses), built from this compiler's automata.
+    pub fn compile_automaton(&self, grammar: &Grammar) -> Result<CompiledGrammar, Error> {
+        Ok(CompiledGrammar::compile_with(
+            grammar,
+            &self.options.compile,
+            &self.automata,
+        )?)
+    }
+
+    /// Token tables of an already compiled grammar over this compiler's
+    /// vocabulary, sharing this compiler's tables.
+    pub fn tables_for(&self, grammar: Arc<CompiledGrammar>) -> Arc<TokenTables> {
+        Arc::new(TokenTables::with_shared(
+            grammar,
+            Arc::clone(&self.vocab),
+            Arc::clone(&self.tables),
+        ))
+    }
+
+    /// Forgets everything kept so far: the next grammars start cold. Grammars
+    /// already compiled keep working (they hold what they use).
+    pub fn clear(&self) {
+        self.patterns.clear();
+        self.automata.clear();
+        self.tables.clear();
+    }
+
+    /// Bytes kept for the grammars compiled so far (at most
+    /// [`CompilerOptions::memory_limit`]).
+    pub fn memory_usage(&self) -> usize {
+        self.patterns.memory_usage() + self.automata.memory_usage() + self.tables.memory_usage()
+    }
+}
