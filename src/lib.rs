@@ -9,13 +9,16 @@
 //!   -> decode (candle models, chat templates, the batched generation loop)
 //! ```
 //!
-//! A front-end parses a user's grammar into the [`grammar`] IR; [`automaton`]
-//! compiles it once into an immutable [`CompiledGrammar`](automaton::CompiledGrammar)
-//! shared by all requests; a [`Matcher`](matcher::Matcher) holds one request's
-//! byte-level state over it, and a [`TokenMatcher`](matcher::TokenMatcher) adds the
-//! token level: next-token bitmasks over a [`Vocabulary`](vocab::Vocabulary), with
-//! the per-configuration work cached in [`TokenTables`](tables::TokenTables). [`check`] is the one-call "does this input match, and where does
-//! it fail" used by `stencil check`.
+//! A [`Compiler`] is what an engine holds per vocabulary: it owns what grammars
+//! share (automata, token tables, parsed patterns) within a memory limit, and
+//! compiles JSON Schema, GBNF and regexes into [`TokenTables`](tables::TokenTables):
+//! a front-end parses the source into the [`grammar`] IR, [`automaton`] compiles it
+//! into an immutable [`CompiledGrammar`] shared by all
+//! requests, bound to the [`Vocabulary`](vocab::Vocabulary). A
+//! [`TokenMatcher`](matcher::TokenMatcher) holds one request's state over it and
+//! fills next-token bitmasks; a [`Matcher`] is the same at the
+//! byte level. [`check`] is the one-call "does this input match, and where does it
+//! fail" used by `stencil check`.
 
 pub mod automaton;
 pub mod cache;
@@ -37,6 +40,11 @@ pub use automaton::{CompileOptions, CompiledGrammar};
 pub use compiler::{Compiler, CompilerOptions};
 pub use error::Error;
 pub use matcher::Matcher;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// Parses and compiles a GBNF grammar (start rule `root`) with default limits.
 pub fn compile_gbnf(source: &str) -> Result<Arc<CompiledGrammar>, Error> {

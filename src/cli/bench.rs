@@ -104,7 +104,7 @@ pub(super) trait Engine {
         Ok(())
     }
     fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String>;
-    /// Forgets what earlier compiles left process-wide, before a repeated run.
+    /// Forgets what earlier compiles left for later ones, before a repeated run.
     fn forget_earlier_runs(&self) {}
 }
 

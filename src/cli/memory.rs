@@ -14,7 +14,7 @@
 //! The CLI turns both off at start (`--allocator-defaults` keeps them): the heap
 //! then stays at its peak instead of shrinking, which a process that computes
 //! masks for a living wants anyway. Small pages alone still leave the tail to
-//! the heap's growth: the process-wide tables grow by a hundred megabytes over a
+//! the heap's growth: the compiler's shared tables grow by a hundred megabytes over a
 //! benchmark, a fresh page at a time, and a first-time configuration that lands
 //! on fresh pages took 50 us instead of 15. So `stencil bench` first faults in a
 //! pool of heap, in blocks the allocator carves its pages from again (one huge

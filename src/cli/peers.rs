@@ -149,7 +149,7 @@ impl Session for LlgSession {
 pub struct OutlinesCore {
     vocabulary: outlines_core::vocabulary::Vocabulary,
     /// The last schema's index: instances of one schema share it, as a server
-    /// would cache it (stencil keeps its tables process-wide too).
+    /// would cache it (stencil's compiler keeps its tables across schemas too).
     last: RefCell<Option<(String, Arc<outlines_core::index::Index>)>>,
 }
 
