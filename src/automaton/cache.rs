@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use regex_syntax::hir::Hir;
 
-use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal};
+use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal, TerminalError};
 use crate::cache::BoundedCache;
 
 /// The automata built so far, by what they recognise and the limits they were
@@ -53,7 +53,7 @@ impl AutomatonCache {
     }
 
     /// [`Terminal::build`] of `hir`, shared (the label is left empty).
-    pub fn regex(&self, hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, String> {
+    pub fn regex(&self, hir: &Hir, limits: &LexerLimits) -> Result<Arc<Terminal>, TerminalError> {
         self.regex_by(hir_fingerprint(hir), limits, || hir.clone())
     }
 
@@ -64,7 +64,7 @@ impl AutomatonCache {
         fingerprint: u128,
         limits: &LexerLimits,
         hir: impl FnOnce() -> Hir,
-    ) -> Result<Arc<Terminal>, String> {
+    ) -> Result<Arc<Terminal>, TerminalError> {
         self.get_or_build(fingerprint_of(&("regex", fingerprint)), limits, || {
             Terminal::build(String::new(), &hir(), limits)
         })
@@ -79,7 +79,7 @@ impl AutomatonCache {
         max: u32,
         suffix: &Hir,
         limits: &LexerLimits,
-    ) -> Result<Arc<Terminal>, String> {
+    ) -> Result<Arc<Terminal>, TerminalError> {
         let leaf = self.regex(leaf, limits)?;
         let suffix = self.regex(suffix, limits)?;
         let key = fingerprint_of(&(
@@ -102,7 +102,7 @@ impl AutomatonCache {
         literal: &[u8],
         suffix: &Terminal,
         limits: &LexerLimits,
-    ) -> Result<Arc<Terminal>, String> {
+    ) -> Result<Arc<Terminal>, TerminalError> {
         let key = fingerprint_of(&("chain", suffix.fingerprint(), literal));
         self.get_or_build(key, limits, || {
             let pattern = format!("{}{}", Hir::literal(literal), suffix.pattern);
@@ -122,7 +122,7 @@ impl AutomatonCache {
         base: &Arc<Terminal>,
         excluded: &[Vec<u8>],
         limits: &LexerLimits,
-    ) -> Result<Arc<Terminal>, String> {
+    ) -> Result<Arc<Terminal>, TerminalError> {
         let key = fingerprint_of(&("excluding", base.fingerprint(), excluded));
         self.get_or_build(key, limits, || {
             Terminal::excluding(String::new(), base, excluded, limits)
@@ -143,8 +143,8 @@ impl AutomatonCache {
         &self,
         key: u128,
         limits: &LexerLimits,
-        build: impl FnOnce() -> Result<Terminal, String>,
-    ) -> Result<Arc<Terminal>, String> {
+        build: impl FnOnce() -> Result<Terminal, TerminalError>,
+    ) -> Result<Arc<Terminal>, TerminalError> {
         let key = (key, limits.nfa_bytes, limits.dfa_bytes);
         self.built
             .try_get_or_build(key, |_, terminal| terminal.memory_usage(), build)

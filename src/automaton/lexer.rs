@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use regex_automata::dfa::Automaton;
 
-use crate::grammar::dfa::AnchoredDfa;
+use crate::grammar::dfa::{AnchoredDfa, DfaError};
 use regex_syntax::hir::Hir;
 
 /// A state of a terminal's automaton. [`DEAD`] is the state with no completion.
@@ -30,6 +30,25 @@ pub const LOOPED: State = 1 << 31;
 
 /// "Not on the counter" in [`Terminal::counted_class`]'s budgets.
 pub const NO_BUDGET: u32 = u32::MAX;
+
+/// Why a terminal's automaton could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TerminalError {
+    #[error(transparent)]
+    Dfa(#[from] DfaError),
+    /// The DFA has more reachable states than a state number holds.
+    #[error("too many DFA states")]
+    TooManyStates,
+    /// [`Terminal::counted`]'s preconditions do not hold.
+    #[error("{pattern}: {reason}")]
+    NotCountable {
+        pattern: String,
+        reason: &'static str,
+    },
+    /// A counted or excluding automaton past its size bound.
+    #[error("{pattern}: the automaton is too large")]
+    TooLarge { pattern: String },
+}
 
 /// Size bounds for building terminal automata.
 #[derive(Debug, Clone)]
@@ -638,7 +657,11 @@ impl Terminal {
                 })
     }
 
-    pub fn build(label: String, hir: &Hir, limits: &LexerLimits) -> Result<Terminal, String> {
+    pub fn build(
+        label: String,
+        hir: &Hir,
+        limits: &LexerLimits,
+    ) -> Result<Terminal, TerminalError> {
         let built = AnchoredDfa::build(
             std::slice::from_ref(hir),
             limits.nfa_bytes,
@@ -648,7 +671,7 @@ impl Terminal {
         let stride = built.representatives.len();
         let (order, raw_transitions) = built
             .reachable(usize::MAX)
-            .map_err(|()| "too many DFA states".to_string())?;
+            .map_err(|()| TerminalError::TooManyStates)?;
         let matching_raw: Vec<bool> = order
             .iter()
             .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
@@ -665,7 +688,7 @@ impl Terminal {
 
     /// `leaf{min,max}` then `suffix`, built directly: the states are (count,
     /// leaf state) pairs computed from one stored copy of the leaf's transitions
-    /// ([`Counter`]), then the suffix's stored states. Determinizing the same
+    /// (`Counter`), then the suffix's stored states. Determinizing the same
     /// regex unrolls the count (a `maxLength: 100` string body took 13.6 ms and a
     /// megabyte); this is the size of the leaf plus the suffix whatever `max`.
     /// Requires a leaf [countable](Terminal::can_count) that far and a suffix
@@ -677,23 +700,25 @@ impl Terminal {
         min: u32,
         max: u32,
         suffix: &Terminal,
-    ) -> Result<Terminal, String> {
+    ) -> Result<Terminal, TerminalError> {
+        let not_countable = |reason| TerminalError::NotCountable {
+            pattern: pattern.clone(),
+            reason,
+        };
         if !leaf.can_count(max) {
-            return Err(format!(
-                "{pattern}: the repeated part does not loop, or counts too far"
+            return Err(not_countable(
+                "the repeated part does not loop, or counts too far",
             ));
         }
         if min > max || max == 0 || suffix.start == DEAD {
-            return Err(format!("{pattern}: nothing to count"));
+            return Err(not_countable("nothing to count"));
         }
         let (classes, representatives) = classes_by(|b| {
             u16::from_be_bytes([leaf.classes[b as usize], suffix.classes[b as usize]])
         });
         let stride = representatives.len();
         if leaf.starts_like(suffix) {
-            return Err(format!(
-                "{pattern}: an iteration and the suffix start alike"
-            ));
+            return Err(not_countable("an iteration and the suffix start alike"));
         }
         // Leaf states inside an iteration (not DEAD, not a match: matches are final).
         let inner: Vec<State> = (1..leaf.state_count() as State)
@@ -707,7 +732,7 @@ impl Terminal {
         let shift = per_count.next_power_of_two().trailing_zeros();
         let counter_states = ((max as u64) << shift) + 1;
         if counter_states + suffix.state_count() as u64 > MAX_COUNTED_STATES {
-            return Err(format!("{pattern}: the counted automaton is too large"));
+            return Err(TerminalError::TooLarge { pattern });
         }
         let first: State = 1;
         let end = first + counter_states as State;
@@ -849,7 +874,7 @@ impl Terminal {
         base: &Arc<Terminal>,
         excluded: &[Vec<u8>],
         limits: &LexerLimits,
-    ) -> Result<Terminal, String> {
+    ) -> Result<Terminal, TerminalError> {
         // The trie: children sorted by byte, whether a string ends at the node,
         // and (for the view) its depth and run of the sorted strings.
         let mut sorted: Vec<&[u8]> = excluded.iter().map(Vec::as_slice).collect();
@@ -918,7 +943,9 @@ impl Terminal {
                 raw_transitions.push(target);
             }
             if states.len() * stride * std::mem::size_of::<State>() > limits.dfa_bytes {
-                return Err("the automaton of a leaf minus excluded strings is too large".into());
+                return Err(TerminalError::TooLarge {
+                    pattern: format!("({}) except {} strings", base.pattern, excluded.len()),
+                });
             }
         }
         let matching_raw: Vec<bool> = states
@@ -2033,7 +2060,7 @@ mod tests {
         all
     }
 
-    fn counted(leaf: &str, min: u32, max: u32, suffix: &str) -> Result<Terminal, String> {
+    fn counted(leaf: &str, min: u32, max: u32, suffix: &str) -> Result<Terminal, TerminalError> {
         Terminal::counted(String::new(), &terminal(leaf), min, max, &terminal(suffix))
     }
 

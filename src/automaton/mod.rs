@@ -4,7 +4,7 @@
 //! A [`CompiledGrammar`] is immutable and meant to be shared (`Arc`) by every request
 //! that uses it; all per-request state lives in [`crate::matcher`]. Compilation:
 //!
-//! 1. [`lower`] turns the IR into productions, fusing regular parts into terminals
+//! 1. `lower` turns the IR into productions, fusing regular parts into terminals
 //!    and keeping large counted repetitions as [`Symbol::Repeat`] counters;
 //! 2. [`lexer`] builds one anchored DFA per terminal under size limits;
 //! 3. here: nullable and productive symbols are computed, and productions that can
@@ -24,7 +24,7 @@ pub mod shortest;
 use std::fmt;
 
 pub use cache::{AutomatonCache, DEFAULT_AUTOMATON_CACHE_BYTES};
-pub use lexer::{LexerLimits, State, Terminal, DEAD};
+pub use lexer::{LexerLimits, State, Terminal, TerminalError, DEAD};
 pub use permutation::{Permutation, PermutationId, Progress};
 
 use regex_syntax::hir::{Hir, HirKind};
@@ -95,8 +95,11 @@ impl Default for CompileOptions {
 pub enum CompileError {
     #[error(transparent)]
     Grammar(#[from] GrammarError),
-    #[error("terminal `{terminal}` cannot be compiled within the limits: {message}")]
-    Terminal { terminal: String, message: String },
+    #[error("terminal `{terminal}` cannot be compiled within the limits: {error}")]
+    Terminal {
+        terminal: String,
+        error: TerminalError,
+    },
     #[error("a permutation item matches the empty string: `{item}` (items must not be empty)")]
     EmptyPermutationItem { item: String },
 }
@@ -157,10 +160,10 @@ impl CompiledGrammar {
                 .terminals
                 .iter()
                 .map(|(label, source)| {
-                    build_terminal(label, source, &options.lexer, automata).map_err(|message| {
+                    build_terminal(label, source, &options.lexer, automata).map_err(|error| {
                         CompileError::Terminal {
                             terminal: label.chars().take(80).collect(),
-                            message,
+                            error,
                         }
                     })
                 })
@@ -447,7 +450,7 @@ fn build_terminal(
     source: &TerminalSource,
     limits: &LexerLimits,
     automata: &AutomatonCache,
-) -> Result<(Terminal, Option<(u128, State)>), String> {
+) -> Result<(Terminal, Option<(u128, State)>), TerminalError> {
     let (hir, fingerprint) = match source {
         TerminalSource::Regex(hir, fingerprint) => (hir, *fingerprint),
         TerminalSource::Excluding(e) => {
@@ -491,7 +494,7 @@ fn chained(
     rest: &Terminal,
     limits: &LexerLimits,
     automata: &AutomatonCache,
-) -> Result<(Terminal, Option<(u128, State)>), String> {
+) -> Result<(Terminal, Option<(u128, State)>), TerminalError> {
     let shared = (rest.fingerprint(), rest.state_count() as State);
     let terminal = named(&automata.with_literal_prefix(literal, rest, limits)?, label);
     Ok((terminal, Some(shared)))

@@ -26,10 +26,25 @@ pub(crate) struct AnchoredDfa {
     pub representatives: Vec<u8>,
 }
 
+/// Why [`AnchoredDfa::build`] gave up: `regex-automata`'s own message, by stage
+/// (its errors carry no more structure that a caller could act on).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DfaError {
+    /// The Thompson NFA (past its size limit, or a construct it cannot build).
+    #[error("NFA: {0}")]
+    Nfa(String),
+    /// Determinization (past its size limit).
+    #[error("DFA: {0}")]
+    Dfa(String),
+    /// The anchored start state.
+    #[error("DFA start state: {0}")]
+    Start(String),
+}
+
 impl AnchoredDfa {
     /// One DFA over all `patterns` (pattern ids in slice order); the NFA and the DFA
     /// (with its determinization) are bounded in heap bytes.
-    pub fn build(patterns: &[Hir], nfa_bytes: usize, dfa_bytes: usize) -> Result<Self, String> {
+    pub fn build(patterns: &[Hir], nfa_bytes: usize, dfa_bytes: usize) -> Result<Self, DfaError> {
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
@@ -38,7 +53,7 @@ impl AnchoredDfa {
                     .nfa_size_limit(Some(nfa_bytes)),
             )
             .build_many_from_hir(patterns)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| DfaError::Nfa(e.to_string()))?;
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -49,10 +64,10 @@ impl AnchoredDfa {
                     .determinize_size_limit(Some(dfa_bytes)),
             )
             .build_from_nfa(&nfa)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| DfaError::Dfa(e.to_string()))?;
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| DfaError::Start(e.to_string()))?;
         let byte_classes = dfa.byte_classes();
         let mut classes = [0u8; 256];
         let mut representatives: Vec<u8> = Vec::new();

@@ -67,7 +67,8 @@ impl NameAutomaton {
     ) -> Result<NameAutomaton, String> {
         let mut all = vec![body.clone(), declared.clone()];
         all.extend(patterns.iter().cloned());
-        let built = AnchoredDfa::build(&all, limits.bytes, limits.bytes)?;
+        let built =
+            AnchoredDfa::build(&all, limits.bytes, limits.bytes).map_err(|e| e.to_string())?;
         let (dfa, classes) = (&built.dfa, built.classes);
         let stride = built.representatives.len();
         let (order, transitions) = built.reachable(limits.states).map_err(|()| {
