@@ -2,7 +2,7 @@
 //! whether the prefix is viable or accepting, which bytes may come next, and roll
 //! back.
 //!
-//! The state is an Earley chart (see [`chart`]) plus, for every byte position, the
+//! The state is an Earley chart (see `chart`) plus, for every byte position, the
 //! *lexemes* alive there: a terminal that some parse item expects, the set where it
 //! started, and its DFA state. A byte advances every lexeme's DFA; a lexeme that
 //! reaches a match completes its terminal, which opens a new chart set at that

@@ -16,7 +16,7 @@
 //!   prefix counts, so the matcher's walk over the vocabulary trie skips, in O(1),
 //!   every subtree without a candidate and every subtree whose prefix it rejects.
 //!
-//! A lexeme may be [`LOOPED`](crate::automaton::lexer::LOOPED): the matcher's
+//! A lexeme may be [`LOOPED`]: the matcher's
 //! [`token_configuration`](crate::matcher::Matcher::token_configuration) marks a
 //! terminal that is one iteration of a repetition far from its bound, and its
 //! table reads the terminal repeated (a `maxLength` string body as one loop).
@@ -722,7 +722,7 @@ impl TokenTables {
     }
 
     /// The masks of `configuration` over the descendants of trie node `node`,
-    /// computed on first use (at most [`MAX_SUBTREE_ENTRIES`] kept).
+    /// computed on first use (at most `MAX_SUBTREE_ENTRIES` kept).
     pub fn subtree_masks(
         &self,
         configuration: &[(TerminalId, State)],

@@ -251,7 +251,7 @@ impl TokenTrie {
 
     /// The tokens at most `len` bytes long, as bits by rank (bit `r % 32` of word
     /// `r / 32`): what a counter with `len` bytes left allows among tokens made of
-    /// its class. `None` from [`SHORT_TOKEN_LENGTHS`] up to the longest token.
+    /// its class. `None` from `SHORT_TOKEN_LENGTHS` up to the longest token.
     #[inline]
     pub fn ranks_up_to_len(&self, len: usize) -> Option<&[u32]> {
         if len >= self.max_depth {

@@ -9,9 +9,9 @@
 //! lenient policy for keywords that are not enforced.
 //!
 //! The pipeline for one value position is: collect the subschemas that apply there
-//! ([`types`]: keywords merged into one conjunctive [`types::Node`], `allOf` and
-//! `$ref` inlined, `anyOf`/`oneOf` distributed by [`combinators`]), then emit one
-//! expression per JSON type ([`string`], [`number`], [`object`], [`array`]).
+//! (`types`: keywords merged into one conjunctive `types::Node`, `allOf` and
+//! `$ref` inlined, `anyOf`/`oneOf` distributed by `combinators`), then emit one
+//! expression per JSON type (`string`, `number`, `object`, `array`).
 //! Children (property values, array items) are compiled lazily as their own rules.
 //!
 //! Soundness rule: the grammar may reject some valid documents (documented
