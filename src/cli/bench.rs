@@ -22,6 +22,8 @@ use stencil::matcher::TokenMatcher;
 use stencil::vocab::Vocabulary;
 use stencil::{Compiler, CompilerOptions};
 
+use super::engine::{Engine, GrammarSpec, Session};
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// tokenizer.json (or .json.gz) of the vocabulary to mask over.
@@ -88,36 +90,6 @@ pub(super) struct Workload {
     grammar: GrammarSpec,
     /// (text, is it valid)
     instances: Vec<(Vec<u8>, bool)>,
-}
-
-pub(super) enum GrammarSpec {
-    Gbnf(String),
-    JsonSchema(Value),
-}
-
-/// A constraint engine under measurement.
-pub(super) trait Engine {
-    fn name(&self) -> &'static str;
-    /// Whether the bench runs this grammar on the engine at all, asked before the
-    /// compile is timed (a peer's budget check must not count as its compile).
-    fn admits(&self, _grammar: &GrammarSpec) -> Result<(), String> {
-        Ok(())
-    }
-    fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String>;
-    /// Forgets what earlier compiles left for later ones, before a repeated run.
-    fn forget_earlier_runs(&self) {}
-}
-
-/// One request's state in an engine.
-pub(super) trait Session {
-    /// Computes the mask into `mask` (words over the vocabulary).
-    fn fill_mask(&mut self, mask: &mut [u32]);
-    /// Consumes `token`; false when the engine refuses it.
-    fn consume(&mut self, token: u32) -> bool;
-    fn is_accepting(&mut self) -> bool;
-    fn memory_bytes(&self) -> usize {
-        0
-    }
 }
 
 /// stencil through one [`Compiler`] per run, as an engine holds one per

@@ -7,6 +7,7 @@ mod bench;
 #[cfg(feature = "decode")]
 mod bench_decode;
 mod check;
+mod engine;
 #[cfg(feature = "decode")]
 mod generate;
 mod grammar;

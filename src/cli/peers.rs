@@ -9,7 +9,7 @@ use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{ApproximateTokEnv, TokEnv, TokRxInfo, TokTrie};
 use llguidance::{Matcher, ParserFactory};
 
-use super::bench::{Engine, GrammarSpec, Session};
+use super::engine::{Engine, GrammarSpec, Session};
 use stencil::automaton::{CompiledGrammar, Symbol};
 use stencil::vocab::Vocabulary;
 
