@@ -14,8 +14,6 @@ mod grammar;
 mod memory;
 #[cfg(feature = "peers")]
 mod peers;
-#[cfg(feature = "decode")]
-mod requests;
 
 use clap::{Parser, Subcommand};
 

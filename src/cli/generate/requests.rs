@@ -24,8 +24,8 @@ use stencil::decode::{Generator, Request};
 use stencil::tables::TokenTables;
 use stencil::Compiler;
 
-use super::generate::GenerateArgs;
-use super::grammar::{GrammarSource, JSON_GBNF};
+use super::request::{build_request, gbnf_prompt, regex_prompt, schema_prompt, GenerateArgs};
+use crate::cli::grammar::{GrammarSource, JSON_GBNF};
 
 /// One line of the requests file.
 #[derive(Deserialize, Debug, Default)]
@@ -135,14 +135,14 @@ impl RequestLine {
 /// The user message for a line that names a grammar but no prompt.
 fn default_prompt(source: &GrammarSource, root: &str) -> String {
     match source {
-        GrammarSource::Schema(_, schema) => super::generate::schema_prompt(
-            &serde_json::to_string_pretty(schema).unwrap_or_default(),
-        ),
+        GrammarSource::Schema(_, schema) => {
+            schema_prompt(&serde_json::to_string_pretty(schema).unwrap_or_default())
+        }
         GrammarSource::Gbnf(_, text) if text == JSON_GBNF => {
             "Write one JSON document. Reply with the JSON only.".into()
         }
-        GrammarSource::Gbnf(_, text) => super::generate::gbnf_prompt(text.trim(), root),
-        GrammarSource::Regex(regex) => super::generate::regex_prompt(regex),
+        GrammarSource::Gbnf(_, text) => gbnf_prompt(text.trim(), root),
+        GrammarSource::Regex(regex) => regex_prompt(regex),
     }
 }
 
@@ -190,7 +190,7 @@ pub fn build_requests(
                 merged.prompt = Some(default_prompt(&source, &args.grammar.root));
             }
         }
-        let request = super::generate::build_request(&merged, generator, tables)
+        let request = build_request(&merged, generator, tables)
             .map_err(|e| format!("request {index}: {e}"))?;
         requests.push(request);
     }

@@ -1,55 +1,47 @@
-//! `stencil generate [--model PATH] (--schema FILE | --gbnf FILE | --regex PATTERN | --json)
-//! [--prompt TEXT | --prompt-file FILE] [--max-tokens N] [--seed N] [--temperature T]
-//! [--top-p P] [--top-k K] [--min-p P] [--preset reference|hf|vllm|llama.cpp] [--stream]
-//! [--trace FILE] [--output-json]`
-//!
-//! Without `--model`, the built-in default model (SmolLM2-135M-Instruct, Q4_1 GGUF) is
-//! used, fetched into the cache on first use. The prompt goes through the model's chat
-//! template unless `--raw`. Exit 0 when the output is complete (`finish_reason` stop),
-//! 1 when it stopped early (length, error), 2 when the request itself is wrong.
+//! One request of `stencil generate`: its flags ([`GenerateArgs`]), the model they
+//! name, the prompt (the chat template, or a default prompt that asks for the
+//! grammar's output) and the sampling settings, turned into a decode
+//! [`Request`]. Both the single request and each line of `--requests` are built
+//! here.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use serde_json::json;
 
 use stencil::decode::{
-    self, fetch, render_chat, Event, Generation, Generator, Message, Model, ModelTokenizer, Request,
+    self, fetch, render_chat, Generator, Message, Model, ModelTokenizer, Request,
 };
-use stencil::grammar::Grammar;
 use stencil::matcher::StopPolicy;
 use stencil::sampling::config::SamplingConfig;
 use stencil::sampling::order::OrderSpec;
 use stencil::tables::TokenTables;
-use stencil::Compiler;
 
-use super::grammar::{GrammarArgs, JSON_GBNF};
+use crate::cli::grammar::GrammarArgs;
 
 #[derive(Args, Debug, Clone)]
 #[command(group(clap::ArgGroup::new("grammar")))]
 pub struct GenerateArgs {
     /// GGUF file or safetensors folder; the built-in default model when absent.
     #[arg(long, value_name = "PATH")]
-    model: Option<PathBuf>,
+    pub(super) model: Option<PathBuf>,
     /// tokenizer.json to use instead of the one beside the model or in the GGUF.
     #[arg(long, value_name = "FILE")]
-    tokenizer: Option<PathBuf>,
+    pub(super) tokenizer: Option<PathBuf>,
     /// Where the model runs: auto (the first CUDA GPU in a `cuda` build, else the
     /// CPU), cpu, cuda or cuda:N.
     #[arg(long, value_name = "DEVICE", default_value = "auto")]
-    device: String,
+    pub(super) device: String,
     #[command(flatten)]
     pub(super) grammar: GrammarArgs,
     /// Any JSON value (the built-in JSON grammar).
     #[arg(long = "json", group = "grammar")]
-    json_grammar: bool,
+    pub(super) json_grammar: bool,
     /// Many requests as one batch: a JSON object per line whose keys override these
     /// flags (prompt, schema, gbnf, regex, json, raw, max_tokens, seed, temperature,
     /// top_p, top_k, min_p, preset); prints one --output-json object per line.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
-    requests: Option<PathBuf>,
+    pub(super) requests: Option<PathBuf>,
     /// The user message (a default asking for the grammar's output when absent).
     #[arg(long, value_name = "TEXT", conflicts_with = "prompt_file")]
     pub(super) prompt: Option<String>,
@@ -76,30 +68,30 @@ pub struct GenerateArgs {
     pub(super) preset: Option<String>,
     /// What may follow once the grammar accepts.
     #[arg(long, value_enum, default_value = "stop")]
-    stop_policy: StopPolicyArg,
+    pub(super) stop_policy: StopPolicyArg,
     /// Sample every token, even those the grammar forces.
     #[arg(long)]
-    no_jump_forward: bool,
+    pub(super) no_jump_forward: bool,
     /// Do not force the output closed when max_tokens is about to run out.
     #[arg(long)]
-    no_budget_steering: bool,
+    pub(super) no_budget_steering: bool,
     /// Print text as it is generated (with --output-json or --requests: JSON lines
     /// `{"index": i, "delta": text}` before the final objects).
     #[arg(long)]
-    stream: bool,
+    pub(super) stream: bool,
     /// Report the N most likely alternatives per token (raw and selected layers).
     #[arg(long, value_name = "N", default_value_t = 0)]
-    logprobs: usize,
+    pub(super) logprobs: usize,
     /// Write the sampling pipeline's per-step trace (JSON lines).
     #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
+    pub(super) trace: Option<PathBuf>,
     /// Print one JSON object: text, finish_reason, grammar_complete, tokens, timings.
     #[arg(long)]
-    output_json: bool,
+    pub(super) output_json: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum StopPolicyArg {
+pub(super) enum StopPolicyArg {
     Stop,
     AllowContinue,
     TrailingWhitespaceThenEos,
@@ -178,7 +170,7 @@ pub(super) fn regex_prompt(regex: &str) -> String {
     format!("Write text that matches the regular expression `{regex}`. Reply with the text only.")
 }
 
-fn sampling_config(args: &GenerateArgs) -> SamplingConfig {
+pub(super) fn sampling_config(args: &GenerateArgs) -> SamplingConfig {
     SamplingConfig {
         order: args.preset.clone().map(OrderSpec::Preset),
         seed: Some(args.seed),
@@ -199,17 +191,10 @@ impl GenerateArgs {
         }
     }
 
-    fn has_grammar(&self) -> bool {
+    pub(super) fn has_grammar(&self) -> bool {
         let g = &self.grammar;
         self.json_grammar || g.schema.is_some() || g.gbnf.is_some() || g.regex.is_some()
     }
-}
-
-/// The grammar, read before the model loads so that a bad one fails at once.
-fn read_grammar(args: &GenerateArgs) -> Result<Grammar, String> {
-    args.grammar_for_generation()
-        .grammar(args.json_grammar.then_some(JSON_GBNF))
-        .map_err(|e| format!("invalid grammar: {e}"))
 }
 
 pub(super) fn build_request(
@@ -239,189 +224,4 @@ pub(super) fn build_request(
         trace: args.trace.is_some(),
         budget_steering: !args.no_budget_steering,
     })
-}
-
-/// What `--stream` prints as text arrives: the text itself, or with `--output-json`
-/// (and always for `--requests`) one `{"index": i, "delta": text}` line per piece,
-/// before the final objects. Without `--stream`, nothing.
-fn stream_sink(stream: bool, as_json: bool) -> impl FnMut(Event<'_>) {
-    move |event: Event<'_>| {
-        if !stream {
-            return;
-        }
-        let Event::Text { request, text } = event;
-        let mut out = std::io::stdout().lock();
-        let _ = if as_json {
-            writeln!(out, "{}", json!({"index": request, "delta": text}))
-        } else {
-            out.write_all(text.as_bytes())
-        };
-        let _ = out.flush();
-    }
-}
-
-/// Prints the error and gives the exit code of a wrong request.
-fn bad_request(e: String) -> i32 {
-    eprintln!("error: {e}");
-    2
-}
-
-pub fn run(args: &GenerateArgs) -> i32 {
-    if args.requests.is_none() && !args.has_grammar() {
-        return bad_request(
-            "give one of --schema, --gbnf, --regex, --json (or --requests FILE)".into(),
-        );
-    }
-    // Grammars and request lines are checked before the model loads: a bad one fails
-    // in milliseconds, not after a download.
-    let grammar = if args.has_grammar() {
-        match read_grammar(args) {
-            Ok(g) => Some(g),
-            Err(e) => return bad_request(e),
-        }
-    } else {
-        None
-    };
-    let lines = match &args.requests {
-        Some(path) => match super::requests::read_lines(path) {
-            Ok(lines) => Some(lines),
-            Err(e) => return bad_request(e),
-        },
-        None => None,
-    };
-    let generator = match load_generator(
-        args.model.as_deref(),
-        args.tokenizer.as_deref(),
-        &args.device,
-    ) {
-        Ok(g) => g,
-        Err(e) => return bad_request(e),
-    };
-    // One compiler for the run: the grammars of a requests file share with it.
-    let compiler = Compiler::new(Arc::clone(generator.tokenizer().vocab()));
-    let tables = match grammar.map(|g| compiler.compile_grammar(&g)).transpose() {
-        Ok(tables) => tables,
-        Err(e) => return bad_request(format!("invalid grammar: {e}")),
-    };
-    if let Some(lines) = lines {
-        return run_batch(args, &lines, &generator, &compiler, tables);
-    }
-    let Some(tables) = tables else {
-        unreachable!("checked above: a grammar or --requests")
-    };
-    let request = match build_request(args, &generator, tables) {
-        Ok(r) => r,
-        Err(e) => return bad_request(e),
-    };
-    let mut sink = stream_sink(args.stream, args.output_json);
-    let generation = match generator.generate(request, &mut sink) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
-    if let Some(path) = &args.trace {
-        if let Err(e) = write_trace(path, &generation) {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            return 2;
-        }
-    }
-    report(args, &generation)
-}
-
-fn write_trace(path: &Path, generation: &Generation) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for step in &generation.trace {
-        serde_json::to_writer(&mut out, step)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()
-}
-
-/// The `--output-json` object of one generation.
-fn generation_json(g: &Generation, logprobs: bool) -> serde_json::Value {
-    let mut value = json!({
-        "text": g.text,
-        "finish_reason": g.finish_reason,
-        "grammar_complete": g.grammar_complete,
-        "tokens": g.tokens.len(),
-        "timings": g.timings,
-    });
-    if let Some(e) = &g.error {
-        value["error"] = json!(e);
-    }
-    if logprobs {
-        value["logprobs"] = json!(g.logprobs);
-    }
-    value
-}
-
-/// `--requests`: every line as one batch, one JSON object per line in input order.
-/// Exit 0 when every request stopped, 1 when any ran out of tokens or failed.
-fn run_batch(
-    args: &GenerateArgs,
-    lines: &[super::requests::RequestLine],
-    generator: &Generator,
-    compiler: &Compiler,
-    tables: Option<Arc<TokenTables>>,
-) -> i32 {
-    let requests = match super::requests::build_requests(args, lines, generator, compiler, tables) {
-        Ok(r) => r,
-        Err(e) => return bad_request(e),
-    };
-    let mut sink = stream_sink(args.stream, true);
-    let generations = match generator.generate_batch(requests, &mut sink) {
-        Ok(g) => g,
-        Err(e) => return bad_request(e.to_string()),
-    };
-    let mut all_stopped = true;
-    for (index, g) in generations.iter().enumerate() {
-        all_stopped &= g.finish_reason == stencil::decode::FinishReason::Stop;
-        let mut value = json!({"index": index});
-        if let (Some(object), serde_json::Value::Object(fields)) =
-            (value.as_object_mut(), generation_json(g, args.logprobs > 0))
-        {
-            object.extend(fields);
-        }
-        println!("{value}");
-    }
-    if all_stopped {
-        0
-    } else {
-        1
-    }
-}
-
-fn report(args: &GenerateArgs, g: &Generation) -> i32 {
-    if args.output_json {
-        println!("{}", generation_json(g, args.logprobs > 0));
-    } else {
-        if args.stream {
-            println!();
-        } else {
-            println!("{}", g.text);
-        }
-        if args.logprobs > 0 {
-            for l in &g.logprobs {
-                eprintln!("{}", json!(l));
-            }
-        }
-        let t = &g.timings;
-        eprintln!(
-            "finish_reason: {:?}, grammar_complete: {}, {} tokens ({} forced) in {} forward passes, \
-             {:.1} tokens/s{}",
-            g.finish_reason,
-            g.grammar_complete,
-            g.tokens.len(),
-            t.forced_tokens,
-            t.forward_passes,
-            t.tokens_per_second,
-            g.error.as_ref().map(|e| format!(", error: {e}")).unwrap_or_default()
-        );
-    }
-    match g.finish_reason {
-        stencil::decode::FinishReason::Stop => 0,
-        _ => 1,
-    }
 }
