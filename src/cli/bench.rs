@@ -8,7 +8,7 @@
 //! noisy machine. Each step's mask is fingerprinted (text tokens only) and compared
 //! across engines: differing steps are counted as disagreements.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::sync::Arc;
@@ -99,8 +99,6 @@ struct Stencil {
     options: CompilerOptions,
     cold: bool,
     compiler: RefCell<Arc<Compiler>>,
-    /// The most the compiler held after a compile.
-    compiler_memory_max: Cell<usize>,
 }
 
 impl Stencil {
@@ -111,7 +109,6 @@ impl Stencil {
             options,
             cold,
             compiler: RefCell::new(Arc::new(compiler)),
-            compiler_memory_max: Cell::new(0),
         }
     }
 
@@ -147,8 +144,6 @@ impl Engine for Stencil {
             }
         }
         .map_err(|e| e.to_string())?;
-        let held = compiler.memory_usage().max(self.compiler_memory_max.get());
-        self.compiler_memory_max.set(held);
         Ok(Box::new(StencilSession {
             matcher: TokenMatcher::new(tables),
         }))
@@ -156,6 +151,10 @@ impl Engine for Stencil {
 
     fn forget_earlier_runs(&self) {
         self.fresh_compiler();
+    }
+
+    fn shared_memory_bytes(&self) -> usize {
+        self.compiler.borrow().memory_usage()
     }
 }
 
@@ -188,6 +187,8 @@ struct Tally {
     valid_rejected: usize,
     invalid_accepted: usize,
     memory: Vec<usize>,
+    /// What the engine kept for all grammars, after each instance.
+    shared_memory: Vec<usize>,
     /// Per workload, per instance, per step: a fingerprint of the mask.
     fingerprints: Vec<Vec<Vec<u64>>>,
     /// Per mask: (microseconds, workload, instance, step), for `--slowest`.
@@ -271,6 +272,7 @@ fn run_engine(
                 tally.invalid_accepted += 1;
             }
             tally.memory.push(session.memory_bytes());
+            tally.shared_memory.push(engine.shared_memory_bytes());
             per_instance.push(steps);
         }
         tally.fingerprints.push(per_instance);
@@ -527,7 +529,8 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
     let ours = Stencil::new(Arc::clone(&vocab), options, args.cold);
     let mut our_tally = run_repeated(&ours, args.repeat, &workloads, &tokenized, &text_tokens)?;
     let mut result = summary(ours.name(), &args.tokenizer, &mut our_tally);
-    result["compiler_memory_bytes_max"] = json!(ours.compiler_memory_max.get());
+    let shared_max = our_tally.shared_memory.iter().copied().max().unwrap_or(0);
+    result["compiler_memory_bytes_max"] = json!(shared_max);
     result["compiler_memory_limit"] = json!(ours.options.memory_limit);
     let (peers, peer_errors) = if args.no_peers {
         Default::default()

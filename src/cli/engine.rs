@@ -22,6 +22,10 @@ pub(super) trait Engine {
     fn compile(&self, grammar: &GrammarSpec) -> Result<Box<dyn Session>, String>;
     /// Forgets what earlier compiles left for later ones, before a repeated run.
     fn forget_earlier_runs(&self) {}
+    /// Bytes the engine keeps for all grammars (asked between instances, untimed).
+    fn shared_memory_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// One request's state in an engine.

@@ -10,6 +10,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::grammar::Location;
+
 /// The nesting depth `serde_json` allows by default: the default limit here too.
 pub const DEFAULT_MAX_NESTING: usize = 128;
 
@@ -50,10 +52,10 @@ pub enum SchemaTextError {
 /// ```
 pub fn parse_schema_text(text: &str, max_nesting: usize) -> Result<Value, SchemaTextError> {
     if let Some(offset) = first_too_deep(text.as_bytes(), max_nesting) {
-        let (line, column) = line_column(text.as_bytes(), offset);
+        let at = Location::of_offset(text.as_bytes(), offset);
         return Err(SchemaTextError::TooDeep {
-            line,
-            column,
+            line: at.line as usize,
+            column: at.column as usize,
             limit: max_nesting,
         });
     }
@@ -100,19 +102,6 @@ fn first_too_deep(text: &[u8], limit: usize) -> Option<usize> {
         }
     }
     None
-}
-
-/// 1-based line and column (in bytes) of `offset`.
-fn line_column(text: &[u8], offset: usize) -> (usize, usize) {
-    let before = &text[..offset];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let column = offset
-        - before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |p| p + 1)
-        + 1;
-    (line, column)
 }
 
 #[cfg(test)]
