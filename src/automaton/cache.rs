@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use regex_syntax::hir::Hir;
 
-use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal, TerminalError};
+use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal, TerminalError};
 use crate::cache::BoundedCache;
 
 /// The automata built so far, by what they recognise and the limits they were

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
 
-use super::lexer::{fingerprint_of, hir_fingerprint, LexerLimits};
+use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits};
 use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
 use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId};

@@ -6,7 +6,7 @@
 //!
 //! 1. `lower` turns the IR into productions, fusing regular parts into terminals
 //!    and keeping large counted repetitions as [`Symbol::Repeat`] counters;
-//! 2. [`lexer`] builds one anchored DFA per terminal under size limits;
+//! 2. [`terminal`] builds one anchored DFA per terminal under size limits;
 //! 3. here: nullable and productive symbols are computed, and productions that can
 //!    never complete are pruned, so every parse item the matcher creates can still
 //!    finish. That is what lets the matcher decide viability from its live lexemes.
@@ -16,23 +16,23 @@
 //!    per-item work (the LR(0)-closure idea applied to Earley).
 
 mod cache;
-pub mod lexer;
 mod lower;
 pub mod permutation;
 pub mod shortest;
+pub mod terminal;
 
 use std::fmt;
 
 pub use cache::{AutomatonCache, DEFAULT_AUTOMATON_CACHE_BYTES};
-pub use lexer::{LexerLimits, State, Terminal, TerminalError, DEAD};
 pub use permutation::{Permutation, PermutationId, Progress};
+pub use terminal::{LexerLimits, State, Terminal, TerminalError, DEAD};
 
 use regex_syntax::hir::{Hir, HirKind};
 use rustc_hash::FxHashMap;
 
 use crate::grammar::{Grammar, GrammarError};
-use lexer::concat_fingerprint;
 use lower::TerminalSource;
+use terminal::concat_fingerprint;
 
 /// Index of a terminal in [`CompiledGrammar::terminals`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -351,7 +351,7 @@ impl CompiledGrammar {
     /// The terminal whose token tables serve `terminal` in `state`. Terminals that
     /// chain a literal onto one shared automaton (`,"a":"` and `,"b":"` before a
     /// string body) are that automaton past their literal, with the same state
-    /// numbers, so their lexemes there share one table. A [`LOOPED`](lexer::LOOPED)
+    /// numbers, so their lexemes there share one table. A [`LOOPED`](terminal::LOOPED)
     /// state restarts at its own literal: never shared.
     #[inline]
     pub fn table_terminal(&self, terminal: TerminalId, state: State) -> TerminalId {

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 
-use super::lexer::{CounterSpan, State, Terminal, DEAD};
+use super::terminal::{CounterSpan, State, Terminal, DEAD};
 use super::{
     CompiledGrammar, NonTerminalId, PermutationId, ProductionId, Progress, Symbol, TerminalId,
 };
@@ -455,7 +455,7 @@ impl ShortestStrings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::automaton::lexer::test_terminal as terminal;
+    use crate::automaton::terminal::test_terminal as terminal;
 
     /// Breadth-first from `state` over every state: the oracle.
     fn brute_distance(terminal: &Terminal, state: State) -> u64 {

@@ -265,12 +265,12 @@ impl Matcher {
     /// bytes ahead (the longest token): a lexeme whose terminal is one iteration of
     /// a counted repetition `x{min,max}` with more than `horizon` iterations still
     /// allowed (`x` a loopable terminal: each iteration reads at least one byte) is
-    /// reported [`LOOPED`](crate::automaton::lexer::LOOPED): within the next token
+    /// reported [`LOOPED`](crate::automaton::terminal::LOOPED): within the next token
     /// the parser would read `x x x ...` anyway. Inside a `maxLength` string the
     /// tables then see the string body as one looping lexeme (its tokens allowed in
     /// one OR) instead of a one-character terminal that ends inside almost every
     /// token and sends it to the parser. A counted terminal's state far from its
-    /// bounds is reported as the [state](crate::automaton::lexer::Terminal::table_state)
+    /// bounds is reported as the [state](crate::automaton::terminal::Terminal::table_state)
     /// that shares its table.
     pub fn token_configuration(&self, horizon: usize, out: &mut Vec<(TerminalId, State)>) {
         self.table_lexemes(horizon, out);
@@ -285,7 +285,7 @@ impl Matcher {
         let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
         for lexeme in self.active_lexemes() {
             let state = if self.repeats_far_from_max(lexeme, horizon) {
-                lexeme.state | crate::automaton::lexer::LOOPED
+                lexeme.state | crate::automaton::terminal::LOOPED
             } else {
                 let terminal = self.grammar.terminal(lexeme.terminal);
                 terminal.table_state(lexeme.state, horizon)

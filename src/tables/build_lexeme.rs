@@ -1,0 +1,328 @@
+//! How a lexeme's tables are built: the shortcuts tried before a plain walk.
+//!
+//! In order: a base-minus-excluded-strings lexeme reuses its base's tables; a
+//! literal's states walk only the path it spells; a body every text of which
+//! keeps the lexeme alive takes a precomputed vocabulary slice in one OR (or,
+//! near a counter's end, the slice's tokens short enough); a closed or counted
+//! byte class takes its members from a class slice. Whatever is left is walked
+//! ([`super::walk`]), skipping the subtrees those answers already cover.
+
+use std::sync::Arc;
+
+use super::closed_class::NO_BUDGET;
+use super::lexeme::{LexemeMasks, LexemeScratch};
+use super::walk::{walk_lexeme, LexemeWalk, Visit};
+use super::{
+    set, MatchNode, TokenTables, MAX_CLASS_SLICE_EXITS, MAX_CONTROL_STATES, MAX_SLICE_STATES,
+    MIN_CLOSED_CLASS_BYTES, MIN_COUNTED_SLICE_BUDGET, MIN_COUNTED_SLICE_BYTES,
+};
+use crate::automaton::terminal::{ExcludedRests, Terminal, LOOPED};
+use crate::automaton::{State, TerminalId};
+use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes};
+
+impl TokenTables {
+    /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
+    /// and, when no text of a slice's characters can kill the lexeme (a looping
+    /// string body, a key that may still be any string, a pattern's `.*`), the
+    /// subtrees of tokens made only of them (all allowed, taken in one OR).
+    pub(super) fn build_lexeme(&self, (terminal, state): (TerminalId, State)) -> LexemeMasks {
+        self.build_lexeme_of(self.grammar.terminal(terminal), state)
+    }
+
+    pub(super) fn build_lexeme_of(&self, terminal: &Terminal, state: State) -> LexemeMasks {
+        if let Some(view) = terminal.excluded_view().filter(|_| state & LOOPED == 0) {
+            if let Some((base_state, rests)) = view.at(state) {
+                return self.excluded_lexeme(view.base(), base_state, rests);
+            }
+        }
+        let trie = self.vocab.trie();
+        if let Some(masks) = self.literal_lexeme(terminal, state) {
+            return masks;
+        }
+        let rank_words = trie.token_ids().len().div_ceil(32);
+        let mut scratch = LexemeScratch::take(self.mask_words(), rank_words);
+        let LexemeScratch {
+            allowed,
+            allowed_by_rank,
+            boundary_by_rank,
+        } = &mut scratch;
+        // A counter dies after its count: no closed class from its states, and a
+        // slice only while no token can reach the count's end.
+        let counts = terminal.counts_at(state);
+        let horizon = trie.max_depth() as u32;
+        let body = SliceChars::ALL.into_iter().find_map(|chars| {
+            let non_ascii = chars.non_ascii();
+            let reached =
+                terminal.body_reach_within(state, non_ascii, MAX_SLICE_STATES, horizon)?;
+            Some((chars, reached))
+        });
+        let slice = body.as_ref().map(|(chars, _)| self.vocab.slice(*chars));
+        if let Some(slice) = slice {
+            allowed.copy_from_slice(slice.members());
+            allowed_by_rank.copy_from_slice(slice.members_by_rank());
+        }
+        // Near a counter's end: the slice's tokens short enough to fit the count.
+        let slice = slice.or_else(|| {
+            let (chars, room) = SliceChars::ALL.into_iter().find_map(|chars| {
+                let room = terminal.counted_room(state, chars.non_ascii())?;
+                Some((chars, u8::try_from(room).ok().filter(|&r| r < u8::MAX)?))
+            })?;
+            let slice = self.vocab.slice(chars);
+            slice.members_up_to(room, allowed, allowed_by_rank);
+            Some(slice)
+        });
+        // The nodes to visit: all of them, or with a slice only those whose subtree
+        // holds a token outside it (the rest are taken in the OR above).
+        let visit = match slice {
+            Some(slice) => {
+                // Nor, in a JSON string, those whose first byte past the body
+                // is a raw control (it kills the string).
+                let past_controls = body.as_ref().is_some_and(|(_, reached)| {
+                    terminal.body_dies_on_controls(state, reached, MAX_CONTROL_STATES)
+                });
+                let (order, skip) = match past_controls {
+                    true => slice.outsider_nodes_past_controls(),
+                    false => slice.outsider_nodes(),
+                };
+                Visit::Outsiders { order, skip }
+            }
+            None => Visit::All,
+        };
+        // Without a slice, a counter (`maxLength`, `{1,32}`): a subtree made only
+        // of its class is its tokens short enough, taken by length a word of ranks
+        // at a time. Tried first: cheap, and where it exists the closed class
+        // below would explore every counter state to find nothing.
+        // Neither where fewer bytes than a class survive (a key literal's states:
+        // asking costs a map as large as the automaton).
+        let classy = slice.is_none() && terminal.live_ascii_count(state) >= MIN_CLOSED_CLASS_BYTES;
+        let counted = match classy {
+            true => terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, trie.max_depth()),
+            false => None,
+        };
+        // Else a class of bytes no text of which kills the lexeme (`[A-Za-z0-9.-]+`)
+        // lets the walk take a subtree made only of it at once.
+        let mut closed = match (slice, &counted) {
+            (None, None) if classy && !counts => walk_closed_class(terminal, state),
+            _ => None,
+        };
+        // From a closed class's states only a few bytes outside it may survive (a
+        // pattern string's closing quote): its members are allowed at once, and the
+        // walk enters only subtrees holding a token that leaves it by such a byte.
+        let class_slice_entry = closed.as_mut().and_then(|(class, states)| {
+            let mut exits = terminal.exit_bytes(*class, states)?;
+            // Where non-ASCII bytes survive, the class may hold every non-ASCII
+            // character (a key that is any string without a digit): then only
+            // ASCII bytes exit, from the states the wider class reaches.
+            let mut non_ascii = None;
+            if exits[2] | exits[3] != 0 {
+                let widened = SliceChars::EVERY.into_iter().find_map(|chars| {
+                    let states = terminal.closed_class_with(
+                        state,
+                        *class,
+                        chars.non_ascii(),
+                        MAX_SLICE_STATES,
+                    )?;
+                    Some((chars, terminal.ascii_exit_bytes(*class, &states)?, states))
+                });
+                if let Some((chars, ascii_exits, widened_states)) = widened {
+                    (non_ascii, exits, *states) = (Some(chars), ascii_exits, widened_states);
+                }
+            }
+            Some(self.class_slice(*class, non_ascii, exits))
+        });
+        // A counter's class likewise, its members allowed up to the budget: a
+        // pattern's `[A-Za-z0-9 &'()*,-./@£]{1,32}` walks the tokens holding a
+        // quote or a `£`, not the 80k made of its ASCII bytes.
+        let counted_slice_entry = counted.as_ref().and_then(|(class, budgets)| {
+            // A short budget or a small class (hex digits) walks few nodes of
+            // the trie: cheaper than a first build of the slice.
+            let budget = budgets.of(state);
+            let small =
+                budget < MIN_COUNTED_SLICE_BUDGET || class.count_ones() < MIN_COUNTED_SLICE_BYTES;
+            if budget == NO_BUDGET || small {
+                return None;
+            }
+            let exits = terminal.counted_exit_bytes(*class, budgets);
+            let entry = self.class_slice(*class, None, exits);
+            if let Some(class_slice) = entry.as_ref() {
+                let budget = budget as usize;
+                class_slice.members_up_to(&self.vocab, budget, allowed, allowed_by_rank);
+            }
+            Some(entry)
+        });
+        // `None` inside: too many tokens hold an exit (cached as such).
+        let closed_slice = class_slice_entry.as_deref().and_then(Option::as_ref);
+        if let Some(closed_slice) = closed_slice {
+            allowed.copy_from_slice(closed_slice.members());
+            allowed_by_rank.copy_from_slice(closed_slice.members_by_rank());
+        }
+        let class_slice = closed_slice.or(counted_slice_entry.as_deref().and_then(Option::as_ref));
+        let mut match_nodes = Vec::new();
+        let mut walk = LexemeWalk {
+            trie,
+            allowed: Some(allowed),
+            allowed_by_rank,
+            boundary_by_rank,
+            rank_base: 0,
+            closed: closed
+                .as_ref()
+                .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
+            class_slice,
+            counted: counted
+                .as_ref()
+                .map(|(class, budgets)| (budgets, SubtreeBytes(*class))),
+            // The subtrees taken whole hold no match node: slices and closed
+            // classes keep the lexeme alive (no candidate below), and a counted
+            // class's chain has no match state.
+            match_nodes: Some(&mut match_nodes),
+            touched: 0..0,
+        };
+        walk_lexeme(&mut walk, terminal, visit, state);
+        // A slice set bits everywhere.
+        let touched = match (slice, class_slice) {
+            (None, None) => walk.touched,
+            _ => 0..trie.token_ids().len(),
+        };
+        LexemeMasks::from_walk(trie, scratch, touched, &match_nodes)
+    }
+
+    /// The tables of a lexeme whose state reads one byte only, and the next
+    /// ones likewise (a key literal's rest): the tokens along that path are
+    /// allowed, and only below its end is there anything to walk. A large
+    /// object's first mask builds one per key, and walking from the root
+    /// tested each sibling of each node on the path. `None` where `state`
+    /// reads more bytes than one, or tokens go on past a match that continues
+    /// (the plain walk tells those).
+    pub(super) fn literal_lexeme(&self, terminal: &Terminal, state: State) -> Option<LexemeMasks> {
+        let trie = self.vocab.trie();
+        let nodes = trie.nodes();
+        let mut on_path = Vec::new();
+        // Read while the lexeme reads one byte and some token goes on with it.
+        let (mut node, mut end) = (None, state);
+        while !terminal.is_match(end) {
+            let Some(byte) = terminal.only_live_byte(end) else {
+                break;
+            };
+            let Some(child) = trie.child_of(node, byte) else {
+                // No token reads past here: the others died on the way.
+                return Some(LexemeMasks::sparse(on_path, None));
+            };
+            on_path.extend(nodes[child].tokens_start..nodes[child].tokens_end);
+            (node, end) = (Some(child), terminal.next(end, byte));
+        }
+        let node = node?;
+        if nodes[node].subtree_end as usize == node + 1 {
+            return Some(LexemeMasks::sparse(on_path, None));
+        }
+        if terminal.is_match(end) {
+            if terminal.live_bytes(end) != [0; 4] {
+                return None;
+            }
+            // The lexeme ends here: every token going on is a boundary.
+            return Some(LexemeMasks::sparse(
+                on_path,
+                Some(MatchNode::at(trie, node as u32)),
+            ));
+        }
+        let token_ids = trie.token_ids();
+        let rank_words = token_ids.len().div_ceil(32);
+        let mut scratch = LexemeScratch::take(self.mask_words(), rank_words);
+        for &rank in &on_path {
+            set(&mut scratch.allowed, token_ids[rank as usize]);
+            set(&mut scratch.allowed_by_rank, rank);
+        }
+        let mut match_nodes = Vec::new();
+        let mut walk = LexemeWalk {
+            trie,
+            allowed: Some(&mut scratch.allowed),
+            allowed_by_rank: &mut scratch.allowed_by_rank,
+            boundary_by_rank: &mut scratch.boundary_by_rank,
+            rank_base: 0,
+            closed: None,
+            class_slice: None,
+            counted: None,
+            match_nodes: Some(&mut match_nodes),
+            touched: 0..0,
+        };
+        if let (Some(&first), Some(&last)) = (on_path.first(), on_path.last()) {
+            walk.touch(first as usize..last as usize + 1);
+        }
+        walk_lexeme(&mut walk, terminal, Visit::Below(node), end);
+        let touched = walk.touched;
+        Some(LexemeMasks::from_walk(trie, scratch, touched, &match_nodes))
+    }
+
+    /// The [`ClassSlice`] of `class` (widened by `non_ascii`) with `exits`, from
+    /// the shared tables; `None` inside where too many tokens hold an exit.
+    pub(super) fn class_slice(
+        &self,
+        class: u128,
+        non_ascii: Option<SliceChars>,
+        exits: [u64; 4],
+    ) -> Arc<Option<ClassSlice>> {
+        self.shared.class_slices.get_or_build(
+            (self.vocab.id(), class, non_ascii, exits),
+            |_, slice| slice.as_ref().map_or(0, ClassSlice::memory_usage),
+            || ClassSlice::new(&self.vocab, class, non_ascii, &exits, MAX_CLASS_SLICE_EXITS),
+        )
+    }
+
+    /// The tables of a base-minus-excluded-strings lexeme (see
+    /// [`ExcludedView`](crate::automaton::terminal::ExcludedView)): its base's
+    /// (from the shared tables) without the tokens that start with one of `rests`
+    /// (they die at its end), nor those tokens' match nodes.
+    pub(super) fn excluded_lexeme(
+        &self,
+        base: &Terminal,
+        base_state: State,
+        rests: ExcludedRests<'_>,
+    ) -> LexemeMasks {
+        let of_base = self.shared_lexeme(base.fingerprint(), base_state, || {
+            self.build_lexeme_of(base, base_state)
+        });
+        let trie = self.vocab.trie();
+        // The subtrees of the tokens starting with a rest, as node ranges in
+        // preorder (the rests come sorted, the trie's children in byte order);
+        // no rest is a prefix of another (each ends the base), so they are
+        // disjoint.
+        let mut removed: Vec<std::ops::Range<usize>> = Vec::new();
+        rests.for_each(|rest| {
+            if let Some(node) = trie.node_of(rest) {
+                removed.push(node..trie.nodes()[node].subtree_end as usize);
+            }
+        });
+        debug_assert!(removed.is_sorted_by_key(|nodes| nodes.start));
+        let ranks: Vec<std::ops::Range<usize>> = removed
+            .iter()
+            .map(|nodes| trie.ranks_under(nodes.start))
+            .collect();
+        let match_nodes = of_base.match_nodes.as_ref().map(|nodes| {
+            // Both ascending: one merge.
+            let mut next = removed.iter().peekable();
+            nodes
+                .iter()
+                .copied()
+                .filter(|at| {
+                    let n = at.node as usize;
+                    while next.next_if(|nodes| nodes.end <= n).is_some() {}
+                    !next.peek().is_some_and(|nodes| nodes.contains(&n))
+                })
+                .collect()
+        });
+        LexemeMasks {
+            tokens: of_base.tokens.without(trie.token_ids(), &ranks),
+            match_nodes,
+        }
+    }
+}
+
+/// The [closed class](Terminal::closed_class) of a lexeme state, where it has
+/// enough bytes for a walk to test subtrees against it. Asked only where that
+/// many bytes survive the state and no counter runs (a key literal's states:
+/// asking costs a map as large as the automaton; a counter dies after its
+/// count).
+pub(super) fn walk_closed_class(terminal: &Terminal, state: State) -> Option<(u128, Vec<bool>)> {
+    terminal
+        .closed_class(state, MAX_SLICE_STATES)
+        .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES)
+}
