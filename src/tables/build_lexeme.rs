@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::closed_class::NO_BUDGET;
+use super::closed_class::{Budgets, NO_BUDGET};
 use super::lexeme::{LexemeMasks, LexemeScratch};
 use super::walk::{walk_lexeme, LexemeWalk, Visit};
 use super::{
@@ -18,7 +18,7 @@ use super::{
 };
 use crate::automaton::terminal::{ExcludedRests, Terminal, LOOPED};
 use crate::automaton::{State, TerminalId};
-use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes};
+use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes, TokenSlice};
 
 impl TokenTables {
     /// Walks the vocabulary trie through one lexeme's DFA, skipping dead subtrees,
@@ -46,10 +46,58 @@ impl TokenTables {
             allowed_by_rank,
             boundary_by_rank,
         } = &mut scratch;
-        // A counter dies after its count: no closed class from its states, and a
-        // slice only while no token can reach the count's end.
-        let counts = terminal.counts_at(state);
-        let horizon = trie.max_depth() as u32;
+        let (slice, visit) = self.take_body_slice(terminal, state, allowed, allowed_by_rank);
+        let classes = match slice {
+            None => self.take_class_slice(terminal, state, allowed, allowed_by_rank),
+            Some(_) => ClassShortcuts::default(),
+        };
+        let class_slice = classes.slice.as_deref().and_then(Option::as_ref);
+        let mut match_nodes = Vec::new();
+        let mut walk = LexemeWalk {
+            trie,
+            allowed: Some(allowed),
+            allowed_by_rank,
+            boundary_by_rank,
+            rank_base: 0,
+            closed: classes
+                .closed
+                .as_ref()
+                .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
+            class_slice,
+            counted: classes
+                .counted
+                .as_ref()
+                .map(|(class, budgets)| (budgets, SubtreeBytes(*class))),
+            // The subtrees taken whole hold no match node: slices and closed
+            // classes keep the lexeme alive (no candidate below), and a counted
+            // class's chain has no match state.
+            match_nodes: Some(&mut match_nodes),
+            touched: 0..0,
+        };
+        walk_lexeme(&mut walk, terminal, visit, state);
+        // A slice set bits everywhere.
+        let touched = match (slice, class_slice) {
+            (None, None) => walk.touched,
+            _ => 0..trie.token_ids().len(),
+        };
+        LexemeMasks::from_walk(trie, scratch, touched, &match_nodes)
+    }
+
+    /// Where every text of a slice's characters keeps the lexeme alive (a
+    /// looping string body), the slice's members are allowed: set in
+    /// `allowed`/`allowed_by_rank`, and only the nodes outside it are left to
+    /// visit. Near a counter's end, the members short enough to fit the count.
+    /// Else no slice and every node to visit.
+    fn take_body_slice(
+        &self,
+        terminal: &Terminal,
+        state: State,
+        allowed: &mut [u32],
+        allowed_by_rank: &mut [u32],
+    ) -> (Option<&TokenSlice>, Visit<'_>) {
+        // A counter dies after its count: a slice only while no token can reach
+        // the count's end.
+        let horizon = self.vocab.trie().max_depth() as u32;
         let body = SliceChars::ALL.into_iter().find_map(|chars| {
             let non_ascii = chars.non_ascii();
             let reached =
@@ -88,52 +136,47 @@ impl TokenTables {
             }
             None => Visit::All,
         };
-        // Without a slice, a counter (`maxLength`, `{1,32}`): a subtree made only
-        // of its class is its tokens short enough, taken by length a word of ranks
-        // at a time. Tried first: cheap, and where it exists the closed class
-        // below would explore every counter state to find nothing.
-        // Neither where fewer bytes than a class survive (a key literal's states:
-        // asking costs a map as large as the automaton).
-        let classy = slice.is_none() && terminal.live_ascii_count(state) >= MIN_CLOSED_CLASS_BYTES;
-        let counted = match classy {
-            true => terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, trie.max_depth()),
-            false => None,
-        };
+        (slice, visit)
+    }
+
+    /// Without a body slice: a counted or closed byte class for the walk to
+    /// take subtrees by, and where few tokens leave it, its class slice, whose
+    /// members are set in `allowed`/`allowed_by_rank` here.
+    fn take_class_slice(
+        &self,
+        terminal: &Terminal,
+        state: State,
+        allowed: &mut [u32],
+        allowed_by_rank: &mut [u32],
+    ) -> ClassShortcuts {
+        // A counter (`maxLength`, `{1,32}`): a subtree made only of its class is
+        // its tokens short enough, taken by length a word of ranks at a time.
+        // Tried first: cheap, and where it exists the closed class below would
+        // explore every counter state to find nothing. Neither where fewer bytes
+        // than a class survive (a key literal's states: asking costs a map as
+        // large as the automaton).
+        if terminal.live_ascii_count(state) < MIN_CLOSED_CLASS_BYTES {
+            return ClassShortcuts::default();
+        }
+        let max_depth = self.vocab.trie().max_depth();
+        let counted = terminal.counted_class(state, MIN_CLOSED_CLASS_BYTES, max_depth);
         // Else a class of bytes no text of which kills the lexeme (`[A-Za-z0-9.-]+`)
-        // lets the walk take a subtree made only of it at once.
-        let mut closed = match (slice, &counted) {
-            (None, None) if classy && !counts => walk_closed_class(terminal, state),
+        // lets the walk take a subtree made only of it at once. A counter dies
+        // after its count: no closed class from its states.
+        let mut closed = match counted {
+            None if !terminal.counts_at(state) => walk_closed_class(terminal, state),
             _ => None,
         };
         // From a closed class's states only a few bytes outside it may survive (a
         // pattern string's closing quote): its members are allowed at once, and the
         // walk enters only subtrees holding a token that leaves it by such a byte.
-        let class_slice_entry = closed.as_mut().and_then(|(class, states)| {
-            let mut exits = terminal.exit_bytes(*class, states)?;
-            // Where non-ASCII bytes survive, the class may hold every non-ASCII
-            // character (a key that is any string without a digit): then only
-            // ASCII bytes exit, from the states the wider class reaches.
-            let mut non_ascii = None;
-            if exits[2] | exits[3] != 0 {
-                let widened = SliceChars::EVERY.into_iter().find_map(|chars| {
-                    let states = terminal.closed_class_with(
-                        state,
-                        *class,
-                        chars.non_ascii(),
-                        MAX_SLICE_STATES,
-                    )?;
-                    Some((chars, terminal.ascii_exit_bytes(*class, &states)?, states))
-                });
-                if let Some((chars, ascii_exits, widened_states)) = widened {
-                    (non_ascii, exits, *states) = (Some(chars), ascii_exits, widened_states);
-                }
-            }
-            Some(self.class_slice(*class, non_ascii, exits))
-        });
+        let closed_slice = closed
+            .as_mut()
+            .and_then(|(class, states)| self.closed_class_slice(terminal, state, *class, states));
         // A counter's class likewise, its members allowed up to the budget: a
         // pattern's `[A-Za-z0-9 &'()*,-./@£]{1,32}` walks the tokens holding a
         // quote or a `£`, not the 80k made of its ASCII bytes.
-        let counted_slice_entry = counted.as_ref().and_then(|(class, budgets)| {
+        let counted_slice = counted.as_ref().and_then(|(class, budgets)| {
             // A short budget or a small class (hex digits) walks few nodes of
             // the trie: cheaper than a first build of the slice.
             let budget = budgets.of(state);
@@ -151,39 +194,50 @@ impl TokenTables {
             Some(entry)
         });
         // `None` inside: too many tokens hold an exit (cached as such).
-        let closed_slice = class_slice_entry.as_deref().and_then(Option::as_ref);
-        if let Some(closed_slice) = closed_slice {
-            allowed.copy_from_slice(closed_slice.members());
-            allowed_by_rank.copy_from_slice(closed_slice.members_by_rank());
+        let slice = match closed_slice.as_deref().and_then(Option::as_ref) {
+            Some(members) => {
+                allowed.copy_from_slice(members.members());
+                allowed_by_rank.copy_from_slice(members.members_by_rank());
+                closed_slice
+            }
+            None => counted_slice,
+        };
+        ClassShortcuts {
+            closed,
+            counted,
+            slice,
         }
-        let class_slice = closed_slice.or(counted_slice_entry.as_deref().and_then(Option::as_ref));
-        let mut match_nodes = Vec::new();
-        let mut walk = LexemeWalk {
-            trie,
-            allowed: Some(allowed),
-            allowed_by_rank,
-            boundary_by_rank,
-            rank_base: 0,
-            closed: closed
-                .as_ref()
-                .map(|(class, states)| (&states[..], SubtreeBytes(*class))),
-            class_slice,
-            counted: counted
-                .as_ref()
-                .map(|(class, budgets)| (budgets, SubtreeBytes(*class))),
-            // The subtrees taken whole hold no match node: slices and closed
-            // classes keep the lexeme alive (no candidate below), and a counted
-            // class's chain has no match state.
-            match_nodes: Some(&mut match_nodes),
-            touched: 0..0,
-        };
-        walk_lexeme(&mut walk, terminal, visit, state);
-        // A slice set bits everywhere.
-        let touched = match (slice, class_slice) {
-            (None, None) => walk.touched,
-            _ => 0..trie.token_ids().len(),
-        };
-        LexemeMasks::from_walk(trie, scratch, touched, &match_nodes)
+    }
+
+    /// The class slice of a closed `class` from `state`, whose reached states
+    /// are `states`, where some byte outside it survives. Where non-ASCII bytes
+    /// survive, the class may hold every non-ASCII character (a key that is any
+    /// string without a digit): then only ASCII bytes exit, from the states the
+    /// wider class reaches (which replace `states`).
+    fn closed_class_slice(
+        &self,
+        terminal: &Terminal,
+        state: State,
+        class: u128,
+        states: &mut Vec<bool>,
+    ) -> Option<Arc<Option<ClassSlice>>> {
+        let mut exits = terminal.exit_bytes(class, states)?;
+        let mut non_ascii = None;
+        if exits[2] | exits[3] != 0 {
+            let widened = SliceChars::EVERY.into_iter().find_map(|chars| {
+                let states = terminal.closed_class_with(
+                    state,
+                    class,
+                    chars.non_ascii(),
+                    MAX_SLICE_STATES,
+                )?;
+                Some((chars, terminal.ascii_exit_bytes(class, &states)?, states))
+            });
+            if let Some((chars, ascii_exits, widened_states)) = widened {
+                (non_ascii, exits, *states) = (Some(chars), ascii_exits, widened_states);
+            }
+        }
+        Some(self.class_slice(class, non_ascii, exits))
     }
 
     /// The tables of a lexeme whose state reads one byte only, and the next
@@ -325,4 +379,16 @@ pub(super) fn walk_closed_class(terminal: &Terminal, state: State) -> Option<(u1
     terminal
         .closed_class(state, MAX_SLICE_STATES)
         .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_CLASS_BYTES)
+}
+
+/// What a lexeme's walk may take by byte class ([`TokenTables::build_lexeme_of`]).
+#[derive(Default)]
+struct ClassShortcuts {
+    /// A closed class and the states it reaches.
+    closed: Option<(u128, Vec<bool>)>,
+    /// A counted class and its budgets.
+    counted: Option<(u128, Budgets)>,
+    /// The class slice whose members were set; `None` inside where too many
+    /// tokens leave the class.
+    slice: Option<Arc<Option<ClassSlice>>>,
 }
