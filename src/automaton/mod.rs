@@ -120,7 +120,7 @@ pub struct CompiledGrammar {
     prediction_closure: Vec<Vec<NonTerminalId>>,
     /// Per nonterminal: `(production, dot)` of its predicted items, the dot moved
     /// over every nullable prefix, complete items left out.
-    predicted_items: Vec<Vec<(ProductionId, u32)>>,
+    predicted_items: PredictedItems,
     /// Shortest strings, built on first use (budget steering).
     shortest: std::sync::OnceLock<shortest::ShortestStrings>,
 }
@@ -150,30 +150,7 @@ impl CompiledGrammar {
         automata: &AutomatonCache,
     ) -> Result<CompiledGrammar, CompileError> {
         grammar.validate()?;
-        // A fused terminal whose DFA blows up (`([0-9] | [1-9][0-9]{0,15})*`) is
-        // retried with a smaller fusion budget: more of the grammar then lives in the
-        // parser, which never blows up; only a single leaf can still fail.
-        let mut weight = options.max_terminal_weight;
-        let (lowered, terminals) = loop {
-            let lowered = lower::lower(grammar, weight, &options.lexer, automata);
-            let built = lowered
-                .terminals
-                .iter()
-                .map(|(label, source)| {
-                    build_terminal(label, source, &options.lexer, automata).map_err(|error| {
-                        CompileError::Terminal {
-                            terminal: label.chars().take(80).collect(),
-                            error,
-                        }
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>();
-            match built {
-                Ok(built) => break (lowered, built),
-                Err(_) if weight > 1 => weight = 1,
-                Err(e) => return Err(e),
-            }
-        };
+        let (lowered, terminals) = lower_and_build(grammar, options, automata)?;
         let (terminals, shared): (Vec<Terminal>, Vec<_>) = terminals.into_iter().unzip();
         let table_terminals = table_terminals(&shared);
         let n_nonterminals = lowered.nonterminal_names.len();
@@ -277,47 +254,8 @@ impl CompiledGrammar {
             Symbol::Repeat { rule, min, .. } => *min == 0 || nullable[rule.0 as usize],
             Symbol::Permutation(id) => permutation_nullable[id.0 as usize],
         };
-        let mut predicted_items = vec![Vec::new(); n_nonterminals];
-        // Nonterminals each one predicts directly (at a dot reachable over nullables).
-        let mut direct: Vec<Vec<NonTerminalId>> = vec![Vec::new(); n_nonterminals];
-        for (i, p) in productions.iter().enumerate() {
-            for (dot, sym) in p.rhs.iter().enumerate() {
-                predicted_items[p.lhs.0 as usize].push((ProductionId(i as u32), dot as u32));
-                match sym {
-                    Symbol::Rule(n) => direct[p.lhs.0 as usize].push(*n),
-                    Symbol::Repeat { rule, max, .. } if *max != Some(0) => {
-                        direct[p.lhs.0 as usize].push(*rule)
-                    }
-                    // A predicted item starts the permutation with nothing done.
-                    Symbol::Permutation(id) => direct[p.lhs.0 as usize].extend(
-                        permutations[id.0 as usize]
-                            .awaited(&Progress::default())
-                            .map(|(_, nt)| nt),
-                    ),
-                    _ => {}
-                }
-                if !symbol_nullable(sym) {
-                    break;
-                }
-            }
-        }
-        let prediction_closure = (0..n_nonterminals)
-            .map(|n| {
-                let mut seen = vec![false; n_nonterminals];
-                let mut stack = vec![NonTerminalId(n as u32)];
-                let mut out = Vec::new();
-                seen[n] = true;
-                while let Some(x) = stack.pop() {
-                    out.push(x);
-                    for &y in &direct[x.0 as usize] {
-                        if !std::mem::replace(&mut seen[y.0 as usize], true) {
-                            stack.push(y);
-                        }
-                    }
-                }
-                out
-            })
-            .collect();
+        let (predicted_items, prediction_closure) =
+            predictions(n_nonterminals, &productions, &permutations, symbol_nullable);
         Ok(CompiledGrammar {
             terminals,
             table_terminals,
@@ -440,6 +378,99 @@ impl CompiledGrammar {
     }
 }
 
+/// A terminal's automaton and, for a literal chained onto a shared rest, the
+/// rest's fingerprint and state count (see [`build_terminal`]).
+type BuiltTerminal = (Terminal, Option<(u128, State)>);
+
+/// Per nonterminal, the `(production, dot)` items its prediction adds.
+type PredictedItems = Vec<Vec<(ProductionId, u32)>>;
+
+/// The grammar lowered to productions over terminals, and each terminal's
+/// automaton (with what [`build_terminal`] says about its sharing).
+fn lower_and_build(
+    grammar: &Grammar,
+    options: &CompileOptions,
+    automata: &AutomatonCache,
+) -> Result<(lower::Lowered, Vec<BuiltTerminal>), CompileError> {
+    // A fused terminal whose DFA blows up (`([0-9] | [1-9][0-9]{0,15})*`) is
+    // retried with a smaller fusion budget: more of the grammar then lives in the
+    // parser, which never blows up; only a single leaf can still fail.
+    let mut weight = options.max_terminal_weight;
+    loop {
+        let lowered = lower::lower(grammar, weight, &options.lexer, automata);
+        let built = lowered
+            .terminals
+            .iter()
+            .map(|(label, source)| {
+                build_terminal(label, source, &options.lexer, automata).map_err(|error| {
+                    CompileError::Terminal {
+                        terminal: label.chars().take(80).collect(),
+                        error,
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>, _>>();
+        match built {
+            Ok(built) => return Ok((lowered, built)),
+            Err(_) if weight > 1 => weight = 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Per nonterminal, the items its prediction adds (each production's dots
+/// reachable over nullable symbols), and the nonterminals it predicts,
+/// itself included, transitively.
+fn predictions(
+    n_nonterminals: usize,
+    productions: &[Production],
+    permutations: &[Permutation],
+    symbol_nullable: impl Fn(&Symbol) -> bool,
+) -> (PredictedItems, Vec<Vec<NonTerminalId>>) {
+    let mut predicted_items = vec![Vec::new(); n_nonterminals];
+    // Nonterminals each one predicts directly (at a dot reachable over nullables).
+    let mut direct: Vec<Vec<NonTerminalId>> = vec![Vec::new(); n_nonterminals];
+    for (i, p) in productions.iter().enumerate() {
+        for (dot, sym) in p.rhs.iter().enumerate() {
+            predicted_items[p.lhs.0 as usize].push((ProductionId(i as u32), dot as u32));
+            match sym {
+                Symbol::Rule(n) => direct[p.lhs.0 as usize].push(*n),
+                Symbol::Repeat { rule, max, .. } if *max != Some(0) => {
+                    direct[p.lhs.0 as usize].push(*rule)
+                }
+                // A predicted item starts the permutation with nothing done.
+                Symbol::Permutation(id) => direct[p.lhs.0 as usize].extend(
+                    permutations[id.0 as usize]
+                        .awaited(&Progress::default())
+                        .map(|(_, nt)| nt),
+                ),
+                _ => {}
+            }
+            if !symbol_nullable(sym) {
+                break;
+            }
+        }
+    }
+    let prediction_closure: Vec<Vec<NonTerminalId>> = (0..n_nonterminals)
+        .map(|n| {
+            let mut seen = vec![false; n_nonterminals];
+            let mut stack = vec![NonTerminalId(n as u32)];
+            let mut out = Vec::new();
+            seen[n] = true;
+            while let Some(x) = stack.pop() {
+                out.push(x);
+                for &y in &direct[x.0 as usize] {
+                    if !std::mem::replace(&mut seen[y.0 as usize], true) {
+                        stack.push(y);
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    (predicted_items, prediction_closure)
+}
+
 /// Builds one terminal. A literal followed by more (`,"name":` then a value) is
 /// the literal chained onto the automaton of the rest, so every literal a rest
 /// follows shares one determinization of it; automata come from `automata`.
@@ -450,7 +481,7 @@ fn build_terminal(
     source: &TerminalSource,
     limits: &LexerLimits,
     automata: &AutomatonCache,
-) -> Result<(Terminal, Option<(u128, State)>), TerminalError> {
+) -> Result<BuiltTerminal, TerminalError> {
     let (hir, fingerprint) = match source {
         TerminalSource::Regex(hir, fingerprint) => (hir, *fingerprint),
         TerminalSource::Excluding(e) => {
@@ -494,7 +525,7 @@ fn chained(
     rest: &Terminal,
     limits: &LexerLimits,
     automata: &AutomatonCache,
-) -> Result<(Terminal, Option<(u128, State)>), TerminalError> {
+) -> Result<BuiltTerminal, TerminalError> {
     let shared = (rest.fingerprint(), rest.state_count() as State);
     let terminal = named(&automata.with_literal_prefix(literal, rest, limits)?, label);
     Ok((terminal, Some(shared)))

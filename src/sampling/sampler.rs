@@ -14,7 +14,7 @@ use super::logits::{
 };
 use super::order::Order;
 use super::processors::{self as p, Processor, StageNotes};
-use super::rng::{RngRecord, ALGORITHM, DRAW_CATEGORICAL};
+use super::rng::{RngRecord, RngStream, ALGORITHM, DRAW_CATEGORICAL};
 use super::select;
 use super::state::{Commit, DecoderState, ProcessorState, StateView, StopMatcher};
 use super::trace::{ConstraintRecord, RawSummary, StageRecord, StepTrace, DETAIL_LIMIT};
@@ -134,50 +134,14 @@ impl Sampler {
         opts: &StepOptions,
     ) -> Result<StepOutcome> {
         let raw = RawLogits::new(raw_row)?;
-        if let Some(u) = opts.forced_u {
-            if self.strategy != Strategy::Categorical {
-                return Err(invalid(
-                    "u",
-                    u,
-                    "a forced u only with the categorical strategy",
-                ));
-            }
-            if !(0.0..1.0).contains(&u) {
-                return Err(invalid("u", u, "a value in [0, 1)"));
-            }
-        }
+        self.check_forced_u(opts)?;
         let mut c = Candidates::from_raw(&raw);
         if c.is_empty() {
             return Err(SamplingError::EmptySupport {
                 after: "raw logits (all -inf)",
             });
         }
-        let mut stages = Vec::with_capacity(self.processors.len());
-        for proc_ in &self.processors {
-            let mut notes = StageNotes::default();
-            proc_.apply(&mut c, &view.restrict(proc_.reads()), &mut notes)?;
-            if c.is_empty() {
-                return Err(SamplingError::EmptySupport {
-                    after: proc_.name(),
-                });
-            }
-            let candidates = (opts.detail && c.len() <= DETAIL_LIMIT).then(|| {
-                let probs = c.softmax();
-                c.ids
-                    .iter()
-                    .zip(&c.logits)
-                    .zip(probs)
-                    .map(|((&i, &z), p)| (i, z, p))
-                    .collect()
-            });
-            stages.push(StageRecord {
-                processor: proc_.name(),
-                version: proc_.version(),
-                support_size: c.len(),
-                candidates,
-                draws: notes.draws,
-            });
-        }
+        let stages = self.apply_processors(&mut c, view, opts)?;
 
         let rng = view.rng.ok_or(SamplingError::UndeclaredRead("selector"))?;
         let step = view.step;
@@ -191,46 +155,7 @@ impl Sampler {
         for s in &stages {
             record.draws.extend(&s.draws);
         }
-        let (pos, selection, u) = match self.strategy {
-            Strategy::Greedy => {
-                let pos =
-                    select::greedy(&c).ok_or(SamplingError::EmptySupport { after: "selection" })?;
-                let probs = (0..c.len())
-                    .map(|i| if i == pos { 1.0 } else { 0.0 })
-                    .collect();
-                (
-                    pos,
-                    SelectionDistribution {
-                        ids: c.ids.clone(),
-                        probs,
-                    },
-                    None,
-                )
-            }
-            Strategy::Categorical => {
-                let sel = c.selection();
-                let u = match opts.forced_u {
-                    Some(u) => u,
-                    None => {
-                        record.draws.push(DRAW_CATEGORICAL);
-                        rng.uniform(step, DRAW_CATEGORICAL)
-                    }
-                };
-                let pos = select::categorical(&sel, u)
-                    .ok_or(SamplingError::EmptySupport { after: "selection" })?;
-                (pos, sel, Some(u))
-            }
-            Strategy::ExponentialRace => {
-                let sel = c.selection();
-                let pos = select::exponential_race(&sel, rng, step)
-                    .ok_or(SamplingError::EmptySupport { after: "selection" })?;
-                record.draws.extend([
-                    u64::from(sel.ids[0]),
-                    u64::from(*sel.ids.last().unwrap_or(&0)),
-                ]);
-                (pos, sel, None)
-            }
-        };
+        let (pos, selection, u) = self.select(&c, rng, step, opts, &mut record)?;
         if opts.forced_u.is_some() {
             record.seed = None;
         }
@@ -289,5 +214,114 @@ impl Sampler {
                 processor_state: ps,
             },
         })
+    }
+
+    /// A forced `u` (replaying a recorded draw) only for the categorical
+    /// strategy, and in `[0, 1)`.
+    fn check_forced_u(&self, opts: &StepOptions) -> Result<()> {
+        if let Some(u) = opts.forced_u {
+            if self.strategy != Strategy::Categorical {
+                return Err(invalid(
+                    "u",
+                    u,
+                    "a forced u only with the categorical strategy",
+                ));
+            }
+            if !(0.0..1.0).contains(&u) {
+                return Err(invalid("u", u, "a value in [0, 1)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the processors in order over `c`, each reading only what it
+    /// declares; fails where one leaves no candidate.
+    fn apply_processors(
+        &self,
+        c: &mut Candidates,
+        view: &StateView<'_>,
+        opts: &StepOptions,
+    ) -> Result<Vec<StageRecord>> {
+        let mut stages = Vec::with_capacity(self.processors.len());
+        for proc_ in &self.processors {
+            let mut notes = StageNotes::default();
+            proc_.apply(c, &view.restrict(proc_.reads()), &mut notes)?;
+            if c.is_empty() {
+                return Err(SamplingError::EmptySupport {
+                    after: proc_.name(),
+                });
+            }
+            let candidates = (opts.detail && c.len() <= DETAIL_LIMIT).then(|| {
+                let probs = c.softmax();
+                c.ids
+                    .iter()
+                    .zip(&c.logits)
+                    .zip(probs)
+                    .map(|((&i, &z), p)| (i, z, p))
+                    .collect()
+            });
+            stages.push(StageRecord {
+                processor: proc_.name(),
+                version: proc_.version(),
+                support_size: c.len(),
+                candidates,
+                draws: notes.draws,
+            });
+        }
+
+        Ok(stages)
+    }
+
+    /// Draws the token's position in `c` by the strategy, recording the draws
+    /// in `record`: its position, the distribution it was drawn from, and the
+    /// uniform draw where one was used.
+    fn select(
+        &self,
+        c: &Candidates,
+        rng: RngStream,
+        step: u64,
+        opts: &StepOptions,
+        record: &mut RngRecord,
+    ) -> Result<(usize, SelectionDistribution, Option<f64>)> {
+        match self.strategy {
+            Strategy::Greedy => {
+                let pos =
+                    select::greedy(c).ok_or(SamplingError::EmptySupport { after: "selection" })?;
+                let probs = (0..c.len())
+                    .map(|i| if i == pos { 1.0 } else { 0.0 })
+                    .collect();
+                Ok((
+                    pos,
+                    SelectionDistribution {
+                        ids: c.ids.clone(),
+                        probs,
+                    },
+                    None,
+                ))
+            }
+            Strategy::Categorical => {
+                let sel = c.selection();
+                let u = match opts.forced_u {
+                    Some(u) => u,
+                    None => {
+                        record.draws.push(DRAW_CATEGORICAL);
+                        rng.uniform(step, DRAW_CATEGORICAL)
+                    }
+                };
+                let pos = select::categorical(&sel, u)
+                    .ok_or(SamplingError::EmptySupport { after: "selection" })?;
+                Ok((pos, sel, Some(u)))
+            }
+            Strategy::ExponentialRace => {
+                let sel = c.selection();
+                let pos = select::exponential_race(&sel, rng, step)
+                    .ok_or(SamplingError::EmptySupport { after: "selection" })?;
+                record.draws.extend([
+                    u64::from(sel.ids[0]),
+                    u64::from(*sel.ids.last().unwrap_or(&0)),
+                ]);
+                Ok((pos, sel, None))
+            }
+        }
     }
 }
