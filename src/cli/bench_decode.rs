@@ -296,36 +296,7 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         })
         .map(|t| t.map(|t| t.tokens))
         .collect::<Result<Vec<_>, _>>()?;
-    // Rounds of (prompt x mode), the mode order rotated at every prompt, so that
-    // drift in the machine's speed (shared, noisy) falls on every mode alike.
-    let mut rounds: Vec<[Totals; 3]> = Vec::new();
-    for round in 0..args.rounds.max(1) {
-        let mut totals = [Totals::default(); 3];
-        for (i, prompt) in prompts.iter().enumerate() {
-            for k in 0..3 {
-                let mode = (round + i + k) % 3;
-                let t = match mode {
-                    0 => run_one(&generator, prompt, None, (false, false), lengths[i])?,
-                    1 => run_one(
-                        &generator,
-                        prompt,
-                        Some(&tables),
-                        (false, steer),
-                        args.max_tokens,
-                    )?,
-                    _ => run_one(
-                        &generator,
-                        prompt,
-                        Some(&tables),
-                        (true, steer),
-                        args.max_tokens,
-                    )?,
-                };
-                totals[mode].add(&t);
-            }
-        }
-        rounds.push(totals);
-    }
+    let rounds = measure_rounds(args, &generator, &prompts, &tables, &lengths)?;
     let mut pooled = [Totals::default(); 3];
     for round in &rounds {
         for (sum, t) in pooled.iter_mut().zip(round) {
@@ -349,79 +320,147 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         .collect();
     let base = results[0].1.tokens_per_second();
     let peer = llama_cpp(generator.model().path(), &prompts, &lengths);
-    if args.json {
-        let mut modes = serde_json::Map::new();
-        for (name, t, r) in &results {
-            let mut v = t.to_json();
-            v["ratio_to_unconstrained"] = json!(median(r.to_vec()));
-            v["ratio_per_round"] = json!(r);
-            modes.insert(name.to_string(), v);
-        }
-        println!(
-            "{}",
-            json!({
-                "model": generator.model().path().display().to_string(),
-                "schema": args.schema,
-                "device": format!("{:?}", generator.model().device()),
-                "prompts": args.prompts,
-                "rounds": rounds.len(),
-                "max_tokens": args.max_tokens,
-                "modes": modes,
-                "peers": {"llama.cpp": peer.map(|t| json!({
-                    "tokens": t.tokens,
-                    "tokens_per_second": t.tokens_per_second(),
-                    "ratio_stencil_unconstrained_to_llama_cpp": base / t.tokens_per_second(),
-                }))},
-            })
-        );
-    } else {
-        println!(
-            "model {} on {:?}, {} prompts x {} rounds, max_tokens {}, greedy",
-            generator.model().path().display(),
-            generator.model().device(),
-            args.prompts,
-            rounds.len(),
-            args.max_tokens
-        );
-        println!("ratio: the median over rounds of each round's tokens/s over its unconstrained tokens/s [min-max]");
-        println!(
-            "{:<26} {:>7} {:>9} {:>21} {:>13} {:>7} {:>9} {:>9}",
-            "mode",
-            "tokens",
-            "tokens/s",
-            "ratio [min-max]",
-            "passes/token",
-            "forced",
-            "mask ms",
-            "wait ms"
-        );
-        for (name, t, r) in &results {
-            let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            println!(
-                "{:<26} {:>7} {:>9.1} {:>7.3} [{:.3}-{:.3}] {:>13.3} {:>7} {:>9.1} {:>9.1}",
-                name,
-                t.tokens,
-                t.tokens_per_second(),
-                median(r.to_vec()),
-                lo,
-                hi,
-                t.passes_per_token(),
-                t.forced,
-                t.mask_ms,
-                t.mask_wait_ms
-            );
-        }
-        match peer {
-            Some(t) => println!(
-                "{:<26} {:>7} {:>9.1}   (stencil unconstrained / llama.cpp = {:.3})",
-                "llama.cpp (unconstrained)",
-                t.tokens,
-                t.tokens_per_second(),
-                base / t.tokens_per_second()
-            ),
-            None => println!("llama.cpp: not measured (python3 cannot import llama_cpp)"),
-        }
+    match args.json {
+        true => print_json(args, &generator, rounds.len(), &results, peer, base),
+        false => print_table(args, &generator, rounds.len(), &results, peer, base),
     }
     Ok(())
+}
+
+/// Rounds of (prompt x mode), the mode order rotated at every prompt, so that
+/// drift in the machine's speed (shared, noisy) falls on every mode alike: per
+/// round, the totals of unconstrained, constrained and jump-forward runs.
+fn measure_rounds(
+    args: &BenchDecodeArgs,
+    generator: &Generator,
+    prompts: &[Vec<u32>],
+    tables: &Arc<TokenTables>,
+    lengths: &[usize],
+) -> Result<Vec<[Totals; 3]>, String> {
+    let steer = !args.no_budget_steering;
+    // Rounds of (prompt x mode), the mode order rotated at every prompt, so that
+    // drift in the machine's speed (shared, noisy) falls on every mode alike.
+    let mut rounds: Vec<[Totals; 3]> = Vec::new();
+    for round in 0..args.rounds.max(1) {
+        let mut totals = [Totals::default(); 3];
+        for (i, prompt) in prompts.iter().enumerate() {
+            for k in 0..3 {
+                let mode = (round + i + k) % 3;
+                let t = match mode {
+                    0 => run_one(generator, prompt, None, (false, false), lengths[i])?,
+                    1 => run_one(
+                        generator,
+                        prompt,
+                        Some(tables),
+                        (false, steer),
+                        args.max_tokens,
+                    )?,
+                    _ => run_one(
+                        generator,
+                        prompt,
+                        Some(tables),
+                        (true, steer),
+                        args.max_tokens,
+                    )?,
+                };
+                totals[mode].add(&t);
+            }
+        }
+        rounds.push(totals);
+    }
+    Ok(rounds)
+}
+
+/// Each mode with its pooled totals and its ratios to unconstrained per round.
+type ModeResults<'a> = [(&'a str, Totals, &'a Vec<f64>)];
+
+fn print_json(
+    args: &BenchDecodeArgs,
+    generator: &Generator,
+    rounds: usize,
+    results: &ModeResults<'_>,
+    peer: Option<Totals>,
+    base: f64,
+) {
+    let mut modes = serde_json::Map::new();
+    for (name, t, r) in results {
+        let mut v = t.to_json();
+        v["ratio_to_unconstrained"] = json!(median(r.to_vec()));
+        v["ratio_per_round"] = json!(r);
+        modes.insert(name.to_string(), v);
+    }
+    println!(
+        "{}",
+        json!({
+            "model": generator.model().path().display().to_string(),
+            "schema": args.schema,
+            "device": format!("{:?}", generator.model().device()),
+            "prompts": args.prompts,
+            "rounds": rounds,
+            "max_tokens": args.max_tokens,
+            "modes": modes,
+            "peers": {"llama.cpp": peer.map(|t| json!({
+                "tokens": t.tokens,
+                "tokens_per_second": t.tokens_per_second(),
+                "ratio_stencil_unconstrained_to_llama_cpp": base / t.tokens_per_second(),
+            }))},
+        })
+    );
+}
+
+fn print_table(
+    args: &BenchDecodeArgs,
+    generator: &Generator,
+    rounds: usize,
+    results: &ModeResults<'_>,
+    peer: Option<Totals>,
+    base: f64,
+) {
+    println!(
+        "model {} on {:?}, {} prompts x {} rounds, max_tokens {}, greedy",
+        generator.model().path().display(),
+        generator.model().device(),
+        args.prompts,
+        rounds,
+        args.max_tokens
+    );
+    println!("ratio: the median over rounds of each round's tokens/s over its unconstrained tokens/s [min-max]");
+    println!(
+        "{:<26} {:>7} {:>9} {:>21} {:>13} {:>7} {:>9} {:>9}",
+        "mode",
+        "tokens",
+        "tokens/s",
+        "ratio [min-max]",
+        "passes/token",
+        "forced",
+        "mask ms",
+        "wait ms"
+    );
+    for (name, t, r) in results {
+        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        println!(
+            "{:<26} {:>7} {:>9.1} {:>7.3} [{:.3}-{:.3}] {:>13.3} {:>7} {:>9.1} {:>9.1}",
+            name,
+            t.tokens,
+            t.tokens_per_second(),
+            median(r.to_vec()),
+            lo,
+            hi,
+            t.passes_per_token(),
+            t.forced,
+            t.mask_ms,
+            t.mask_wait_ms
+        );
+    }
+    match peer {
+        Some(t) => println!(
+            "{:<26} {:>7} {:>9.1}   (stencil unconstrained / llama.cpp = {:.3})",
+            "llama.cpp (unconstrained)",
+            t.tokens,
+            t.tokens_per_second(),
+            base / t.tokens_per_second()
+        ),
+        None => println!("llama.cpp: not measured (python3 cannot import llama_cpp)"),
+    }
 }
