@@ -9,6 +9,9 @@
 //!   -> decode (candle models, chat templates, the batched generation loop)
 //! ```
 //!
+//! Beside them, [`bits`] holds the sets every stage passes on: token masks (`bitvec`'s
+//! `BitSlice<u32, Lsb0>`, the layout engines take) and byte sets.
+//!
 //! A [`Compiler`] is what an engine holds per vocabulary: it owns what grammars
 //! share (automata, token tables, parsed patterns) within a memory limit, and
 //! compiles JSON Schema, GBNF and regexes into [`TokenTables`](tables::TokenTables):
@@ -21,6 +24,7 @@
 //! fail" used by `stencil check`.
 
 pub mod automaton;
+pub mod bits;
 pub mod cache;
 pub mod check;
 pub mod compiler;

@@ -13,6 +13,7 @@ use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
+use stencil::bits::{has_bit, mask_words, set_bit};
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -256,9 +257,7 @@ fn run_engine(
                 tally.tbm_us.push(micros);
                 tally.steps.push((micros, workload_index, instance, step));
                 steps.push(fingerprint(&mask, text_tokens));
-                let allowed = mask
-                    .get(token as usize / 32)
-                    .is_some_and(|w| w & (1 << (token % 32)) != 0);
+                let allowed = has_bit(&mask, token as usize);
                 if !allowed || !session.consume(token) {
                     accepted_all = false;
                     break;
@@ -517,9 +516,9 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         })
         .collect();
     // Bits of tokens with bytes: the ones masks are compared on.
-    let mut text_tokens = vec![0u32; vocab.len().div_ceil(32)];
+    let mut text_tokens = vec![0u32; mask_words(vocab.len())];
     for &id in vocab.text_tokens() {
-        text_tokens[id as usize / 32] |= 1 << (id % 32);
+        set_bit(&mut text_tokens, id as usize);
     }
 
     let options = CompilerOptions {

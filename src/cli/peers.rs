@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use stencil::bits::try_set_bit;
 
 use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{ApproximateTokEnv, TokEnv, TokRxInfo, TokTrie};
@@ -267,9 +268,7 @@ impl Session for OutlinesSession {
         mask.fill(0);
         if let Some(tokens) = self.index.allowed_tokens_iter(&self.state) {
             for &token in tokens {
-                if let Some(word) = mask.get_mut(token as usize / 32) {
-                    *word |= 1 << (token % 32);
-                }
+                try_set_bit(mask, token as usize);
             }
         }
     }

@@ -31,6 +31,7 @@
 //! instead completed a terminal wherever one matched: after every letter of an
 //! identifier, an Earley set per trie node, milliseconds per mask.
 
+use crate::bits::{has_bit, set_bit};
 use rustc_hash::FxHashMap;
 
 use super::{ByteSet, Matcher};
@@ -250,9 +251,8 @@ impl CandidateWalk {
     }
 
     fn accept(&mut self, rank: usize) {
-        let (word, bit) = (rank / 32, 1 << (rank % 32));
-        if self.accepted[word] & bit == 0 {
-            self.accepted[word] |= bit;
+        if !has_bit(&self.accepted, rank) {
+            set_bit(&mut self.accepted, rank);
             self.accepted_ranks.push(rank as u32);
         }
     }

@@ -23,87 +23,16 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::automaton::{CompiledGrammar, State, TerminalId};
+pub use crate::bits::byte_set::describe_byte_ranges;
+pub use crate::bits::ByteSet;
 use chart::{Chart, Item, TooManyItems};
 pub use tokens::{StopPolicy, TokenError, TokenMatcher};
-
-/// A set of bytes, e.g. the bytes allowed next.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub struct ByteSet([u64; 4]);
-
-impl ByteSet {
-    pub fn insert(&mut self, b: u8) {
-        self.0[(b >> 6) as usize] |= 1 << (b & 63);
-    }
-
-    pub fn contains(&self, b: u8) -> bool {
-        self.0[(b >> 6) as usize] & (1 << (b & 63)) != 0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0 == [0; 4]
-    }
-
-    /// As a trie's [`SubtreeBytes`](crate::vocab::SubtreeBytes) class: exact
-    /// below DEL, DEL and every byte from 0x80 on one bit.
-    pub fn as_subtree_bytes(&self) -> crate::vocab::SubtreeBytes {
-        let high = self.0[1] >> 63 != 0 || self.0[2] != 0 || self.0[3] != 0;
-        let low = self.0[0] as u128 | ((self.0[1] as u128) << 64);
-        crate::vocab::SubtreeBytes(low | (high as u128) << 127)
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.iter().map(|w| w.count_ones() as usize).sum()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
-        (0..=255u8).filter(|&b| self.contains(b))
-    }
-
-    /// Maximal runs of consecutive bytes, as inclusive ranges.
-    pub fn ranges(&self) -> Vec<(u8, u8)> {
-        let mut out: Vec<(u8, u8)> = Vec::new();
-        for b in self.iter() {
-            match out.last_mut() {
-                Some((_, hi)) if *hi as u16 + 1 == b as u16 => *hi = b,
-                _ => out.push((b, b)),
-            }
-        }
-        out
-    }
-}
 
 /// Table lexemes ([`Matcher::table_lexemes`]) made a configuration: sorted, each
 /// once.
 pub(crate) fn as_configuration(lexemes: &mut Vec<(TerminalId, State)>) {
     lexemes.sort_unstable();
     lexemes.dedup();
-}
-
-impl fmt::Debug for ByteSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&describe_byte_ranges(&self.ranges()).join(", "))
-    }
-}
-
-/// Renders byte ranges for people: printable ASCII as characters, the rest as hex.
-pub fn describe_byte_ranges(ranges: &[(u8, u8)]) -> Vec<String> {
-    fn one(b: u8) -> String {
-        match b {
-            b' ' => "' '".into(),
-            0x21..=0x7e => format!("'{}'", b as char),
-            _ => format!("0x{b:02X}"),
-        }
-    }
-    ranges
-        .iter()
-        .map(|&(lo, hi)| {
-            if lo == hi {
-                one(lo)
-            } else {
-                format!("{}-{}", one(lo), one(hi))
-            }
-        })
-        .collect()
 }
 
 /// Per-matcher bounds.
@@ -522,9 +451,7 @@ impl Matcher {
                 .grammar
                 .terminal(lexeme.terminal)
                 .live_bytes(lexeme.state);
-            for (word, live) in set.0.iter_mut().zip(live) {
-                *word |= live;
-            }
+            set.union_with(&live);
         }
         set
     }
@@ -537,7 +464,7 @@ impl Matcher {
             .iter()
             .filter(|lexeme| {
                 let terminal = self.grammar.terminal(lexeme.terminal);
-                terminal.live_bytes(lexeme.state) != [0; 4]
+                !terminal.live_bytes(lexeme.state).is_empty()
             })
             .map(|lexeme| self.grammar.terminal(lexeme.terminal).describe())
             .collect();

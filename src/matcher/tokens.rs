@@ -17,6 +17,7 @@ use rustc_hash::FxHashMap;
 use super::candidates::CandidateWalk;
 use super::Matcher;
 use crate::automaton::{State, TerminalId};
+use crate::bits::try_set_bit;
 use crate::tables::{ConfigurationMasks, LexerConfiguration, TokenTables};
 
 /// What happens once the grammar accepts.
@@ -154,12 +155,6 @@ impl TokenMatcher {
         self.steps.push(step);
     }
 
-    fn set(mask: &mut [u32], id: u32) {
-        if let Some(word) = mask.get_mut(id as usize / 32) {
-            *word |= 1 << (id % 32);
-        }
-    }
-
     fn eos_allowed_now(&self) -> bool {
         self.is_accepting() || self.released() || self.trailing()
     }
@@ -172,13 +167,17 @@ impl TokenMatcher {
         let vocab = &**self.tables.vocab();
         if self.is_terminated() || self.trailing() {
             mask.fill(0);
-            vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
+            vocab.eos_ids().iter().for_each(|&id| {
+                try_set_bit(mask, id as usize);
+            });
             return;
         }
         if self.released() {
             mask.fill(0);
             self.fill_all_text_tokens(mask);
-            vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
+            vocab.eos_ids().iter().for_each(|&id| {
+                try_set_bit(mask, id as usize);
+            });
             return;
         }
         self.bytes
@@ -250,18 +249,22 @@ impl TokenMatcher {
                 self.last_accepted = Some(accepted);
             }
             if let Some(accepted) = &self.last_accepted {
-                accepted.iter().for_each(|&id| Self::set(mask, id));
+                accepted.iter().for_each(|&id| {
+                    try_set_bit(mask, id as usize);
+                });
             }
         }
         if self.is_accepting() {
-            vocab.eos_ids().iter().for_each(|&id| Self::set(mask, id));
+            vocab.eos_ids().iter().for_each(|&id| {
+                try_set_bit(mask, id as usize);
+            });
             match self.policy {
                 StopPolicy::Stop => {}
                 StopPolicy::AllowContinue => self.fill_all_text_tokens(mask),
                 StopPolicy::TrailingWhitespaceThenEos => {
                     for id in 0..vocab.len() as u32 {
                         if is_whitespace_token(vocab.token_bytes(id)) {
-                            Self::set(mask, id);
+                            try_set_bit(mask, id as usize);
                         }
                     }
                 }
@@ -272,7 +275,7 @@ impl TokenMatcher {
     fn fill_all_text_tokens(&self, mask: &mut [u32]) {
         let vocab = self.tables.vocab();
         for &id in vocab.text_tokens() {
-            Self::set(mask, id);
+            try_set_bit(mask, id as usize);
         }
     }
 

@@ -86,8 +86,7 @@ pub fn mask_words(width: usize) -> usize {
 /// Bit test in the shared layout.
 #[inline]
 pub fn mask_allows(mask: &[u32], id: u32) -> bool {
-    let w = (id / 32) as usize;
-    w < mask.len() && (mask[w] >> (id % 32)) & 1 == 1
+    crate::bits::has_bit(mask, id as usize)
 }
 
 /// KMP matcher of one token sequence: the state is the length of the longest prefix of

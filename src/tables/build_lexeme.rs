@@ -13,11 +13,13 @@ use super::closed_class::{Budgets, NO_BUDGET};
 use super::lexeme::{LexemeMasks, LexemeScratch};
 use super::walk::{walk_lexeme, LexemeWalk, Visit};
 use super::{
-    set, MatchNode, TokenTables, MAX_CLASS_SLICE_EXITS, MAX_CONTROL_STATES, MAX_SLICE_STATES,
+    MatchNode, TokenTables, MAX_CLASS_SLICE_EXITS, MAX_CONTROL_STATES, MAX_SLICE_STATES,
     MIN_CLOSED_CLASS_BYTES, MIN_COUNTED_SLICE_BUDGET, MIN_COUNTED_SLICE_BYTES,
 };
 use crate::automaton::terminal::{ExcludedRests, Terminal, LOOPED};
 use crate::automaton::{State, TerminalId};
+use crate::bits::set_bit;
+use crate::bits::ByteSet;
 use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes, TokenSlice};
 
 impl TokenTables {
@@ -223,7 +225,7 @@ impl TokenTables {
     ) -> Option<Arc<Option<ClassSlice>>> {
         let mut exits = terminal.exit_bytes(class, states)?;
         let mut non_ascii = None;
-        if exits[2] | exits[3] != 0 {
+        if exits.has_non_ascii() {
             let widened = SliceChars::EVERY.into_iter().find_map(|chars| {
                 let states = terminal.closed_class_with(
                     state,
@@ -269,7 +271,7 @@ impl TokenTables {
             return Some(LexemeMasks::sparse(on_path, None));
         }
         if terminal.is_match(end) {
-            if terminal.live_bytes(end) != [0; 4] {
+            if !terminal.live_bytes(end).is_empty() {
                 return None;
             }
             // The lexeme ends here: every token going on is a boundary.
@@ -282,8 +284,8 @@ impl TokenTables {
         let rank_words = token_ids.len().div_ceil(32);
         let mut scratch = LexemeScratch::take(self.mask_words(), rank_words);
         for &rank in &on_path {
-            set(&mut scratch.allowed, token_ids[rank as usize]);
-            set(&mut scratch.allowed_by_rank, rank);
+            set_bit(&mut scratch.allowed, token_ids[rank as usize] as usize);
+            set_bit(&mut scratch.allowed_by_rank, rank as usize);
         }
         let mut match_nodes = Vec::new();
         let mut walk = LexemeWalk {
@@ -312,7 +314,7 @@ impl TokenTables {
         &self,
         class: u128,
         non_ascii: Option<SliceChars>,
-        exits: [u64; 4],
+        exits: ByteSet,
     ) -> Arc<Option<ClassSlice>> {
         self.shared.class_slices.get_or_build(
             (self.vocab.id(), class, non_ascii, exits),

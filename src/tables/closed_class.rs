@@ -10,6 +10,7 @@
 
 use super::body::BodyBytes;
 use crate::automaton::terminal::{class_bytes, State, Terminal, DEAD, LOOPED};
+use crate::bits::ByteSet;
 
 /// "Not on the counter" in [`Terminal::counted_class`]'s budgets.
 pub const NO_BUDGET: u32 = u32::MAX;
@@ -74,7 +75,7 @@ impl Terminal {
     /// survive (bit `b % 64` of word `b / 64`): a token made of the class and then
     /// any other byte dies there. `None` when one of the states is a match: a
     /// token dying past it may end a lexeme there, which the walk must see.
-    pub(crate) fn exit_bytes(&self, class: u128, closed: &[bool]) -> Option<[u64; 4]> {
+    pub(crate) fn exit_bytes(&self, class: u128, closed: &[bool]) -> Option<ByteSet> {
         self.exits_outside(class, false, closed)
     }
 
@@ -82,14 +83,14 @@ impl Terminal {
     /// by non-ASCII characters: only ASCII exits, since a token's non-ASCII bytes
     /// are either those characters or a split or foreign one, which the table
     /// walk reads itself.
-    pub(crate) fn ascii_exit_bytes(&self, class: u128, closed: &[bool]) -> Option<[u64; 4]> {
+    pub(crate) fn ascii_exit_bytes(&self, class: u128, closed: &[bool]) -> Option<ByteSet> {
         self.exits_outside(class, true, closed)
     }
 
     /// For a [counter](Terminal::counted_class): the bytes outside its class on
     /// which some state of its chain survives. A token made of the class and then
     /// any other byte dies there (the chain holds no match, so without a boundary).
-    pub(crate) fn counted_exit_bytes(&self, class: u128, budgets: &Budgets) -> [u64; 4] {
+    pub(crate) fn counted_exit_bytes(&self, class: u128, budgets: &Budgets) -> ByteSet {
         self.live_outside(class, false, budgets.chain())
     }
 
@@ -98,7 +99,7 @@ impl Terminal {
         class: u128,
         ascii_only: bool,
         closed: &[bool],
-    ) -> Option<[u64; 4]> {
+    ) -> Option<ByteSet> {
         let states = (0..closed.len()).filter(|&q| closed[q]).map(|q| q as State);
         if states.clone().any(|q| self.is_match(q)) {
             return None;
@@ -113,19 +114,14 @@ impl Terminal {
         class: u128,
         ascii_only: bool,
         states: impl Iterator<Item = State>,
-    ) -> [u64; 4] {
-        let beyond_ascii = if ascii_only { 0 } else { !0 };
-        let outside = [
-            !(class as u64),
-            !((class >> 64) as u64),
-            beyond_ascii,
-            beyond_ascii,
-        ];
-        let mut exits = [0u64; 4];
+    ) -> ByteSet {
+        let mut outside = ByteSet::from_ascii_class(class).complement();
+        if ascii_only {
+            outside = outside.intersection(&ByteSet::non_ascii().complement());
+        }
+        let mut exits = ByteSet::EMPTY;
         for q in states {
-            for ((exit, live), outside) in exits.iter_mut().zip(self.live_bytes(q)).zip(outside) {
-                *exit |= live & outside;
-            }
+            exits.union_with(&self.live_bytes(q).intersection(&outside));
         }
         exits
     }

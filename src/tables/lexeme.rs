@@ -9,8 +9,9 @@
 
 use std::sync::Arc;
 
-use super::{set, MatchNode};
-use crate::vocab::{set_range, TokenTrie};
+use super::MatchNode;
+use crate::bits::{clear_bit, clear_range, ones, runs, set_bit, set_range};
+use crate::vocab::TokenTrie;
 
 /// One lexeme's answers over the vocabulary.
 #[derive(Debug)]
@@ -107,7 +108,7 @@ impl LexemeTokens {
             .map(|w| w.count_ones() as usize)
             .sum();
         let ranges = (count <= MAX_SPARSE_TOKENS)
-            .then(|| set_ranges(&scratch.boundary_by_rank[words.clone()], MAX_SPARSE_TOKENS))
+            .then(|| runs(&scratch.boundary_by_rank[words.clone()], MAX_SPARSE_TOKENS))
             .flatten();
         let Some(mut boundary) = ranges else {
             return LexemeTokens::Dense {
@@ -120,11 +121,12 @@ impl LexemeTokens {
         for range in &mut boundary {
             *range = (range.0 + offset, range.1 + offset);
         }
-        let ranks = set_positions(&scratch.allowed_by_rank[words.clone()], offset, count);
+        let mut ranks = Vec::with_capacity(count);
+        ranks.extend(ones(&scratch.allowed_by_rank[words.clone()]).map(|i| offset + i as u32));
         let mut scratch = scratch;
         for &rank in &ranks {
             let id = token_ids[rank as usize];
-            scratch.allowed[id as usize / 32] &= !(1 << (id % 32));
+            clear_bit(&mut scratch.allowed, id as usize);
         }
         scratch.allowed_by_rank[words.clone()].fill(0);
         scratch.boundary_by_rank[words].fill(0);
@@ -164,8 +166,8 @@ impl LexemeTokens {
                 boundary,
             } => {
                 for &rank in ranks.iter() {
-                    set(allowed_by_rank, rank);
-                    set(allowed, token_ids[rank as usize]);
+                    set_bit(allowed_by_rank, rank as usize);
+                    set_bit(allowed, token_ids[rank as usize] as usize);
                 }
                 for &(start, end) in boundary.iter() {
                     set_range(boundary_by_rank, start as usize..end as usize);
@@ -193,7 +195,7 @@ impl LexemeTokens {
                 );
                 for range in removed {
                     for &id in &token_ids[range.clone()] {
-                        allowed[id as usize / 32] &= !(1 << (id % 32));
+                        clear_bit(&mut allowed, id as usize);
                     }
                     clear_range(&mut allowed_by_rank, range.clone());
                     clear_range(&mut boundary_by_rank, range.clone());
@@ -244,56 +246,6 @@ impl LexemeTokens {
     }
 }
 
-/// The positions of the set bits of `bits` (`count` of them), plus `base`.
-pub(super) fn set_positions(bits: &[u32], base: u32, count: usize) -> Vec<u32> {
-    let mut positions = Vec::with_capacity(count);
-    for (w, &word) in bits.iter().enumerate() {
-        let mut rest = word;
-        while rest != 0 {
-            positions.push(base + w as u32 * 32 + rest.trailing_zeros());
-            rest &= rest - 1;
-        }
-    }
-    positions
-}
-
-/// The runs of set bits in `bits` as `(start, end)` ranges, if at most `limit`.
-pub(super) fn set_ranges(bits: &[u32], limit: usize) -> Option<Vec<(u32, u32)>> {
-    let mut ranges: Vec<(u32, u32)> = Vec::new();
-    // Most words are empty: skip them 16 at a time.
-    const CHUNK: usize = 16;
-    for (c, chunk) in bits.chunks(CHUNK).enumerate() {
-        if chunk.iter().fold(0, |any, &w| any | w) == 0 {
-            continue;
-        }
-        for (i, &word) in chunk.iter().enumerate() {
-            let w = c * CHUNK + i;
-            let mut rest = word;
-            while rest != 0 {
-                let start = w as u32 * 32 + rest.trailing_zeros();
-                // The run's length inside this word: ones from `start` on.
-                let run = (rest >> rest.trailing_zeros()).trailing_ones();
-                let end = start + run;
-                match ranges.last_mut() {
-                    Some(last) if last.1 == start => last.1 = end,
-                    _ => {
-                        if ranges.len() == limit {
-                            return None;
-                        }
-                        ranges.push((start, end));
-                    }
-                }
-                rest = if run + rest.trailing_zeros() >= 32 {
-                    0
-                } else {
-                    rest & !(((1u32 << run) - 1) << rest.trailing_zeros())
-                };
-            }
-        }
-    }
-    Some(ranges)
-}
-
 impl LexemeMasks {
     /// The tables of a lexeme allowing the tokens at `ranks` (ascending) and,
     /// where it ends at a match with tokens going on, those below `end`.
@@ -336,33 +288,3 @@ impl LexemeMasks {
 /// Most match nodes kept per lexeme (a JSON string body from its start has about
 /// 900 over Llama-3; a key literal one or two).
 pub(super) const MAX_MATCH_NODES: usize = 1 << 14;
-
-/// Clears bits `range` of `bits`.
-pub(super) fn clear_range(bits: &mut [u32], range: std::ops::Range<usize>) {
-    for rank in range {
-        bits[rank / 32] &= !(1 << (rank % 32));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::set_ranges;
-    use crate::vocab::set_range;
-
-    #[test]
-    pub(super) fn set_ranges_are_the_runs_of_set_bits() {
-        let runs = [(0, 1), (3, 40), (63, 64), (64, 100), (127, 128)];
-        let mut bits = vec![0u32; 4];
-        for &(a, b) in &runs {
-            set_range(&mut bits, a..b);
-        }
-        // Adjacent runs read as one.
-        assert_eq!(
-            set_ranges(&bits, 10),
-            Some(vec![(0, 1), (3, 40), (63, 100), (127, 128)])
-        );
-        assert_eq!(set_ranges(&bits, 3), None);
-        assert_eq!(set_ranges(&[0, 0], 1), Some(vec![]));
-        assert_eq!(set_ranges(&[u32::MAX, u32::MAX], 1), Some(vec![(0, 64)]));
-    }
-}

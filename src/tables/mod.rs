@@ -52,10 +52,11 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{CompiledGrammar, State, TerminalId};
+use crate::bits::{ones, try_set_bit};
 pub use crate::vocab::RankSet;
 use crate::vocab::{SubtreeBytes, TokenTrie, Vocabulary};
 use build_lexeme::walk_closed_class;
-use lexeme::{set_positions, LexemeMasks};
+use lexeme::LexemeMasks;
 pub use shared::{SharedTables, DEFAULT_SHARED_TABLE_BYTES};
 use walk::{walk_lexeme, LexemeWalk, Visit};
 
@@ -97,7 +98,7 @@ impl AllowedTokens {
         if count > MAX_SPARSE_ALLOWED {
             return AllowedTokens::Dense(bits);
         }
-        AllowedTokens::Sparse(set_positions(&bits, 0, count).into())
+        AllowedTokens::Sparse(ones(&bits).map(|id| id as u32).collect())
     }
 
     /// Writes the tokens into `mask` as bits (the words past the vocabulary's
@@ -112,9 +113,7 @@ impl AllowedTokens {
             AllowedTokens::Sparse(ids) => {
                 mask.fill(0);
                 for &id in ids.iter() {
-                    if let Some(word) = mask.get_mut(id as usize / 32) {
-                        *word |= 1 << (id % 32);
-                    }
+                    try_set_bit(mask, id as usize);
                 }
             }
         }
@@ -248,11 +247,6 @@ fn cached<K: std::hash::Hash + Eq, V>(
         Ok(mut c) => Arc::clone(c.entry(key).or_insert(built)),
         Err(_) => built,
     }
-}
-
-#[inline(always)]
-fn set(mask: &mut [u32], id: u32) {
-    mask[id as usize / 32] |= 1 << (id % 32);
 }
 
 /// `ranks` in a window's coordinates (ranks from `base` on).

@@ -14,6 +14,7 @@
 //! limit, so the whole never holds more than the limit it was made with.
 
 use crate::automaton::State;
+use crate::bits::ByteSet;
 use crate::cache::BoundedCache;
 use crate::vocab::{ClassSlice, SliceChars};
 
@@ -28,7 +29,7 @@ pub(super) type ConfigurationKey = (u64, Box<[(u128, State)]>);
 
 /// A class slice over a vocabulary: ASCII class, the non-ASCII characters it also
 /// holds, exit bytes.
-pub(super) type ClassSliceKey = (u64, u128, Option<SliceChars>, [u64; 4]);
+pub(super) type ClassSliceKey = (u64, u128, Option<SliceChars>, ByteSet);
 
 /// Heap bytes a [`SharedTables::default`] keeps.
 pub const DEFAULT_SHARED_TABLE_BYTES: usize = 144 << 20;

@@ -8,10 +8,11 @@
 //! counted lexemes pay for their extra tests.
 
 use super::closed_class::{Budgets, NO_BUDGET};
-use super::{set, shift};
+use super::shift;
 use crate::automaton::terminal::{Terminal, LOOPED};
 use crate::automaton::{State, DEAD};
-use crate::vocab::{set_range, ChildSlot, ClassSlice, SubtreeBytes, TokenTrie, TrieNode};
+use crate::bits::{set_bit, set_range};
+use crate::vocab::{ChildSlot, ClassSlice, SubtreeBytes, TokenTrie, TrieNode};
 
 /// Runs `walk` through `terminal` from `state`. Specialized loops: the plain
 /// automaton is a table lookup per byte; only a LOOPED lexeme pays for the
@@ -166,7 +167,10 @@ impl LexemeWalk<'_> {
             }
             if let Some(by_id) = self.allowed.as_deref_mut() {
                 while allowed != 0 {
-                    set(by_id, token_ids[w * 32 + allowed.trailing_zeros() as usize]);
+                    set_bit(
+                        by_id,
+                        token_ids[w * 32 + allowed.trailing_zeros() as usize] as usize,
+                    );
                     allowed &= allowed - 1;
                 }
             }
@@ -247,9 +251,9 @@ impl LexemeWalk<'_> {
             }
             for rank in node.tokens_start..node.tokens_end {
                 if let Some(allowed) = self.allowed.as_deref_mut() {
-                    set(allowed, token_ids[rank as usize]);
+                    set_bit(allowed, token_ids[rank as usize] as usize);
                 }
-                set(self.allowed_by_rank, rank - rank_base as u32);
+                set_bit(self.allowed_by_rank, (rank - rank_base as u32) as usize);
             }
             let at_match = is_match(next);
             let (children, subtree_end, ranks_end) = match outsiders {
@@ -325,7 +329,7 @@ impl LexemeWalk<'_> {
                 self.touch(ranks.clone());
                 if let Some(allowed) = self.allowed.as_deref_mut() {
                     for &id in &trie.token_ids()[ranks.clone()] {
-                        set(allowed, id);
+                        set_bit(allowed, id as usize);
                     }
                 }
                 set_range(self.allowed_by_rank, shift(ranks, self.rank_base));

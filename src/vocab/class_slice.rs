@@ -20,6 +20,7 @@
 //! [`TokenSlice`](super::TokenSlice) membership.
 
 use super::{RankSet, SliceChars, TokenTrie, Vocabulary};
+use crate::bits::{flip_bit, ones, set_bit, ByteSet};
 
 /// The tokens made only of an ASCII class, and (a superset of) those whose first
 /// byte outside it is one of a set of exit bytes.
@@ -56,13 +57,13 @@ impl ClassSlice {
         vocab: &Vocabulary,
         class: u128,
         non_ascii: Option<SliceChars>,
-        exits: &[u64; 4],
+        exits: &ByteSet,
         max_exits: usize,
     ) -> Option<ClassSlice> {
         debug_assert!(class >> 127 == 0, "DEL and non-ASCII bytes share bit 127");
         let trie = vocab.trie();
         let words = trie.token_ids().len().div_ceil(32);
-        let is_exit = |b: u8| exits[b as usize / 64] >> (b % 64) & 1 != 0;
+        let is_exit = |b: u8| exits.contains(b);
         // Every token holding an exit byte may be walked: when one byte alone is
         // held by too many, give up before the walk. (A non-ASCII exit byte may
         // sit in a widened class's member.)
@@ -72,7 +73,7 @@ impl ClassSlice {
         if crowded && non_ascii.is_none() {
             return None;
         }
-        let del_exits = exits[1] >> 63 & 1 != 0;
+        let del_exits = exits.contains(0x7F);
         let slice = non_ascii.map(|chars| vocab.slice(chars));
         let tokens = trie.token_ids().len();
         // Whole words of ranks: the tokens holding an ASCII byte outside the
@@ -180,16 +181,11 @@ impl ClassSlice {
             // Past the precomputed lengths: token by token.
             by_id.fill(0);
             by_rank.fill(0);
-            for (w, &word) in self.members_by_rank.iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    let rank = w * 32 + bits.trailing_zeros() as usize;
-                    let id = trie.token_ids()[rank];
-                    if vocab.token_bytes(id).len() <= max_len {
-                        by_id[id as usize / 32] |= 1 << (id % 32);
-                        by_rank[w] |= 1 << (rank % 32);
-                    }
-                    bits &= bits - 1;
+            for rank in ones(&self.members_by_rank) {
+                let id = trie.token_ids()[rank];
+                if vocab.token_bytes(id).len() <= max_len {
+                    set_bit(by_id, id as usize);
+                    set_bit(by_rank, rank);
                 }
             }
             return;
@@ -235,7 +231,7 @@ fn by_id(vocab: &Vocabulary, by_rank: &[u32], count: usize) -> Vec<u32> {
         }
         while bits != 0 {
             let id = token_ids[w * 32 + bits.trailing_zeros() as usize];
-            by_id[id as usize / 32] ^= 1 << (id % 32);
+            flip_bit(&mut by_id, id as usize);
             bits &= bits - 1;
         }
     }
@@ -265,6 +261,7 @@ fn longest_member(trie: &TokenTrie, members: &[u32]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bits::has_bit;
 
     fn vocab(words: &[&str]) -> Vocabulary {
         Vocabulary::from_token_bytes(
@@ -290,11 +287,10 @@ mod tests {
         ];
         let v = vocab(&words);
         let class = (b'a'..=b'b').fold(0u128, |c, b| c | 1 << b);
-        let mut exits = [0u64; 4];
-        exits[0] |= 1 << b'"';
+        let exits = ByteSet::from_iter([b'"']);
         let slice = ClassSlice::new(&v, class, None, &exits, usize::MAX).unwrap();
         let members: Vec<&str> = (0..words.len() as u32)
-            .filter(|&id| slice.members()[id as usize / 32] >> (id % 32) & 1 != 0)
+            .filter(|&id| has_bit(slice.members(), id as usize))
             .map(|id| words[id as usize])
             .collect();
         assert_eq!(members, vec!["ab", "b"]);
@@ -304,8 +300,8 @@ mod tests {
         assert_eq!(exit_words, vec!["\"", ".\"", "a\"", "a\",", "ba\"x"]);
         for rank in 0..v.trie().token_ids().len() {
             let id = v.trie().token_ids()[rank];
-            let by_rank = slice.members_by_rank()[rank / 32] >> (rank % 32) & 1;
-            let by_id = slice.members()[id as usize / 32] >> (id % 32) & 1;
+            let by_rank = has_bit(slice.members_by_rank(), rank);
+            let by_id = has_bit(slice.members(), id as usize);
             assert_eq!(by_rank, by_id, "rank {rank}");
             assert_eq!(
                 slice.has_exit_in(rank..rank + 1),
@@ -327,7 +323,7 @@ mod tests {
         let words = ["a", "ba", "abab", "a.", "bbbbbbb", long.as_str(), "b\"", ""];
         let v = vocab(&words);
         let class = (b'a'..=b'b').fold(0u128, |c, b| c | 1 << b);
-        let slice = ClassSlice::new(&v, class, None, &[0; 4], usize::MAX).unwrap();
+        let slice = ClassSlice::new(&v, class, None, &ByteSet::EMPTY, usize::MAX).unwrap();
         assert_eq!(slice.longest_member, 200);
         let mut by_id = vec![0u32; slice.members().len()];
         let mut by_rank = vec![0u32; slice.members_by_rank().len()];
@@ -340,13 +336,13 @@ mod tests {
                 .filter(|w| w.bytes().all(|b| class >> b & 1 != 0))
                 .collect();
             let got: Vec<&str> = (0..words.len())
-                .filter(|&id| by_id[id / 32] >> (id % 32) & 1 != 0)
+                .filter(|&id| has_bit(&by_id, id))
                 .map(|id| words[id])
                 .collect();
             assert_eq!(got, expected, "up to {max_len} bytes");
             for rank in 0..v.trie().token_ids().len() {
                 let id = v.trie().token_ids()[rank] as usize;
-                let bit = by_rank[rank / 32] >> (rank % 32) & 1 != 0;
+                let bit = has_bit(&by_rank, rank);
                 assert_eq!(
                     bit,
                     got.contains(&words[id]),
@@ -361,8 +357,7 @@ mod tests {
         let words = ["aé", "éa", "a.é", "a", "aЖ", "Ж"];
         let v = vocab(&words);
         let class = 1u128 << b'a';
-        let mut exits = [0u64; 4];
-        exits[3] |= 1 << (0xC3 % 64); // é is C3 A9
+        let exits = ByteSet::from_iter([0xC3]); // é is C3 A9
         let slice = ClassSlice::new(&v, class, None, &exits, usize::MAX).unwrap();
         let exit_words = exit_words(&slice, &v, &words);
         // The tokens holding C3, `a.é` too (the walk reads that it leaves the
@@ -379,12 +374,11 @@ mod tests {
         let words = ["aé", "éa", "a.é", "a", "aЖ", "Ж", "a\"", "é\""];
         let v = vocab(&words);
         let class = 1u128 << b'a';
-        let mut exits = [0u64; 4];
-        exits[0] |= 1 << b'"';
+        let exits = ByteSet::from_iter([b'"']);
         let chars = Some(SliceChars::StringBody);
         let slice = ClassSlice::new(&v, class, chars, &exits, usize::MAX).unwrap();
         let members: Vec<&str> = (0..words.len() as u32)
-            .filter(|&id| slice.members()[id as usize / 32] >> (id % 32) & 1 != 0)
+            .filter(|&id| has_bit(slice.members(), id as usize))
             .map(|id| words[id as usize])
             .collect();
         assert_eq!(members, vec!["aé", "éa", "a", "aЖ", "Ж"]);

@@ -16,11 +16,12 @@ mod rank_set;
 mod slice;
 mod trie;
 
+use crate::bits::{mask_words, set_bit};
 use std::fmt;
 
 pub use class_slice::ClassSlice;
 pub use load::{load_tokenizer, VocabError};
-pub use rank_set::{set_range, RankSet};
+pub use rank_set::RankSet;
 pub use slice::{is_string_body_char, SliceChars, TokenSlice};
 pub use trie::{ChildSlot, SubtreeBytes, TokenTrie, TrieNode};
 
@@ -90,9 +91,9 @@ impl Vocabulary {
         eos.dedup();
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let short_ids = short_ids(&tokens, trie.max_depth());
-        let mut with_bytes = vec![0u32; tokens.len().div_ceil(32)];
+        let mut with_bytes = vec![0u32; mask_words(tokens.len())];
         for &id in trie.token_ids() {
-            with_bytes[id as usize / 32] |= 1 << (id % 32);
+            set_bit(&mut with_bytes, id as usize);
         }
         Vocabulary {
             tokens,

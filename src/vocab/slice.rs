@@ -9,6 +9,7 @@
 //! the table builder on the actual automaton rather than assumed.
 
 use super::TokenTrie;
+use crate::bits::set_bit;
 
 /// Characters of the string-body slice: any Unicode scalar value except the C0
 /// controls, DEL, `"` and `\`.
@@ -192,8 +193,8 @@ impl TokenSlice {
             outsiders_below.push(outsiders);
             live_outsiders_below.push(live_outsiders);
             if let Some(count) = member(&tokens[id as usize]) {
-                members[id as usize / 32] |= 1 << (id % 32);
-                members_by_rank[rank / 32] |= 1 << (rank % 32);
+                set_bit(&mut members, id as usize);
+                set_bit(&mut members_by_rank, rank);
                 chars_by_id[id as usize] = count;
                 chars_by_rank[rank] = count;
             } else {

@@ -12,6 +12,8 @@
 //! and one that knows which tokens it needs over the children holding none
 //! ([`TokenTrie::next_child_where`]), without reading their nodes.
 
+use crate::bits::set_bit;
+
 /// One trie node: a byte at a depth, with its subtree extent and tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrieNode {
@@ -140,10 +142,9 @@ impl TokenTrie {
         let mut byte_holders = vec![vec![0u32; sorted.len().div_ceil(32)]; 257];
         for (rank, &id) in sorted.iter().enumerate() {
             for &b in bytes_of(id) {
-                let bit = 1 << (rank % 32);
-                byte_holders[b as usize][rank / 32] |= bit;
+                set_bit(&mut byte_holders[b as usize], rank);
                 if b >= 0x80 {
-                    byte_holders[256][rank / 32] |= bit;
+                    set_bit(&mut byte_holders[256], rank);
                 }
             }
         }
@@ -428,7 +429,7 @@ pub(super) fn up_to_len(
 ) -> Vec<Vec<u32>> {
     let mut by_len = vec![vec![0u32; bits.div_ceil(32)]; lengths];
     for (len, bit) in items.filter(|&(len, _)| len < lengths) {
-        by_len[len][bit / 32] |= 1 << (bit % 32);
+        set_bit(&mut by_len[len], bit);
     }
     for l in 1..lengths {
         let (shorter, this) = by_len.split_at_mut(l);

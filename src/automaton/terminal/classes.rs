@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use super::{State, DEAD, NO_BYTE};
+use crate::bits::ByteSet;
 
 /// `classes` refined so that every byte `told_apart` is a class of its own, with
 /// one representative byte per class (in class order).
@@ -43,11 +44,11 @@ pub(super) fn classes_by(key: impl Fn(u8) -> u16) -> ([u8; 256], Vec<u8>) {
     (refined, representatives)
 }
 
-/// Per byte class (of `stride`), its bytes as 256 bits.
-pub(super) fn bytes_by_class(classes: &[u8; 256], stride: usize) -> Arc<[[u64; 4]]> {
-    let mut bytes = vec![[0u64; 4]; stride];
-    for (b, &class) in classes.iter().enumerate() {
-        bytes[class as usize][b >> 6] |= 1 << (b & 63);
+/// Per byte class (of `stride`), its bytes.
+pub(super) fn bytes_by_class(classes: &[u8; 256], stride: usize) -> Arc<[ByteSet]> {
+    let mut bytes = vec![ByteSet::EMPTY; stride];
+    for (b, &class) in (0..=255u8).zip(classes) {
+        bytes[class as usize].insert(b);
     }
     bytes.into()
 }
@@ -57,27 +58,18 @@ pub(super) fn bytes_by_class(classes: &[u8; 256], stride: usize) -> Arc<[[u64; 4
 pub(super) fn only_bytes_of(
     transitions: &[State],
     stride: usize,
-    class_bytes: &[[u64; 4]],
+    class_bytes: &[ByteSet],
 ) -> Vec<u16> {
     transitions
         .chunks_exact(stride)
         .map(|row| {
-            let mut live = [0u64; 4];
+            let mut live = ByteSet::EMPTY;
             for (_, bytes) in row.iter().zip(class_bytes).filter(|(&to, _)| to != DEAD) {
-                for (word, byte_word) in live.iter_mut().zip(bytes) {
-                    *word |= byte_word;
-                }
+                live.union_with(bytes);
             }
-            only_byte(&live).map_or(NO_BYTE, u16::from)
+            live.only().map_or(NO_BYTE, u16::from)
         })
         .collect()
-}
-
-/// The byte of a set of bytes (bit `b % 64` of word `b / 64`) holding exactly one.
-pub(super) fn only_byte(bytes: &[u64; 4]) -> Option<u8> {
-    let one = bytes.iter().map(|w| w.count_ones()).sum::<u32>() == 1;
-    let word = bytes.iter().position(|&w| w != 0).filter(|_| one)?;
-    Some((word * 64) as u8 + bytes[word].trailing_zeros() as u8)
 }
 
 /// The bytes of a class of ASCII bytes below DEL (bit `b` of the `u128`).

@@ -36,7 +36,8 @@ mod minimize;
 #[cfg(test)]
 mod tests;
 
-use classes::{bytes_by_class, only_byte, only_bytes_of};
+use crate::bits::ByteSet;
+use classes::{bytes_by_class, only_bytes_of};
 use counted::Counter;
 use minimize::minimize;
 
@@ -131,7 +132,7 @@ pub struct Terminal {
     /// Made with the automaton, so that a grammar's copies of a shared
     /// automaton share it: made on first use, every compile's copy made it
     /// again (a third of a value's first mask).
-    class_bytes: Arc<[[u64; 4]]>,
+    class_bytes: Arc<[ByteSet]>,
     /// Per stored row of `transitions`: the one byte it survives where it
     /// survives exactly one (a literal's states), else [`NO_BYTE`]. See
     /// [`Terminal::only_live_byte`].
@@ -323,19 +324,17 @@ impl Terminal {
         }
     }
 
-    /// The bytes `state` does not die on, bit `b % 64` of word `b / 64`: one
-    /// transition per byte class, each class's bytes ORed in (the candidate walk
-    /// asks this after every boundary it meets, for every lexeme alive there).
-    pub fn live_bytes(&self, state: State) -> [u64; 4] {
-        let mut bits = [0u64; 4];
+    /// The bytes `state` does not die on: one transition per byte class, each
+    /// class's bytes ORed in (the candidate walk asks this after every boundary
+    /// it meets, for every lexeme alive there).
+    pub fn live_bytes(&self, state: State) -> ByteSet {
+        let mut live = ByteSet::EMPTY;
         for (class, bytes) in self.class_bytes.iter().enumerate() {
             if self.next_by_class(state, class) != DEAD {
-                for (word, byte_word) in bits.iter_mut().zip(bytes) {
-                    *word |= byte_word;
-                }
+                live.union_with(bytes);
             }
         }
-        bits
+        live
     }
 
     /// How many ASCII bytes below DEL `state` survives: a bound on the size of
@@ -346,7 +345,7 @@ impl Terminal {
         }
         // A step per class, not per byte: asked for each lexeme a table is built
         // for (dozens of key literals in an object's first mask).
-        let live = self.live_bytes(state);
+        let live = self.live_bytes(state).words();
         live[0].count_ones() + (live[1] & !(1 << 63)).count_ones()
     }
 
@@ -357,7 +356,7 @@ impl Terminal {
         let row = match &self.counter {
             _ if state & LOOPED != 0 => return None,
             None => state as usize,
-            Some(k) if k.contains(state) => return only_byte(&self.live_bytes(state)),
+            Some(k) if k.contains(state) => return self.live_bytes(state).only(),
             Some(k) => k.row(state),
         };
         let byte = self.only_bytes[row];
