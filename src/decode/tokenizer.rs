@@ -101,7 +101,7 @@ impl ModelTokenizer {
         origin: &str,
     ) -> Result<ModelTokenizer, DecodeError> {
         let err = tokenizer_error(origin);
-        let document = GgufVocab::read(metadata).map_err(&err)?;
+        let document = GgufVocab::read(metadata).map_err(|e| err(e.to_string()))?;
         let (json, warnings) = document.to_tokenizer_json();
         let text = json.to_string();
         let tokenizer = Tokenizer::from_bytes(text.as_bytes()).map_err(|e| err(e.to_string()))?;
@@ -196,45 +196,50 @@ const TOKEN_TYPE_UNKNOWN: i32 = 2;
 const TOKEN_TYPE_CONTROL: i32 = 3;
 const TOKEN_TYPE_USER_DEFINED: i32 = 4;
 
+/// Why a GGUF file's metadata holds no usable vocabulary.
+#[derive(Debug, thiserror::Error)]
+enum GgufVocabError {
+    #[error("the GGUF file has no tokenizer (tokenizer.ggml.model); pass --tokenizer")]
+    NoTokenizer,
+    #[error("the GGUF file has no tokenizer.ggml.tokens; pass --tokenizer")]
+    NoTokens,
+    #[error("{key}: {message}")]
+    BadValue { key: &'static str, message: String },
+}
+
 impl GgufVocab {
-    fn read(md: &HashMap<String, GgufValue>) -> Result<GgufVocab, String> {
+    fn read(md: &HashMap<String, GgufValue>) -> Result<GgufVocab, GgufVocabError> {
         let get = |key: &str| md.get(key);
         let string = |key: &str| get(key).and_then(|v| v.to_string().ok()).cloned();
         let id = |key: &str| get(key).and_then(|v| v.to_u32().ok());
-        let strings = |key: &str| -> Result<Vec<String>, String> {
-            match get(key) {
-                None => Ok(Vec::new()),
+        // A GGUF array, each element read with `read` (empty when the key is absent).
+        fn array<T>(
+            md: &HashMap<String, GgufValue>,
+            key: &'static str,
+            read: impl Fn(&GgufValue) -> candle_core::Result<T>,
+        ) -> Result<Vec<T>, GgufVocabError> {
+            let bad = |e: candle_core::Error| GgufVocabError::BadValue {
+                key,
+                message: e.to_string(),
+            };
+            match md.get(key) {
                 Some(v) => v
                     .to_vec()
-                    .map_err(|e| format!("{key}: {e}"))?
+                    .map_err(bad)?
                     .iter()
-                    .map(|s| s.to_string().cloned().map_err(|e| format!("{key}: {e}")))
+                    .map(|t| read(t).map_err(bad))
                     .collect(),
+                None => Ok(Vec::new()),
             }
-        };
-        let model = string("tokenizer.ggml.model")
-            .ok_or("the GGUF file has no tokenizer (tokenizer.ggml.model); pass --tokenizer")?;
+        }
+        let strings = |key| array(md, key, |v| v.to_string().cloned());
+        let model = string("tokenizer.ggml.model").ok_or(GgufVocabError::NoTokenizer)?;
         let tokens = strings("tokenizer.ggml.tokens")?;
         if tokens.is_empty() {
-            return Err("the GGUF file has no tokenizer.ggml.tokens; pass --tokenizer".into());
+            return Err(GgufVocabError::NoTokens);
         }
-        // A GGUF array of numbers, each read with `read` (empty when the key is absent).
-        fn numbers<T>(
-            value: Option<&GgufValue>,
-            read: impl Fn(&GgufValue) -> candle_core::Result<T>,
-        ) -> Result<Vec<T>, String> {
-            match value {
-                Some(v) => v
-                    .to_vec()
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|t| read(t).map_err(|e| e.to_string()))
-                    .collect(),
-                None => Ok(Vec::new()),
-            }
-        }
-        let token_types = numbers(get("tokenizer.ggml.token_type"), GgufValue::to_i32)?;
-        let scores = numbers(get("tokenizer.ggml.scores"), GgufValue::to_f32)?;
+        let token_types = array(md, "tokenizer.ggml.token_type", GgufValue::to_i32)?;
+        let scores = array(md, "tokenizer.ggml.scores", GgufValue::to_f32)?;
         let eot = ["tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"]
             .iter()
             .filter_map(|k| id(k))
