@@ -12,9 +12,9 @@
 use crate::grammar::Expr;
 
 use super::types::Node;
-use super::{nothing, seq, Compiler, Result, Sref};
+use super::{nothing, seq, Result, SchemaCompiler, Subschema};
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_array(&mut self, node: &Node<'a>) -> Result<Expr> {
         let a = &node.arr;
         let (min, mut max) = (a.min, a.max);
@@ -33,8 +33,8 @@ impl<'a> Compiler<'a> {
         }
         let prefix_len = a.parts.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
         let position =
-            |i: usize| -> Vec<Sref<'a>> { a.parts.iter().filter_map(|p| p.item(i)).collect() };
-        let rest: Vec<Sref<'a>> = a.parts.iter().filter_map(|p| p.rest.clone()).collect();
+            |i: usize| -> Vec<Subschema<'a>> { a.parts.iter().filter_map(|p| p.item(i)).collect() };
+        let rest: Vec<Subschema<'a>> = a.parts.iter().filter_map(|p| p.rest.clone()).collect();
         if rest.iter().any(|s| s.v == &serde_json::Value::Bool(false)) {
             max = Some(max.map_or(prefix_len as u64, |m| m.min(prefix_len as u64)));
         }

@@ -3,7 +3,7 @@
 //!
 //! `anyOf` is distributed over the sibling keywords (each branch merged into a copy
 //! of the node). `oneOf` is the same union, exact only when the branches are
-//! provably disjoint ([`Compiler::nodes_disjoint`]: different types, disjoint
+//! provably disjoint ([`SchemaCompiler::nodes_disjoint`]: different types, disjoint
 //! constants, number ranges or lengths, or a required property whose values are
 //! disjoint, the usual discriminator); otherwise it is an error. `not` is handled
 //! for type sets, constants (finite complements) and a single required name.
@@ -13,12 +13,12 @@
 
 use serde_json::Value;
 
-use super::types::{Node, T_ALL, T_BOOL, T_NULL, T_OBJ, T_STR};
-use super::{Compiler, Result, Sref};
+use super::types::{Node, TypeSet};
+use super::{Result, SchemaCompiler, Subschema};
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     /// The union of conjunctive nodes equivalent to the conjunction `conj`.
-    pub(crate) fn normalize(&mut self, conj: &[Sref<'a>]) -> Result<Vec<Node<'a>>> {
+    pub(crate) fn normalize(&mut self, conj: &[Subschema<'a>]) -> Result<Vec<Node<'a>>> {
         let mut node = Node::any();
         for s in conj {
             self.collect(s, &mut node, 0)?;
@@ -29,13 +29,17 @@ impl<'a> Compiler<'a> {
     }
 
     fn expand(&mut self, mut node: Node<'a>, out: &mut Vec<Node<'a>>, depth: usize) -> Result<()> {
-        if node.types == 0 {
+        if node.types.is_empty() {
             return Ok(());
         }
         if out.len() > self.opts.limits.max_alternatives
             || depth > self.opts.limits.max_inline_depth
         {
-            let ptr = node.disj.last().map(|d| d.ptr.clone()).unwrap_or_default();
+            let ptr = node
+                .disjunctions
+                .last()
+                .map(|d| d.ptr.clone())
+                .unwrap_or_default();
             return Err(self.limit(
                 &ptr,
                 format!(
@@ -44,7 +48,7 @@ impl<'a> Compiler<'a> {
                 ),
             ));
         }
-        if let Some(d) = node.disj.pop() {
+        if let Some(d) = node.disjunctions.pop() {
             let mut per_branch: Vec<Vec<Node<'a>>> = Vec::new();
             for b in &d.branches {
                 let mut n = node.clone();
@@ -53,7 +57,7 @@ impl<'a> Compiler<'a> {
                 self.expand(n, &mut expanded, depth + 1)?;
                 per_branch.push(expanded);
             }
-            if d.one {
+            if d.exactly_one {
                 'outer: for i in 0..per_branch.len() {
                     for j in i + 1..per_branch.len() {
                         for x in &per_branch[i] {
@@ -84,10 +88,10 @@ impl<'a> Compiler<'a> {
             }
             return Ok(());
         }
-        if let Some(c) = node.conds.pop() {
+        if let Some(c) = node.conditionals.pop() {
             return self.expand_if(node, c, out, depth);
         }
-        if let Some(s) = node.nots.pop() {
+        if let Some(s) = node.negations.pop() {
             self.apply_not(&mut node, &s)?;
             return self.expand(node, out, depth + 1);
         }
@@ -96,7 +100,7 @@ impl<'a> Compiler<'a> {
             absent.obj.forbidden.push(name.clone());
             self.expand(absent, out, depth + 1)?;
             let mut present = node;
-            present.types &= T_OBJ;
+            present.types &= TypeSet::OBJECT;
             for n in std::iter::once(name).chain(deps) {
                 if !present.obj.required.contains(&n) {
                     present.obj.required.push(n);
@@ -109,7 +113,7 @@ impl<'a> Compiler<'a> {
             absent.obj.forbidden.push(name.clone());
             self.expand(absent, out, depth + 1)?;
             let mut present = node;
-            present.types &= T_OBJ;
+            present.types &= TypeSet::OBJECT;
             if !present.obj.required.contains(&name) {
                 present.obj.required.push(name);
             }
@@ -123,7 +127,7 @@ impl<'a> Compiler<'a> {
     fn expand_if(
         &mut self,
         node: Node<'a>,
-        c: super::types::Cond<'a>,
+        c: super::types::Conditional<'a>,
         out: &mut Vec<Node<'a>>,
         depth: usize,
     ) -> Result<()> {
@@ -152,20 +156,20 @@ impl<'a> Compiler<'a> {
         if let [cn] = &cond_nodes[..] {
             if is_type_only(cn) {
                 then_node.types &= cn.types;
-                else_node.types &= !cn.types & T_ALL;
+                else_node.types &= !cn.types;
             } else if let Some(name) = single_required(cn) {
                 // Non-objects satisfy `required`, so they take the `then` branch.
                 let mut then_non_object = then_node.clone();
-                then_non_object.types &= !T_OBJ & T_ALL;
+                then_non_object.types &= !TypeSet::OBJECT;
                 if let Some(t) = &c.then {
                     self.collect(t, &mut then_non_object, 0)?;
                 }
                 self.expand(then_non_object, out, depth + 1)?;
-                then_node.types &= T_OBJ;
+                then_node.types &= TypeSet::OBJECT;
                 if !then_node.obj.required.contains(&name) {
                     then_node.obj.required.push(name.clone());
                 }
-                else_node.types &= T_OBJ;
+                else_node.types &= TypeSet::OBJECT;
                 else_node.obj.forbidden.push(name);
             } else {
                 self.unsupported(
@@ -189,16 +193,16 @@ impl<'a> Compiler<'a> {
         self.expand(else_node, out, depth + 1)
     }
 
-    fn apply_not(&mut self, node: &mut Node<'a>, s: &Sref<'a>) -> Result<()> {
+    fn apply_not(&mut self, node: &mut Node<'a>, s: &Subschema<'a>) -> Result<()> {
         match s.v {
             Value::Bool(b) => {
                 if *b {
-                    node.types = 0;
+                    node.types = TypeSet::NONE;
                 }
                 return Ok(());
             }
             Value::Object(m) if m.is_empty() => {
-                node.types = 0;
+                node.types = TypeSet::NONE;
                 return Ok(());
             }
             _ => {}
@@ -209,10 +213,10 @@ impl<'a> Compiler<'a> {
         }
         if let [n] = &nodes[..] {
             if is_type_only(n) {
-                node.types &= !n.types & T_ALL;
+                node.types &= !n.types;
                 return Ok(());
             }
-            if n.types == T_ALL && is_enum_only(n) {
+            if n.types == TypeSet::ALL && is_enum_only(n) {
                 // Exclude finitely many values.
                 for v in &n.enums[0] {
                     if n.enums[1..]
@@ -220,9 +224,10 @@ impl<'a> Compiler<'a> {
                         .all(|l| l.iter().any(|x| super::validate::json_eq(x, v)))
                     {
                         match v {
-                            Value::Null => node.types &= !T_NULL,
+                            Value::Null => node.types &= !TypeSet::NULL,
                             Value::String(_)
-                                if node.enums.is_empty() && node.types & T_STR != 0 =>
+                                if node.enums.is_empty()
+                                    && node.types.intersects(TypeSet::STRING) =>
                             {
                                 if node.str.min > 0
                                     || node.str.max.is_some()
@@ -234,8 +239,8 @@ impl<'a> Compiler<'a> {
                                 node.excluded.push(v)
                             }
                             _ if !node.enums.is_empty() => node.excluded.push(v),
-                            Value::Bool(_) if node.types & T_BOOL == 0 => {}
-                            _ if node.types & super::types::value_type(v) == 0 => {}
+                            Value::Bool(_) if !node.types.intersects(TypeSet::BOOLEAN) => {}
+                            _ if !node.types.intersects(TypeSet::of_value(v)) => {}
                             _ => {
                                 self.unsupported(
                                     "not",
@@ -250,7 +255,7 @@ impl<'a> Compiler<'a> {
             }
             if let Some(name) = single_required(n) {
                 // Non-objects satisfy `required`, so `not` excludes them.
-                node.types &= T_OBJ;
+                node.types &= TypeSet::OBJECT;
                 node.obj.forbidden.push(name);
                 return Ok(());
             }
@@ -273,7 +278,7 @@ impl<'a> Compiler<'a> {
             return Ok(false);
         }
         let common = a.types & b.types;
-        if common == 0 {
+        if common.is_empty() {
             return Ok(true);
         }
         // Constants on one side: check each against the other side.
@@ -298,21 +303,21 @@ impl<'a> Compiler<'a> {
                 return Ok(all_rejected);
             }
         }
-        for t in [1u8, 2, 4, 8, 16, 32, 64] {
-            if common & t == 0 {
+        for t in TypeSet::EACH {
+            if !common.intersects(t) {
                 continue;
             }
             let disjoint = match t {
-                4 | 8 => ranges_disjoint(a, b),
-                16 => {
+                TypeSet::INTEGER | TypeSet::FRACTION => ranges_disjoint(a, b),
+                TypeSet::STRING => {
                     a.str.max.is_some_and(|m| m < b.str.min)
                         || b.str.max.is_some_and(|m| m < a.str.min)
                 }
-                32 => {
+                TypeSet::ARRAY => {
                     a.arr.max.is_some_and(|m| m < b.arr.min)
                         || b.arr.max.is_some_and(|m| m < a.arr.min)
                 }
-                64 => self.objects_disjoint(a, b, depth)?,
+                TypeSet::OBJECT => self.objects_disjoint(a, b, depth)?,
                 _ => false,
             };
             if !disjoint {
@@ -361,7 +366,7 @@ impl<'a> Compiler<'a> {
 
 /// The declared schemas for property `name` (without pattern/additional fallbacks,
 /// which only matter for closed objects and are treated as "unknown").
-fn prop_schemas<'a>(n: &Node<'a>, name: &str) -> Vec<Sref<'a>> {
+fn prop_schemas<'a>(n: &Node<'a>, name: &str) -> Vec<Subschema<'a>> {
     n.obj
         .parts
         .iter()
@@ -412,6 +417,6 @@ fn is_enum_only(n: &Node<'_>) -> bool {
 }
 
 fn single_required(n: &Node<'_>) -> Option<String> {
-    (is_plain(n) && n.enums.is_empty() && n.types == T_ALL && n.obj.required.len() == 1)
+    (is_plain(n) && n.enums.is_empty() && n.types == TypeSet::ALL && n.obj.required.len() == 1)
         .then(|| n.obj.required[0].clone())
 }

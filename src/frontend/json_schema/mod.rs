@@ -213,7 +213,7 @@ pub fn compile_schema_with(
         .or(options.default_draft)
         .unwrap_or(Draft::Draft202012);
     let index = refs::Index::build(schema, draft);
-    let mut c = Compiler {
+    let mut c = SchemaCompiler {
         opts: options,
         draft,
         index,
@@ -224,7 +224,7 @@ pub fn compile_schema_with(
         cache,
         any_rest: None,
     };
-    let root_ref = Sref::root(schema, c.index.root_base.clone());
+    let root_ref = Subschema::root(schema, c.index.root_base.clone());
     let root = match c.value_rule(&[root_ref])? {
         Expr::Ref(id) => id,
         other => c.new_rule("root".into(), other)?,
@@ -243,15 +243,15 @@ pub fn compile_schema_with(
 
 /// A subschema: the value, its JSON pointer in the document, its base URI.
 #[derive(Debug, Clone)]
-pub(crate) struct Sref<'a> {
+pub(crate) struct Subschema<'a> {
     pub v: &'a Value,
     pub ptr: Rc<str>,
     pub base: Rc<str>,
 }
 
-impl<'a> Sref<'a> {
-    fn root(v: &'a Value, base: Rc<str>) -> Sref<'a> {
-        Sref {
+impl<'a> Subschema<'a> {
+    fn root(v: &'a Value, base: Rc<str>) -> Subschema<'a> {
+        Subschema {
             v,
             ptr: Rc::from(""),
             base,
@@ -259,7 +259,7 @@ impl<'a> Sref<'a> {
     }
 
     /// The subschema under `keyword` (and further `path` segments).
-    pub fn child(&self, v: &'a Value, segments: &[&str]) -> Sref<'a> {
+    pub fn child(&self, v: &'a Value, segments: &[&str]) -> Subschema<'a> {
         let mut ptr = self.ptr.to_string();
         for s in segments {
             ptr.push('/');
@@ -271,7 +271,7 @@ impl<'a> Sref<'a> {
             }
             _ => self.base.clone(),
         };
-        Sref {
+        Subschema {
             v,
             ptr: Rc::from(ptr.as_str()),
             base,
@@ -283,7 +283,10 @@ impl<'a> Sref<'a> {
     }
 }
 
-pub(crate) struct Compiler<'a> {
+/// One schema's compilation in progress; each file of this module adds its own
+/// `impl` block. Not the public [`crate::Compiler`], which outlives schemas and
+/// hands each one to [`compile_schema_with`].
+pub(crate) struct SchemaCompiler<'a> {
     pub opts: &'a JsonSchemaOptions,
     pub draft: Draft,
     pub index: refs::Index<'a>,
@@ -299,10 +302,10 @@ pub(crate) struct Compiler<'a> {
 }
 
 #[cfg(test)]
-impl<'a> Compiler<'a> {
-    pub(crate) fn for_tests(opts: &'a JsonSchemaOptions) -> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
+    pub(crate) fn for_tests(opts: &'a JsonSchemaOptions) -> SchemaCompiler<'a> {
         static TRUE: Value = Value::Bool(true);
-        Compiler {
+        SchemaCompiler {
             opts,
             draft: Draft::Draft202012,
             index: refs::Index::build(&TRUE, Draft::Draft202012),
@@ -317,7 +320,7 @@ impl<'a> Compiler<'a> {
     }
 }
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     /// Reports a keyword that is not enforced: an error, or a warning when lenient.
     pub fn unsupported(
         &mut self,
@@ -383,10 +386,10 @@ impl<'a> Compiler<'a> {
     }
 
     /// A reference to the rule generating instances of the conjunction `conj`.
-    pub fn value_rule(&mut self, conj: &[Sref<'a>]) -> Result<Expr> {
+    pub fn value_rule(&mut self, conj: &[Subschema<'a>]) -> Result<Expr> {
         // A schema that is only a `$ref` is its target: one rule per definition, not
         // one per place that references it.
-        let conj: Vec<Sref<'a>> = conj.iter().map(|s| self.through_refs(s)).collect();
+        let conj: Vec<Subschema<'a>> = conj.iter().map(|s| self.through_refs(s)).collect();
         let conj = &conj[..];
         let mut key: Vec<Rc<str>> = conj.iter().map(|s| s.ptr.clone()).collect();
         key.sort();
@@ -413,7 +416,7 @@ impl<'a> Compiler<'a> {
     }
 
     /// Follows `$ref`s of schemas that have nothing else that constrains.
-    fn through_refs(&self, s: &Sref<'a>) -> Sref<'a> {
+    fn through_refs(&self, s: &Subschema<'a>) -> Subschema<'a> {
         let mut cur = s.clone();
         for _ in 0..32 {
             let Value::Object(map) = cur.v else {
@@ -465,7 +468,7 @@ impl<'a> Compiler<'a> {
     }
 
     /// The expression for a value valid against every schema of `conj`.
-    pub fn value_expr(&mut self, conj: &[Sref<'a>]) -> Result<Expr> {
+    pub fn value_expr(&mut self, conj: &[Subschema<'a>]) -> Result<Expr> {
         let nodes = self.normalize(conj)?;
         let mut alts = Vec::new();
         for node in &nodes {

@@ -1,7 +1,7 @@
 //! Numbers: `minimum`/`maximum`/`exclusive*` and `multipleOf` as exact regexes over
 //! JSON number texts.
 //!
-//! Bounds are kept as exact decimals ([`Dec`], digit strings, never floats), so
+//! Bounds are kept as exact decimals ([`Decimal`], digit strings, never floats), so
 //! `exclusiveMinimum: 0.1` and `maximum: -2.5` are exact. A range is split by sign
 //! (`-0` is zero), then by integer part: integer parts strictly inside the range take
 //! any fraction, the boundary integer parts take a fraction range built digit by
@@ -22,21 +22,21 @@ use crate::grammar::Expr;
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 use serde_json::Value;
 
-use super::types::{Node, T_FRAC, T_INT};
-use super::{alt, seq, Compiler, PatternCache, Result};
+use super::types::{Node, TypeSet};
+use super::{alt, seq, PatternCache, Result, SchemaCompiler};
 
 /// An exact decimal: sign, integer digits (no leading zeros, `"0"` for zero),
 /// fraction digits (no trailing zeros).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Dec {
+pub(crate) struct Decimal {
     pub neg: bool,
     pub int: String,
     pub frac: String,
 }
 
-impl Dec {
-    pub fn zero() -> Dec {
-        Dec {
+impl Decimal {
+    pub fn zero() -> Decimal {
+        Decimal {
             neg: false,
             int: "0".into(),
             frac: String::new(),
@@ -44,7 +44,7 @@ impl Dec {
     }
 
     /// Parses a JSON number text (exponents shifted in; |exponent| up to 400).
-    pub fn parse(text: &str) -> Option<Dec> {
+    pub fn parse(text: &str) -> Option<Decimal> {
         let (neg, rest) = match text.strip_prefix('-') {
             Some(r) => (true, r),
             None => (false, text),
@@ -78,7 +78,7 @@ impl Dec {
         let (i, f) = digits.split_at(point as usize);
         let int = i.trim_start_matches('0');
         let frac = f.trim_end_matches('0');
-        let mut d = Dec {
+        let mut d = Decimal {
             neg,
             int: if int.is_empty() {
                 "0".into()
@@ -93,9 +93,9 @@ impl Dec {
         Some(d)
     }
 
-    pub fn from_value(v: &Value) -> Option<Dec> {
+    pub fn from_value(v: &Value) -> Option<Decimal> {
         match v {
-            Value::Number(n) => Dec::parse(&n.to_string()),
+            Value::Number(n) => Decimal::parse(&n.to_string()),
             _ => None,
         }
     }
@@ -112,14 +112,14 @@ impl Dec {
         self.frac.is_empty()
     }
 
-    fn neg(&self) -> Dec {
+    fn neg(&self) -> Decimal {
         let mut d = self.clone();
         d.neg = !d.neg && !d.is_zero();
         d
     }
 
     /// Magnitude ordering.
-    fn cmp_abs(&self, other: &Dec) -> Ordering {
+    fn cmp_abs(&self, other: &Decimal) -> Ordering {
         self.int
             .len()
             .cmp(&other.int.len())
@@ -128,51 +128,51 @@ impl Dec {
     }
 
     /// Smallest integer >= self (for the positive side: floor + 1 when fractional).
-    fn ceil(&self) -> Dec {
+    fn ceil(&self) -> Decimal {
         if self.is_integer() {
             return self.clone();
         }
         if self.neg {
-            Dec {
+            Decimal {
                 frac: String::new(),
                 ..self.clone()
             }
             .normalized()
         } else {
-            Dec {
+            Decimal {
                 neg: false,
-                int: inc(&self.int),
+                int: increment(&self.int),
                 frac: String::new(),
             }
         }
     }
 
-    fn floor(&self) -> Dec {
+    fn floor(&self) -> Decimal {
         self.neg().ceil().neg()
     }
 
-    fn normalized(mut self) -> Dec {
+    fn normalized(mut self) -> Decimal {
         if self.is_zero() {
             self.neg = false;
         }
         self
     }
 
-    fn add_int(&self, k: i64) -> Dec {
+    fn add_int(&self, k: i64) -> Decimal {
         // Only used with integers and k = +-1.
         debug_assert!(self.is_integer());
         let up = (k > 0) != self.neg;
         let mut d = self.clone();
         if up {
-            d.int = inc(&d.int);
+            d.int = increment(&d.int);
         } else if d.int == "0" {
-            d = Dec {
+            d = Decimal {
                 neg: k < 0,
                 int: "1".into(),
                 frac: String::new(),
             };
         } else {
-            d.int = dec(&d.int);
+            d.int = decrement(&d.int);
         }
         d.normalized()
     }
@@ -187,8 +187,8 @@ impl Dec {
     }
 }
 
-impl Ord for Dec {
-    fn cmp(&self, other: &Dec) -> Ordering {
+impl Ord for Decimal {
+    fn cmp(&self, other: &Decimal) -> Ordering {
         match (self.neg, other.neg) {
             (false, true) => Ordering::Greater,
             (true, false) => Ordering::Less,
@@ -198,13 +198,14 @@ impl Ord for Dec {
     }
 }
 
-impl PartialOrd for Dec {
-    fn partial_cmp(&self, other: &Dec) -> Option<Ordering> {
+impl PartialOrd for Decimal {
+    fn partial_cmp(&self, other: &Decimal) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-fn inc(digits: &str) -> String {
+/// `digits + 1` for a canonical non-negative integer.
+fn increment(digits: &str) -> String {
     let mut v: Vec<u8> = digits.bytes().collect();
     let mut i = v.len();
     loop {
@@ -224,7 +225,7 @@ fn inc(digits: &str) -> String {
 }
 
 /// `digits - 1` for a positive canonical integer.
-fn dec(digits: &str) -> String {
+fn decrement(digits: &str) -> String {
     let mut v: Vec<u8> = digits.bytes().collect();
     let mut i = v.len();
     while i > 0 {
@@ -356,60 +357,62 @@ fn int_range(lo: &str, hi: Option<&str>) -> Option<Hir> {
     Some(Hir::alternation(alts))
 }
 
+/// What the lower bound still asks of the fraction digits not read yet.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Low<'s> {
+enum FractionLow<'s> {
     Free,
     Bound(&'s [u8], bool),
     /// Some later digit must be non-zero.
     ZeroStrict,
 }
 
+/// What the upper bound still asks of the fraction digits not read yet.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum High<'s> {
+enum FractionHigh<'s> {
     Free,
     Bound(&'s [u8], bool),
     /// Every later digit must be zero.
     Zero,
 }
 
-fn low_start(f: &[u8], strict: bool) -> Low<'_> {
+fn low_start(f: &[u8], strict: bool) -> FractionLow<'_> {
     match (f.is_empty(), strict) {
-        (true, false) => Low::Free,
-        (true, true) => Low::ZeroStrict,
-        (false, _) => Low::Bound(f, strict),
+        (true, false) => FractionLow::Free,
+        (true, true) => FractionLow::ZeroStrict,
+        (false, _) => FractionLow::Bound(f, strict),
     }
 }
 
-fn high_start(f: &[u8], strict: bool) -> Option<High<'_>> {
+fn high_start(f: &[u8], strict: bool) -> Option<FractionHigh<'_>> {
     match (f.is_empty(), strict) {
-        (true, false) => Some(High::Zero),
+        (true, false) => Some(FractionHigh::Zero),
         (true, true) => None,
-        (false, _) => Some(High::Bound(f, strict)),
+        (false, _) => Some(FractionHigh::Bound(f, strict)),
     }
 }
 
-fn step_low(l: Low<'_>, c: u8) -> Option<Low<'_>> {
+fn step_low(l: FractionLow<'_>, c: u8) -> Option<FractionLow<'_>> {
     match l {
-        Low::Free => Some(Low::Free),
-        Low::ZeroStrict => Some(if c == b'0' {
-            Low::ZeroStrict
+        FractionLow::Free => Some(FractionLow::Free),
+        FractionLow::ZeroStrict => Some(if c == b'0' {
+            FractionLow::ZeroStrict
         } else {
-            Low::Free
+            FractionLow::Free
         }),
-        Low::Bound(s, strict) => match c.cmp(&s[0]) {
-            Ordering::Greater => Some(Low::Free),
+        FractionLow::Bound(s, strict) => match c.cmp(&s[0]) {
+            Ordering::Greater => Some(FractionLow::Free),
             Ordering::Less => None,
             Ordering::Equal => Some(low_start(&s[1..], strict)),
         },
     }
 }
 
-fn step_high(h: High<'_>, c: u8) -> Option<High<'_>> {
+fn step_high(h: FractionHigh<'_>, c: u8) -> Option<FractionHigh<'_>> {
     match h {
-        High::Free => Some(High::Free),
-        High::Zero => (c == b'0').then_some(High::Zero),
-        High::Bound(s, strict) => match c.cmp(&s[0]) {
-            Ordering::Less => Some(High::Free),
+        FractionHigh::Free => Some(FractionHigh::Free),
+        FractionHigh::Zero => (c == b'0').then_some(FractionHigh::Zero),
+        FractionHigh::Bound(s, strict) => match c.cmp(&s[0]) {
+            Ordering::Less => Some(FractionHigh::Free),
             Ordering::Greater => None,
             Ordering::Equal => high_start(&s[1..], strict),
         },
@@ -417,21 +420,21 @@ fn step_high(h: High<'_>, c: u8) -> Option<High<'_>> {
 }
 
 /// Non-empty fraction digit strings `F` with `0.F` within the bounds.
-fn frac_nonempty(lo: Low<'_>, hi: High<'_>) -> Option<Hir> {
+fn frac_nonempty(lo: FractionLow<'_>, hi: FractionHigh<'_>) -> Option<Hir> {
     match (lo, hi) {
-        (Low::Free, High::Free) => return Some(any_digits(1, None)),
-        (Low::Free, High::Zero) => return Some(rep(lit("0"), 1, None)),
-        (Low::ZeroStrict, High::Free) => {
+        (FractionLow::Free, FractionHigh::Free) => return Some(any_digits(1, None)),
+        (FractionLow::Free, FractionHigh::Zero) => return Some(rep(lit("0"), 1, None)),
+        (FractionLow::ZeroStrict, FractionHigh::Free) => {
             return Some(Hir::concat(vec![
                 rep(lit("0"), 0, None),
                 digits(b'1', b'9'),
                 any_digits(0, None),
             ]))
         }
-        (Low::ZeroStrict, High::Zero) => return None,
+        (FractionLow::ZeroStrict, FractionHigh::Zero) => return None,
         _ => {}
     }
-    let mut groups: Vec<(Low<'_>, High<'_>, Vec<u8>)> = Vec::new();
+    let mut groups: Vec<(FractionLow<'_>, FractionHigh<'_>, Vec<u8>)> = Vec::new();
     for c in b'0'..=b'9' {
         let (Some(l), Some(h)) = (step_low(lo, c), step_high(hi, c)) else {
             continue;
@@ -443,7 +446,7 @@ fn frac_nonempty(lo: Low<'_>, hi: High<'_>) -> Option<Hir> {
     }
     let mut alts = Vec::new();
     for (l, h, ds) in groups {
-        let empty_ok = l == Low::Free;
+        let empty_ok = l == FractionLow::Free;
         let rest = frac_nonempty(l, h);
         let tail = match (empty_ok, rest) {
             (true, Some(r)) => rep(r, 0, Some(1)),
@@ -457,9 +460,9 @@ fn frac_nonempty(lo: Low<'_>, hi: High<'_>) -> Option<Hir> {
 }
 
 /// `I` then an optional fraction, for fraction bounds `lo`, `hi`.
-fn with_fraction(int: Hir, lo: Low<'_>, hi: Option<High<'_>>) -> Option<Hir> {
+fn with_fraction(int: Hir, lo: FractionLow<'_>, hi: Option<FractionHigh<'_>>) -> Option<Hir> {
     let hi = hi?;
-    let empty_ok = lo == Low::Free;
+    let empty_ok = lo == FractionLow::Free;
     let frac = frac_nonempty(lo, hi).map(|f| Hir::concat(vec![lit("."), f]));
     Some(match (empty_ok, frac) {
         (true, Some(f)) => Hir::concat(vec![int, rep(f, 0, Some(1))]),
@@ -470,7 +473,7 @@ fn with_fraction(int: Hir, lo: Low<'_>, hi: Option<High<'_>>) -> Option<Hir> {
 }
 
 /// Non-negative decimals `x` with `lo <(=) x <(=) hi`, without exponent.
-fn positive_range(lo: &Dec, lo_strict: bool, hi: Option<(&Dec, bool)>) -> Option<Hir> {
+fn positive_range(lo: &Decimal, lo_strict: bool, hi: Option<(&Decimal, bool)>) -> Option<Hir> {
     if let Some((h, hs)) = hi {
         match lo.cmp(h) {
             Ordering::Greater => return None,
@@ -482,9 +485,17 @@ fn positive_range(lo: &Dec, lo_strict: bool, hi: Option<(&Dec, bool)>) -> Option
     let lo_frac = low_start(lo.frac.as_bytes(), lo_strict);
     match hi {
         None => {
-            alts.extend(with_fraction(lit(&lo.int), lo_frac, Some(High::Free)));
-            if let Some(r) = int_range(&inc(&lo.int), None) {
-                alts.extend(with_fraction(r, Low::Free, Some(High::Free)));
+            alts.extend(with_fraction(
+                lit(&lo.int),
+                lo_frac,
+                Some(FractionHigh::Free),
+            ));
+            if let Some(r) = int_range(&increment(&lo.int), None) {
+                alts.extend(with_fraction(
+                    r,
+                    FractionLow::Free,
+                    Some(FractionHigh::Free),
+                ));
             }
         }
         Some((h, hs)) => {
@@ -492,21 +503,30 @@ fn positive_range(lo: &Dec, lo_strict: bool, hi: Option<(&Dec, bool)>) -> Option
             if lo.int == h.int {
                 alts.extend(with_fraction(lit(&lo.int), lo_frac, hi_frac));
             } else {
-                alts.extend(with_fraction(lit(&lo.int), lo_frac, Some(High::Free)));
-                let next = inc(&lo.int);
+                alts.extend(with_fraction(
+                    lit(&lo.int),
+                    lo_frac,
+                    Some(FractionHigh::Free),
+                ));
+                let next = increment(&lo.int);
                 if cmp_digits(&next, &h.int).is_lt() {
-                    if let Some(r) = int_range(&next, Some(&dec(&h.int))) {
-                        alts.extend(with_fraction(r, Low::Free, Some(High::Free)));
+                    if let Some(r) = int_range(&next, Some(&decrement(&h.int))) {
+                        alts.extend(with_fraction(
+                            r,
+                            FractionLow::Free,
+                            Some(FractionHigh::Free),
+                        ));
                     }
                 }
-                alts.extend(with_fraction(lit(&h.int), Low::Free, hi_frac));
+                alts.extend(with_fraction(lit(&h.int), FractionLow::Free, hi_frac));
             }
         }
     }
     (!alts.is_empty()).then(|| Hir::alternation(alts))
 }
 
-type Bound = Option<(Dec, bool)>;
+/// A bound of a number range, and whether it is exclusive (`None`: unbounded).
+type Bound = Option<(Decimal, bool)>;
 
 /// Exponent spellings of a literal (`enum`/`const`) number are accepted for every
 /// mantissa with at most this many padding zeros: `7` as `7e0`, `0.7e1`, `70e-1`,
@@ -526,8 +546,8 @@ const EXPONENT: &str = r"[eE](?:\+?[0-9]{1,2}|-[0-9]{1,3})";
 /// grammar, so the value stays within an f64. Zero with an exponent (`0e5`, `-0e1`)
 /// wherever zero is in range.
 fn sign_only_exponent_spellings(
-    lo: Option<&(Dec, bool)>,
-    hi: Option<&(Dec, bool)>,
+    lo: Option<&(Decimal, bool)>,
+    hi: Option<&(Decimal, bool)>,
     cache: &PatternCache,
 ) -> Vec<Hir> {
     let nonzero = cache.re(&format!(
@@ -565,10 +585,10 @@ fn exponent_spelling(e: i64, cache: &PatternCache) -> Hir {
     }
 }
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_number(&mut self, node: &Node<'a>) -> Result<Expr> {
-        let mut int_only = node.types & T_FRAC == 0;
-        let frac_only = node.types & T_INT == 0;
+        let mut int_only = !node.types.intersects(TypeSet::FRACTION);
+        let frac_only = !node.types.intersects(TypeSet::INTEGER);
         let mut int_multiple: Option<i128> = None;
         let mut decimals: Option<usize> = None;
         for (m, ptr) in &node.num.multiple_of {
@@ -619,8 +639,8 @@ impl<'a> Compiler<'a> {
         if int_only && self.opts.plain_integers {
             // Generation: an unbounded side stops at I-JSON's exact range, where every
             // consumer (and every f64-based validator) reads the integer exactly.
-            lo = lo.or_else(|| Dec::parse("-9007199254740991").map(|d| (d, false)));
-            hi = hi.or_else(|| Dec::parse("9007199254740991").map(|d| (d, false)));
+            lo = lo.or_else(|| Decimal::parse("-9007199254740991").map(|d| (d, false)));
+            hi = hi.or_else(|| Decimal::parse("9007199254740991").map(|d| (d, false)));
         }
         if frac_only {
             if lo.is_some() || hi.is_some() || decimals.is_some() {
@@ -668,7 +688,7 @@ impl<'a> Compiler<'a> {
     /// with an exponent (`70e-1`, `0.7E+1`; mantissas with up to
     /// [`LITERAL_EXPONENT_PADDING`] padding zeros), except integers under
     /// `plain_integers`, which are written plain.
-    pub(crate) fn number_literal(&mut self, d: &Dec) -> Result<Expr> {
+    pub(crate) fn number_literal(&mut self, d: &Decimal) -> Result<Expr> {
         let int_only = self.opts.plain_integers && d.is_integer();
         let plain =
             self.number_range(Some((d.clone(), false)), Some((d.clone(), false)), int_only)?;
@@ -689,7 +709,7 @@ impl<'a> Compiler<'a> {
         let pad = LITERAL_EXPONENT_PADDING;
         for e in q - significant - pad..=q + pad {
             // The mantissa d x 10^-e: k integer digits for e = q - k, else 0.0..0S.
-            let Some(m) = Dec::parse(&format!("{}.{frac}e{}", d.int, -e)) else {
+            let Some(m) = Decimal::parse(&format!("{}.{frac}e{}", d.int, -e)) else {
                 continue;
             };
             if let Some(h) = positive_range(&m, false, Some((&m, false))) {
@@ -728,7 +748,7 @@ impl<'a> Compiler<'a> {
         } else {
             (lo, hi)
         };
-        let side = |lo: &Dec, ls: bool, hi: Option<(&Dec, bool)>| -> Option<Hir> {
+        let side = |lo: &Decimal, ls: bool, hi: Option<(&Decimal, bool)>| -> Option<Hir> {
             if int_only {
                 int_range(&lo.int, hi.map(|(h, _)| h.int.as_str()))
             } else {
@@ -742,7 +762,7 @@ impl<'a> Compiler<'a> {
         if pos_ok {
             let (plo, ps) = match &lo {
                 Some((d, s)) if !d.neg => (d.clone(), *s),
-                _ => (Dec::zero(), false),
+                _ => (Decimal::zero(), false),
             };
             if let Some(h) = side(&plo, ps, pos_hi) {
                 alts.push(h);
@@ -755,7 +775,7 @@ impl<'a> Compiler<'a> {
         if neg_ok {
             let (mut ylo, ys) = match &hi {
                 Some((d, s)) if d.neg || d.is_zero() => (d.neg(), *s),
-                _ => (Dec::zero(), false),
+                _ => (Decimal::zero(), false),
             };
             // Generation writes zero once, unsigned: `-0` is valid JSON (and equal
             // to 0), but no writer's choice. Zero, when in range, is on the x >= 0 side.
@@ -981,30 +1001,30 @@ mod tests {
     #[test]
     fn decimal_parse() {
         assert_eq!(
-            Dec::parse("1.50").unwrap(),
-            Dec {
+            Decimal::parse("1.50").unwrap(),
+            Decimal {
                 neg: false,
                 int: "1".into(),
                 frac: "5".into()
             }
         );
         assert_eq!(
-            Dec::parse("-2.5e1").unwrap(),
-            Dec {
+            Decimal::parse("-2.5e1").unwrap(),
+            Decimal {
                 neg: true,
                 int: "25".into(),
                 frac: "".into()
             }
         );
         assert_eq!(
-            Dec::parse("1e-3").unwrap(),
-            Dec {
+            Decimal::parse("1e-3").unwrap(),
+            Decimal {
                 neg: false,
                 int: "0".into(),
                 frac: "001".into()
             }
         );
-        assert_eq!(Dec::parse("-0").unwrap(), Dec::zero());
+        assert_eq!(Decimal::parse("-0").unwrap(), Decimal::zero());
     }
 
     #[test]
@@ -1029,15 +1049,15 @@ mod tests {
             for hi in bounds.iter().map(Some).chain([None]) {
                 for (ls, hs) in [(false, false), (true, false), (false, true), (true, true)] {
                     for int_only in [false, true] {
-                        let lb = lo.map(|l| (Dec::parse(l).unwrap(), ls));
-                        let hb = hi.map(|h| (Dec::parse(h).unwrap(), hs));
+                        let lb = lo.map(|l| (Decimal::parse(l).unwrap(), ls));
+                        let hb = hi.map(|h| (Decimal::parse(h).unwrap(), hs));
                         let opts = super::super::JsonSchemaOptions::default();
-                        let mut c = Compiler::for_tests(&opts);
+                        let mut c = SchemaCompiler::for_tests(&opts);
                         let e = c.number_range(lb.clone(), hb.clone(), int_only).unwrap();
                         let Expr::Regex(h) = e else { panic!() };
                         let re = anchored(&h);
                         for s in &samples {
-                            let d = Dec::parse(s).unwrap();
+                            let d = Decimal::parse(s).unwrap();
                             let mut want =
                                 lb.as_ref()
                                     .is_none_or(|(l, x)| if *x { d > *l } else { d >= *l })

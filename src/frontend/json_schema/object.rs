@@ -29,8 +29,8 @@ use super::string::{
     canonical_body, canonical_encodings, canonical_string, complement_of_set, encode_hir,
     literal_string,
 };
-use super::types::{Node, ObjPart, T_STR};
-use super::{alt, nothing, seq, Compiler, PropertyOrder, Result, Sref};
+use super::types::{Node, ObjectPart, TypeSet};
+use super::{alt, nothing, seq, PropertyOrder, Result, SchemaCompiler, Subschema};
 
 fn is_true(v: &Value) -> bool {
     v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty())
@@ -55,7 +55,7 @@ struct Shape {
     ptr: String,
 }
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_object(&mut self, node: &Node<'a>) -> Result<Expr> {
         let o = &node.obj;
         let strict = self.opts.strict;
@@ -75,7 +75,7 @@ impl<'a> Compiler<'a> {
         }
         let mut entries = Vec::new();
         for name in &names {
-            let mut conj: Vec<Sref<'a>> = Vec::new();
+            let mut conj: Vec<Subschema<'a>> = Vec::new();
             let mut allowed = !(o.forbidden.contains(name) || strict && o.parts.is_empty());
             for part in &o.parts {
                 // `properties` and every matching pattern apply; `additionalProperties`
@@ -143,12 +143,12 @@ impl<'a> Compiler<'a> {
         }
         // Parts whose patterns cannot change anything: every pattern schema and the
         // additional schema are `true`.
-        let trivial = |part: &ObjPart<'a>| {
+        let trivial = |part: &ObjectPart<'a>| {
             part.patterns.iter().all(|(_, s, _)| is_true(s.v))
                 && part.additional.as_ref().is_none_or(|a| is_true(a.v))
                 && !strict
         };
-        let pattern_parts: Vec<&ObjPart<'a>> = o
+        let pattern_parts: Vec<&ObjectPart<'a>> = o
             .parts
             .iter()
             .filter(|p| !p.patterns.is_empty() && !trivial(p))
@@ -188,7 +188,7 @@ impl<'a> Compiler<'a> {
     ) -> Result<Option<Expr>> {
         let o = &node.obj;
         let strict = self.opts.strict;
-        let mut value_conj: Vec<Sref<'a>> = Vec::new();
+        let mut value_conj: Vec<Subschema<'a>> = Vec::new();
         for part in &o.parts {
             if !part.patterns.is_empty() && skip_patterns {
                 continue;
@@ -218,7 +218,7 @@ impl<'a> Compiler<'a> {
             let nodes = self.normalize(&o.names)?;
             let mut alts = Vec::new();
             for mut n in nodes {
-                n.types &= T_STR;
+                n.types &= TypeSet::STRING;
                 alts.push(self.emit_node(&n)?);
             }
             alt(alts)
@@ -248,7 +248,7 @@ impl<'a> Compiler<'a> {
     fn closed_pattern_pairs(
         &mut self,
         node: &Node<'a>,
-        pattern_parts: &[&ObjPart<'a>],
+        pattern_parts: &[&ObjectPart<'a>],
         names: &[String],
     ) -> Result<Option<Option<Expr>>> {
         let o = &node.obj;
@@ -269,7 +269,7 @@ impl<'a> Compiler<'a> {
             }
         }
         // The other parts (no patterns, or trivial ones) add their additional schema.
-        let mut value_conj: Vec<Sref<'a>> = Vec::new();
+        let mut value_conj: Vec<Subschema<'a>> = Vec::new();
         for part in o.parts.iter().filter(|p| !std::ptr::eq(*p, *pp)) {
             if !part.patterns.is_empty() {
                 continue; // trivial: true everywhere
@@ -348,9 +348,9 @@ impl<'a> Compiler<'a> {
             Err(e) => return Ok(Err(e)),
         };
         // Group the pattern sets by the schemas a value then has to satisfy.
-        let mut groups: Vec<(Vec<Sref<'a>>, Vec<Vec<bool>>)> = Vec::new();
+        let mut groups: Vec<(Vec<Subschema<'a>>, Vec<Vec<bool>>)> = Vec::new();
         'sets: for set in automaton.pattern_sets() {
-            let mut conj: Vec<Sref<'a>> = Vec::new();
+            let mut conj: Vec<Subschema<'a>> = Vec::new();
             for part in &o.parts {
                 let mut matched = false;
                 for (pat, s, _) in &part.patterns {

@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
 
-use super::{Compiler, JsonSchemaError, Result};
+use super::{JsonSchemaError, Result, SchemaCompiler};
 
 const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
@@ -301,7 +301,7 @@ fn check_reps(h: &Hir, max: u64) -> std::result::Result<(), String> {
     }
 }
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     /// The whole-string regex of a `pattern` at `ptr` (cached).
     pub(crate) fn pattern_hir(&mut self, p: &str, ptr: &str) -> Result<Hir> {
         if let Some((h, _)) = self.patterns.get(p) {

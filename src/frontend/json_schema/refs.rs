@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::{Draft, Sref};
+use super::{Draft, Subschema};
 
 /// Base URI of a document without `$id`.
 const DEFAULT_BASE: &str = "stencil:///schema.json";
@@ -133,7 +133,7 @@ impl<'a> Index<'a> {
     }
 
     /// The subschema `reference` points to, seen from base URI `base`.
-    pub fn resolve(&self, base: &str, reference: &str) -> Option<Sref<'a>> {
+    pub fn resolve(&self, base: &str, reference: &str) -> Option<Subschema<'a>> {
         let resolved = resolve_uri(base, reference);
         let (doc, frag) = split_fragment(&resolved);
         let doc_ptr = if doc == &*self.root_base || doc == DEFAULT_BASE {
@@ -155,7 +155,7 @@ impl<'a> Index<'a> {
             .get(&ptr)
             .cloned()
             .unwrap_or_else(|| Rc::from(doc));
-        Some(Sref {
+        Some(Subschema {
             v,
             ptr: Rc::from(ptr.as_str()),
             base,

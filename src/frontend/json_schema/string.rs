@@ -17,7 +17,7 @@ use crate::grammar::Expr;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
 use super::types::Node;
-use super::{alt, nothing, seq, Compiler, PatternCache, Result};
+use super::{alt, nothing, seq, PatternCache, Result, SchemaCompiler};
 
 /// One code point of a JSON string body, any encoding.
 pub(crate) fn any_char(cache: &PatternCache) -> Hir {
@@ -527,7 +527,7 @@ fn trie_exits(suffixes: &[&[char]], plain_only: bool) -> Option<Hir> {
     (!alts.is_empty()).then(|| Hir::alternation(alts))
 }
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_string(&mut self, node: &Node<'a>) -> Result<Expr> {
         let s = &node.str;
         let (min, max) = (s.min, s.max);

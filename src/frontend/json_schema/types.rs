@@ -9,13 +9,11 @@
 //! [`super::combinators`]. Emission then works per JSON type on a node whose
 //! constraints are all known at once.
 
-use std::rc::Rc;
-
 use crate::grammar::Expr;
 use serde_json::{Map, Value};
 
-use super::number::Dec;
-use super::{alt, nothing, Compiler, JsonSchemaError, Result, Sref};
+use super::number::Decimal;
+use super::{alt, nothing, JsonSchemaError, Result, SchemaCompiler, Subschema};
 
 /// The drafts whose keyword sets differ in ways that matter here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -45,57 +43,121 @@ impl Draft {
     }
 }
 
-pub(crate) const T_NULL: u8 = 1;
-pub(crate) const T_BOOL: u8 = 2;
-pub(crate) const T_INT: u8 = 4;
-/// Numbers that are not integers.
-pub(crate) const T_FRAC: u8 = 8;
-pub(crate) const T_STR: u8 = 16;
-pub(crate) const T_ARR: u8 = 32;
-pub(crate) const T_OBJ: u8 = 64;
-pub(crate) const T_ALL: u8 = 127;
+/// A set of JSON types, one bit each. Numbers are two types here, integers and
+/// the rest, because `type: integer` and `not: {type: integer}` cut the number
+/// line there; a set is a byte so that intersecting two is one `&`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TypeSet(u8);
 
-fn type_mask(name: &str) -> Option<u8> {
-    Some(match name {
-        "null" => T_NULL,
-        "boolean" => T_BOOL,
-        "integer" => T_INT,
-        "number" => T_INT | T_FRAC,
-        "string" => T_STR,
-        "array" => T_ARR,
-        "object" => T_OBJ,
-        _ => return None,
-    })
+impl TypeSet {
+    pub const NONE: TypeSet = TypeSet(0);
+    pub const NULL: TypeSet = TypeSet(1);
+    pub const BOOLEAN: TypeSet = TypeSet(2);
+    pub const INTEGER: TypeSet = TypeSet(4);
+    /// Numbers that are not integers.
+    pub const FRACTION: TypeSet = TypeSet(8);
+    pub const STRING: TypeSet = TypeSet(16);
+    pub const ARRAY: TypeSet = TypeSet(32);
+    pub const OBJECT: TypeSet = TypeSet(64);
+    pub const NUMBER: TypeSet = TypeSet(4 | 8);
+    pub const ALL: TypeSet = TypeSet(127);
+    /// Every single type, in bit order.
+    pub const EACH: [TypeSet; 7] = [
+        TypeSet::NULL,
+        TypeSet::BOOLEAN,
+        TypeSet::INTEGER,
+        TypeSet::FRACTION,
+        TypeSet::STRING,
+        TypeSet::ARRAY,
+        TypeSet::OBJECT,
+    ];
+
+    /// The types a `type` keyword's name stands for.
+    pub fn named(name: &str) -> Option<TypeSet> {
+        Some(match name {
+            "null" => TypeSet::NULL,
+            "boolean" => TypeSet::BOOLEAN,
+            "integer" => TypeSet::INTEGER,
+            "number" => TypeSet::NUMBER,
+            "string" => TypeSet::STRING,
+            "array" => TypeSet::ARRAY,
+            "object" => TypeSet::OBJECT,
+            _ => return None,
+        })
+    }
+
+    /// The one type of a JSON value.
+    pub fn of_value(v: &Value) -> TypeSet {
+        match v {
+            Value::Null => TypeSet::NULL,
+            Value::Bool(_) => TypeSet::BOOLEAN,
+            Value::Number(n) => {
+                if n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
+                    TypeSet::INTEGER
+                } else {
+                    TypeSet::FRACTION
+                }
+            }
+            Value::String(_) => TypeSet::STRING,
+            Value::Array(_) => TypeSet::ARRAY,
+            Value::Object(_) => TypeSet::OBJECT,
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether the two sets share a type.
+    pub fn intersects(self, other: TypeSet) -> bool {
+        self.0 & other.0 != 0
+    }
 }
 
-/// The type bit of a JSON value.
-pub(crate) fn value_type(v: &Value) -> u8 {
-    match v {
-        Value::Null => T_NULL,
-        Value::Bool(_) => T_BOOL,
-        Value::Number(n) => {
-            if n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
-                T_INT
-            } else {
-                T_FRAC
-            }
-        }
-        Value::String(_) => T_STR,
-        Value::Array(_) => T_ARR,
-        Value::Object(_) => T_OBJ,
+impl std::ops::BitOr for TypeSet {
+    type Output = TypeSet;
+    fn bitor(self, other: TypeSet) -> TypeSet {
+        TypeSet(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitOrAssign for TypeSet {
+    fn bitor_assign(&mut self, other: TypeSet) {
+        self.0 |= other.0;
+    }
+}
+
+impl std::ops::BitAnd for TypeSet {
+    type Output = TypeSet;
+    fn bitand(self, other: TypeSet) -> TypeSet {
+        TypeSet(self.0 & other.0)
+    }
+}
+
+impl std::ops::BitAndAssign for TypeSet {
+    fn bitand_assign(&mut self, other: TypeSet) {
+        self.0 &= other.0;
+    }
+}
+
+/// The complement among the JSON types.
+impl std::ops::Not for TypeSet {
+    type Output = TypeSet;
+    fn not(self) -> TypeSet {
+        TypeSet(!self.0 & TypeSet::ALL.0)
     }
 }
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct NumC {
+pub(crate) struct NumberConstraints {
     /// Lower bound and whether it is exclusive.
-    pub lo: Option<(Dec, bool)>,
-    pub hi: Option<(Dec, bool)>,
-    pub multiple_of: Vec<(Dec, String)>,
+    pub lo: Option<(Decimal, bool)>,
+    pub hi: Option<(Decimal, bool)>,
+    pub multiple_of: Vec<(Decimal, String)>,
 }
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct StrC {
+pub(crate) struct StringConstraints {
     pub min: u64,
     pub max: Option<u64>,
     /// `(pattern, pointer of the keyword)`.
@@ -106,98 +168,98 @@ pub(crate) struct StrC {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct ArrPart<'a> {
-    pub prefix: Vec<Sref<'a>>,
+pub(crate) struct ArrayPart<'a> {
+    pub prefix: Vec<Subschema<'a>>,
     /// Items after the prefix (`None`: unconstrained).
-    pub rest: Option<Sref<'a>>,
+    pub rest: Option<Subschema<'a>>,
 }
 
-impl<'a> ArrPart<'a> {
+impl<'a> ArrayPart<'a> {
     /// The subschema this part applies to item `i` (`None`: unconstrained).
-    pub fn item(&self, i: usize) -> Option<Sref<'a>> {
+    pub fn item(&self, i: usize) -> Option<Subschema<'a>> {
         self.prefix.get(i).cloned().or_else(|| self.rest.clone())
     }
 }
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ArrC<'a> {
-    pub parts: Vec<ArrPart<'a>>,
+pub(crate) struct ArrayConstraints<'a> {
+    pub parts: Vec<ArrayPart<'a>>,
     pub min: u64,
     pub max: Option<u64>,
     /// `(contains schema, minContains, maxContains, pointer)`.
-    pub contains: Vec<(Sref<'a>, u64, Option<u64>, String)>,
+    pub contains: Vec<(Subschema<'a>, u64, Option<u64>, String)>,
     pub unique: Option<String>,
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct ObjPart<'a> {
-    pub props: Vec<(String, Sref<'a>)>,
-    pub patterns: Vec<(String, Sref<'a>, String)>,
-    pub additional: Option<Sref<'a>>,
+pub(crate) struct ObjectPart<'a> {
+    pub props: Vec<(String, Subschema<'a>)>,
+    pub patterns: Vec<(String, Subschema<'a>, String)>,
+    pub additional: Option<Subschema<'a>>,
     pub ptr: String,
 }
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ObjC<'a> {
-    pub parts: Vec<ObjPart<'a>>,
+pub(crate) struct ObjectConstraints<'a> {
+    pub parts: Vec<ObjectPart<'a>>,
     pub required: Vec<String>,
     pub min: u64,
     pub max: Option<u64>,
     pub min_max_ptr: Option<String>,
-    pub names: Vec<Sref<'a>>,
+    pub names: Vec<Subschema<'a>>,
     /// Names that must not appear (from `not`/dependencies/`if` splitting).
     pub forbidden: Vec<String>,
     pub dep_required: Vec<(String, Vec<String>, String)>,
-    pub dep_schemas: Vec<(String, Sref<'a>)>,
+    pub dep_schemas: Vec<(String, Subschema<'a>)>,
 }
 
 /// An `anyOf` or `oneOf` still to distribute.
 #[derive(Debug, Clone)]
-pub(crate) struct Disj<'a> {
-    pub one: bool,
-    pub branches: Vec<Sref<'a>>,
+pub(crate) struct Disjunction<'a> {
+    pub exactly_one: bool,
+    pub branches: Vec<Subschema<'a>>,
     pub ptr: String,
 }
 
 /// `if`/`then`/`else`.
 #[derive(Debug, Clone)]
-pub(crate) struct Cond<'a> {
-    pub cond: Sref<'a>,
-    pub then: Option<Sref<'a>>,
-    pub otherwise: Option<Sref<'a>>,
+pub(crate) struct Conditional<'a> {
+    pub cond: Subschema<'a>,
+    pub then: Option<Subschema<'a>>,
+    pub otherwise: Option<Subschema<'a>>,
     pub ptr: String,
 }
 
 /// A conjunction of constraints on one value.
 #[derive(Debug, Clone)]
 pub(crate) struct Node<'a> {
-    pub types: u8,
+    pub types: TypeSet,
     /// Each entry restricts the value to a list (`enum`, `const`); all apply.
     pub enums: Vec<Vec<&'a Value>>,
     /// Values excluded by `not: {const/enum}`.
     pub excluded: Vec<&'a Value>,
-    pub num: NumC,
-    pub str: StrC,
-    pub arr: ArrC<'a>,
-    pub obj: ObjC<'a>,
-    pub disj: Vec<Disj<'a>>,
-    pub nots: Vec<Sref<'a>>,
-    pub conds: Vec<Cond<'a>>,
+    pub num: NumberConstraints,
+    pub str: StringConstraints,
+    pub arr: ArrayConstraints<'a>,
+    pub obj: ObjectConstraints<'a>,
+    pub disjunctions: Vec<Disjunction<'a>>,
+    pub negations: Vec<Subschema<'a>>,
+    pub conditionals: Vec<Conditional<'a>>,
 }
 
 impl<'a> Node<'a> {
     pub fn any() -> Node<'a> {
         Node {
-            types: T_ALL,
+            types: TypeSet::ALL,
             enums: Vec::new(),
             excluded: Vec::new(),
-            num: NumC::default(),
-            str: StrC::default(),
-            arr: ArrC::default(),
-            obj: ObjC::default(),
-            disj: Vec::new(),
-            nots: Vec::new(),
-            conds: Vec::new(),
+            num: NumberConstraints::default(),
+            str: StringConstraints::default(),
+            arr: ArrayConstraints::default(),
+            obj: ObjectConstraints::default(),
+            disjunctions: Vec::new(),
+            negations: Vec::new(),
+            conditionals: Vec::new(),
         }
     }
 }
@@ -249,11 +311,11 @@ pub(crate) fn as_count(v: &Value) -> Option<u64> {
     })
 }
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     /// Merges the keywords of `s` into `node`.
     pub(crate) fn collect(
         &mut self,
-        s: &Sref<'a>,
+        s: &Subschema<'a>,
         node: &mut Node<'a>,
         depth: usize,
     ) -> Result<()> {
@@ -269,7 +331,7 @@ impl<'a> Compiler<'a> {
         let map = match s.v {
             Value::Bool(true) => return Ok(()),
             Value::Bool(false) => {
-                node.types = 0;
+                node.types = TypeSet::NONE;
                 return Ok(());
             }
             Value::Object(map) => map,
@@ -287,7 +349,7 @@ impl<'a> Compiler<'a> {
 
     fn collect_ref(
         &mut self,
-        s: &Sref<'a>,
+        s: &Subschema<'a>,
         kw: &str,
         v: &'a Value,
         node: &mut Node<'a>,
@@ -325,7 +387,7 @@ impl<'a> Compiler<'a> {
 
     fn keyword(
         &mut self,
-        s: &Sref<'a>,
+        s: &Subschema<'a>,
         map: &'a Map<String, Value>,
         k: &str,
         v: &'a Value,
@@ -333,17 +395,18 @@ impl<'a> Compiler<'a> {
         depth: usize,
     ) -> Result<()> {
         let ptr = s.at(k);
-        let bad = |c: &Compiler, msg: &str| Err::<(), JsonSchemaError>(c.invalid(k, &ptr, msg));
+        let bad =
+            |c: &SchemaCompiler, msg: &str| Err::<(), JsonSchemaError>(c.invalid(k, &ptr, msg));
         match k {
             _ if ANNOTATIONS.contains(&k) => {}
             "type" => {
-                let mut mask = 0u8;
+                let mut mask = TypeSet::NONE;
                 let names: Vec<&Value> = match v {
                     Value::Array(a) => a.iter().collect(),
                     other => vec![other],
                 };
                 for n in names {
-                    match n.as_str().and_then(type_mask) {
+                    match n.as_str().and_then(TypeSet::named) {
                         Some(m) => mask |= m,
                         None => return bad(self, "unknown type name"),
                     }
@@ -364,14 +427,14 @@ impl<'a> Compiler<'a> {
                         } else {
                             "maximum"
                         };
-                        let Some(bound) = map.get(base).and_then(Dec::from_value) else {
+                        let Some(bound) = map.get(base).and_then(Decimal::from_value) else {
                             return Ok(());
                         };
                         self.tighten(node, base == "minimum", bound, true);
                     }
                     return Ok(());
                 }
-                let Some(d) = Dec::from_value(v) else {
+                let Some(d) = Decimal::from_value(v) else {
                     return bad(self, "must be a number");
                 };
                 let exclusive = k.starts_with("exclusive");
@@ -390,7 +453,7 @@ impl<'a> Compiler<'a> {
                     self.tighten(node, lower, d, exclusive);
                 }
             }
-            "multipleOf" => match Dec::from_value(v) {
+            "multipleOf" => match Decimal::from_value(v) {
                 Some(d) if d.is_positive() => node.num.multiple_of.push((d, ptr)),
                 _ => return bad(self, "must be a number greater than 0"),
             },
@@ -444,7 +507,7 @@ impl<'a> Compiler<'a> {
                     .map(|(i, x)| s.child(x, &[k, &i.to_string()]))
                     .collect();
                 let rest = map.get("items").map(|x| s.child(x, &["items"]));
-                node.arr.parts.push(ArrPart { prefix, rest });
+                node.arr.parts.push(ArrayPart { prefix, rest });
             }
             "items" => match v {
                 Value::Array(items) => {
@@ -459,13 +522,13 @@ impl<'a> Compiler<'a> {
                     let rest = map
                         .get("additionalItems")
                         .map(|x| s.child(x, &["additionalItems"]));
-                    node.arr.parts.push(ArrPart { prefix, rest });
+                    node.arr.parts.push(ArrayPart { prefix, rest });
                 }
                 _ => {
                     if self.draft >= Draft::Draft202012 && map.contains_key("prefixItems") {
                         return Ok(()); // handled with prefixItems
                     }
-                    node.arr.parts.push(ArrPart {
+                    node.arr.parts.push(ArrayPart {
                         prefix: Vec::new(),
                         rest: Some(s.child(v, &[k])),
                     });
@@ -513,7 +576,7 @@ impl<'a> Compiler<'a> {
                 if first != Some(k) {
                     return Ok(());
                 }
-                let mut part = ObjPart {
+                let mut part = ObjectPart {
                     props: Vec::new(),
                     patterns: Vec::new(),
                     additional: None,
@@ -619,8 +682,8 @@ impl<'a> Compiler<'a> {
                 if items.is_empty() {
                     return bad(self, "must not be empty");
                 }
-                node.disj.push(Disj {
-                    one: k == "oneOf",
+                node.disjunctions.push(Disjunction {
+                    exactly_one: k == "oneOf",
                     branches: items
                         .iter()
                         .enumerate()
@@ -629,8 +692,8 @@ impl<'a> Compiler<'a> {
                     ptr,
                 });
             }
-            "not" => node.nots.push(s.child(v, &[k])),
-            "if" => node.conds.push(Cond {
+            "not" => node.negations.push(s.child(v, &[k])),
+            "if" => node.conditionals.push(Conditional {
                 cond: s.child(v, &[k]),
                 then: map.get("then").map(|x| s.child(x, &["then"])),
                 otherwise: map.get("else").map(|x| s.child(x, &["else"])),
@@ -657,7 +720,7 @@ impl<'a> Compiler<'a> {
                     && k == "unevaluatedProperties"
                     && !map.contains_key("additionalProperties")
                 {
-                    let mut part = ObjPart {
+                    let mut part = ObjectPart {
                         props: Vec::new(),
                         patterns: Vec::new(),
                         additional: Some(s.child(v, &[k])),
@@ -684,7 +747,7 @@ impl<'a> Compiler<'a> {
                     && !map.contains_key("items")
                     && !map.contains_key("contains")
                 {
-                    let prefix: Vec<Sref<'a>> = match map.get("prefixItems") {
+                    let prefix: Vec<Subschema<'a>> = match map.get("prefixItems") {
                         Some(Value::Array(items)) => items
                             .iter()
                             .enumerate()
@@ -692,7 +755,7 @@ impl<'a> Compiler<'a> {
                             .collect(),
                         _ => Vec::new(),
                     };
-                    node.arr.parts.push(ArrPart {
+                    node.arr.parts.push(ArrayPart {
                         prefix,
                         rest: Some(s.child(v, &[k])),
                     });
@@ -709,7 +772,7 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    fn tighten(&self, node: &mut Node<'a>, lower: bool, d: Dec, exclusive: bool) {
+    fn tighten(&self, node: &mut Node<'a>, lower: bool, d: Decimal, exclusive: bool) {
         let slot = if lower {
             &mut node.num.lo
         } else {
@@ -730,30 +793,30 @@ impl<'a> Compiler<'a> {
 
     /// One alternative per JSON type the node allows.
     pub(crate) fn emit_node(&mut self, node: &Node<'a>) -> Result<Expr> {
-        if node.types == 0 {
+        if node.types.is_empty() {
             return Ok(nothing());
         }
         if !node.enums.is_empty() {
             return self.emit_enum(node);
         }
         let mut alts = Vec::new();
-        if node.types & T_NULL != 0 {
+        if node.types.intersects(TypeSet::NULL) {
             alts.push(Expr::literal(b"null"));
         }
-        if node.types & T_BOOL != 0 {
+        if node.types.intersects(TypeSet::BOOLEAN) {
             alts.push(Expr::literal(b"true"));
             alts.push(Expr::literal(b"false"));
         }
-        if node.types & (T_INT | T_FRAC) != 0 {
+        if node.types.intersects(TypeSet::NUMBER) {
             alts.push(self.emit_number(node)?);
         }
-        if node.types & T_STR != 0 {
+        if node.types.intersects(TypeSet::STRING) {
             alts.push(self.emit_string(node)?);
         }
-        if node.types & T_ARR != 0 {
+        if node.types.intersects(TypeSet::ARRAY) {
             alts.push(self.emit_array(node)?);
         }
-        if node.types & T_OBJ != 0 {
+        if node.types.intersects(TypeSet::OBJECT) {
             alts.push(self.emit_object(node)?);
         }
         Ok(alt(alts))
@@ -790,7 +853,7 @@ impl<'a> Compiler<'a> {
             Value::Null => Expr::literal(b"null"),
             Value::Bool(b) => Expr::literal(if *b { b"true" } else { b"false" }),
             Value::Number(_) => {
-                let d = Dec::from_value(v).expect("a JSON number");
+                let d = Decimal::from_value(v).expect("a JSON number");
                 self.number_literal(&d)?
             }
             Value::String(s) => super::string::literal_string(s),
@@ -817,7 +880,3 @@ impl<'a> Compiler<'a> {
         })
     }
 }
-
-/// Shared pointer type of subschema pointers.
-#[allow(dead_code)]
-pub(crate) type Ptr = Rc<str>;

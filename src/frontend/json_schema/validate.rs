@@ -9,16 +9,16 @@
 
 use serde_json::Value;
 
-use super::number::Dec;
-use super::types::{value_type, Node, T_FRAC, T_INT};
-use super::{Compiler, Result, Sref};
+use super::number::Decimal;
+use super::types::{Node, TypeSet};
+use super::{Result, SchemaCompiler, Subschema};
 
 /// JSON equality as JSON Schema defines it (`1 == 1.0`).
 pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(_), Value::Number(_)) => {
-            let x = Dec::from_value(a);
-            x.is_some() && x == Dec::from_value(b)
+            let x = Decimal::from_value(a);
+            x.is_some() && x == Decimal::from_value(b)
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
@@ -43,7 +43,7 @@ pub(crate) fn json_key(v: &Value) -> String {
 
 fn write_key(v: &Value, out: &mut String) {
     match v {
-        Value::Number(_) => match Dec::from_value(v) {
+        Value::Number(_) => match Decimal::from_value(v) {
             Some(d) => {
                 let sign = if d.neg { "-" } else { "" };
                 out.push_str(&format!("#{sign}{}.{}", d.int, d.frac));
@@ -76,9 +76,9 @@ fn write_key(v: &Value, out: &mut String) {
 }
 
 /// `x mod m == 0` for exact decimals.
-fn is_multiple(x: &Dec, m: &Dec) -> Option<bool> {
+fn is_multiple(x: &Decimal, m: &Decimal) -> Option<bool> {
     let scale = x.frac.len().max(m.frac.len());
-    let to_int = |d: &Dec| -> Option<u128> {
+    let to_int = |d: &Decimal| -> Option<u128> {
         let digits = format!("{}{}{}", d.int, d.frac, "0".repeat(scale - d.frac.len()));
         digits.parse::<u128>().ok()
     };
@@ -89,9 +89,9 @@ fn is_multiple(x: &Dec, m: &Dec) -> Option<bool> {
     Some(xi % mi == 0)
 }
 
-impl<'a> Compiler<'a> {
+impl<'a> SchemaCompiler<'a> {
     /// Whether `v` is valid against the conjunction `conj`.
-    pub(crate) fn validate_conj(&mut self, v: &Value, conj: &[Sref<'a>]) -> Result<bool> {
+    pub(crate) fn validate_conj(&mut self, v: &Value, conj: &[Subschema<'a>]) -> Result<bool> {
         let nodes = self.normalize(conj)?;
         for n in &nodes {
             if self.node_accepts(n, v)? {
@@ -118,13 +118,13 @@ impl<'a> Compiler<'a> {
     /// exclusions (for a value taken from those lists: checking it against them
     /// again would make a 1,000-value enum quadratic).
     pub(crate) fn node_accepts_beside_enums(&mut self, n: &Node<'a>, v: &Value) -> Result<bool> {
-        let t = value_type(v);
-        if n.types & t == 0 {
+        let t = TypeSet::of_value(v);
+        if !n.types.intersects(t) {
             return Ok(false);
         }
         match v {
             Value::Number(_) => {
-                let Some(d) = Dec::from_value(v) else {
+                let Some(d) = Decimal::from_value(v) else {
                     return Ok(false);
                 };
                 if let Some((lo, ex)) = &n.num.lo {
@@ -146,7 +146,9 @@ impl<'a> Compiler<'a> {
                         }
                     }
                 }
-                if t == T_INT && n.types & T_INT == 0 || t == T_FRAC && n.types & T_FRAC == 0 {
+                if t == TypeSet::INTEGER && !n.types.intersects(TypeSet::INTEGER)
+                    || t == TypeSet::FRACTION && !n.types.intersects(TypeSet::FRACTION)
+                {
                     return Ok(false);
                 }
             }
@@ -185,7 +187,7 @@ impl<'a> Compiler<'a> {
                 }
                 let parts = a.parts.clone();
                 for (i, item) in items.iter().enumerate() {
-                    let conj: Vec<Sref<'a>> = parts.iter().filter_map(|p| p.item(i)).collect();
+                    let conj: Vec<Subschema<'a>> = parts.iter().filter_map(|p| p.item(i)).collect();
                     if !conj.is_empty() && !self.validate_conj(item, &conj)? {
                         return Ok(false);
                     }
