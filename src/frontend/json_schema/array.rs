@@ -11,7 +11,7 @@
 
 use crate::grammar::Expr;
 
-use super::types::Node;
+use super::node::Node;
 use super::{nothing, seq, Result, SchemaCompiler, Subschema};
 
 impl<'a> SchemaCompiler<'a> {

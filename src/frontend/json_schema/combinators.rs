@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use super::types::{Node, TypeSet};
+use super::node::{Node, TypeSet};
 use super::{Result, SchemaCompiler, Subschema};
 
 impl<'a> SchemaCompiler<'a> {
@@ -127,7 +127,7 @@ impl<'a> SchemaCompiler<'a> {
     fn expand_if(
         &mut self,
         node: Node<'a>,
-        c: super::types::Conditional<'a>,
+        c: super::node::Conditional<'a>,
         out: &mut Vec<Node<'a>>,
         depth: usize,
     ) -> Result<()> {

@@ -9,10 +9,18 @@
 //! lenient policy for keywords that are not enforced.
 //!
 //! The pipeline for one value position is: collect the subschemas that apply there
-//! (`types`: keywords merged into one conjunctive `types::Node`, `allOf` and
+//! (`keywords`: keywords merged into one conjunctive `node::Node`, `allOf` and
 //! `$ref` inlined, `anyOf`/`oneOf` distributed by `combinators`), then emit one
-//! expression per JSON type (`string`, `number`, `object`, `array`).
-//! Children (property values, array items) are compiled lazily as their own rules.
+//! expression per JSON type (`emit` dispatches to `string`, `number`, `object`,
+//! `array`). Children (property values, array items) are compiled lazily as their
+//! own rules.
+//!
+//! Imports among the files point one way, no two files importing each other:
+//! `decimal` and `draft` need nothing of the module, `node` (the shared
+//! vocabulary) only `decimal`, and the stages import the vocabulary and a few
+//! helpers below them (`validate` for JSON equality, `string` for encodings),
+//! never the other way round. The compiler's methods are spread over the files
+//! as `impl SchemaCompiler` blocks, so a stage calls another through `self`.
 //!
 //! Soundness rule: the grammar may reject some valid documents (documented
 //! over-constraints, e.g. non-canonical string escapes inside `pattern`ed strings),
@@ -22,8 +30,13 @@
 
 mod array;
 mod combinators;
+mod decimal;
+mod draft;
+mod emit;
 mod format;
+mod keywords;
 mod names;
+mod node;
 mod number;
 mod object;
 mod pattern;
@@ -31,7 +44,6 @@ mod pattern_cache;
 mod refs;
 mod source;
 mod string;
-mod types;
 mod validate;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -40,9 +52,9 @@ use std::rc::Rc;
 use crate::grammar::{Expr, Grammar, GrammarError, Hir, Rule, RuleId};
 use serde_json::Value;
 
+pub use draft::Draft;
 pub use pattern_cache::{PatternCache, DEFAULT_PATTERN_CACHE_BYTES};
 pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
-pub use types::Draft;
 
 /// How much whitespace may appear between JSON tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -209,7 +221,7 @@ pub fn compile_schema_with(
     options: &JsonSchemaOptions,
     cache: &PatternCache,
 ) -> Result<(Grammar, Vec<Warning>)> {
-    let draft = types::Draft::of(schema)
+    let draft = Draft::of(schema)
         .or(options.default_draft)
         .unwrap_or(Draft::Draft202012);
     let index = refs::Index::build(schema, draft);
@@ -426,7 +438,9 @@ impl<'a> SchemaCompiler<'a> {
                 return cur;
             };
             let only_ref = self.draft <= Draft::Draft7
-                || map.keys().all(|k| k == "$ref" || types::is_annotation(k));
+                || map
+                    .keys()
+                    .all(|k| k == "$ref" || keywords::is_annotation(k));
             if !only_ref {
                 return cur;
             }

@@ -25,11 +25,11 @@ use serde_json::Value;
 use regex_syntax::hir::Hir;
 
 use super::names::{NameAutomaton, NameLimits};
+use super::node::{Node, ObjectPart, TypeSet};
 use super::string::{
     canonical_body, canonical_encodings, canonical_string, complement_of_set, encode_hir,
     literal_string,
 };
-use super::types::{Node, ObjectPart, TypeSet};
 use super::{alt, nothing, seq, PropertyOrder, Result, SchemaCompiler, Subschema};
 
 fn is_true(v: &Value) -> bool {

@@ -16,7 +16,7 @@
 use crate::grammar::Expr;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
-use super::types::Node;
+use super::node::Node;
 use super::{alt, nothing, seq, PatternCache, Result, SchemaCompiler};
 
 /// One code point of a JSON string body, any encoding.

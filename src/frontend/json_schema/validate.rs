@@ -9,8 +9,8 @@
 
 use serde_json::Value;
 
-use super::number::Decimal;
-use super::types::{Node, TypeSet};
+use super::decimal::Decimal;
+use super::node::{Node, TypeSet};
 use super::{Result, SchemaCompiler, Subschema};
 
 /// JSON equality as JSON Schema defines it (`1 == 1.0`).

@@ -1,0 +1,106 @@
+//! One node to one expression: an alternative per JSON type the node allows
+//! (each built by its type's file), or, under `enum`/`const`, the listed values
+//! that pass the node's other keywords, each spelled as a literal.
+//!
+//! Here rather than beside keyword collection because it is the one place that
+//! calls every per-type emitter; collection needs none of them.
+
+use std::collections::HashSet;
+
+use crate::grammar::Expr;
+use serde_json::Value;
+
+use super::decimal::Decimal;
+use super::node::{Node, TypeSet};
+use super::string::literal_string;
+use super::validate::json_key;
+use super::{alt, nothing, seq, Result, SchemaCompiler};
+
+impl<'a> SchemaCompiler<'a> {
+    /// One alternative per JSON type the node allows.
+    pub(crate) fn emit_node(&mut self, node: &Node<'a>) -> Result<Expr> {
+        if node.types.is_empty() {
+            return Ok(nothing());
+        }
+        if !node.enums.is_empty() {
+            return self.emit_enum(node);
+        }
+        let mut alts = Vec::new();
+        if node.types.intersects(TypeSet::NULL) {
+            alts.push(Expr::literal(b"null"));
+        }
+        if node.types.intersects(TypeSet::BOOLEAN) {
+            alts.push(Expr::literal(b"true"));
+            alts.push(Expr::literal(b"false"));
+        }
+        if node.types.intersects(TypeSet::NUMBER) {
+            alts.push(self.emit_number(node)?);
+        }
+        if node.types.intersects(TypeSet::STRING) {
+            alts.push(self.emit_string(node)?);
+        }
+        if node.types.intersects(TypeSet::ARRAY) {
+            alts.push(self.emit_array(node)?);
+        }
+        if node.types.intersects(TypeSet::OBJECT) {
+            alts.push(self.emit_object(node)?);
+        }
+        Ok(alt(alts))
+    }
+
+    fn emit_enum(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let keys =
+            |values: &[&Value]| -> HashSet<String> { values.iter().map(|v| json_key(v)).collect() };
+        let mut values: Vec<(&'a Value, String)> =
+            node.enums[0].iter().map(|&v| (v, json_key(v))).collect();
+        for other in &node.enums[1..] {
+            let other = keys(other);
+            values.retain(|(_, k)| other.contains(k));
+        }
+        let excluded = keys(&node.excluded);
+        let mut alts = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        for (v, key) in values {
+            if excluded.contains(&key) || !seen.insert(key) {
+                continue;
+            }
+            if self.node_accepts_beside_enums(node, v)? {
+                alts.push(self.literal(v)?);
+            }
+        }
+        Ok(alt(alts))
+    }
+
+    /// A JSON value as an expression (any property order per the options).
+    pub(crate) fn literal(&mut self, v: &Value) -> Result<Expr> {
+        Ok(match v {
+            Value::Null => Expr::literal(b"null"),
+            Value::Bool(b) => Expr::literal(if *b { b"true" } else { b"false" }),
+            Value::Number(_) => {
+                let d = Decimal::from_value(v).expect("a JSON number");
+                self.number_literal(&d)?
+            }
+            Value::String(s) => literal_string(s),
+            Value::Array(items) => {
+                let mut parts = vec![Expr::literal(b"["), self.ws()];
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(self.punct(b","));
+                    }
+                    parts.push(self.literal(item)?);
+                }
+                parts.push(self.ws());
+                parts.push(Expr::literal(b"]"));
+                seq(parts)
+            }
+            Value::Object(map) => {
+                let mut entries = Vec::new();
+                for (k, x) in map {
+                    let e = self.literal(x)?;
+                    entries.push((k.clone(), e));
+                }
+                self.object_literal(entries)?
+            }
+        })
+    }
+}
