@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::decimal::Decimal;
 use super::node::{ArrayPart, Conditional, Disjunction, Node, ObjectPart, TypeSet};
-use super::{Draft, JsonSchemaError, Result, SchemaCompiler, Subschema};
+use super::{Draft, Result, SchemaCompiler, Subschema};
 
 /// Keywords that never constrain an instance.
 const ANNOTATIONS: &[&str] = &[
@@ -62,6 +62,24 @@ pub(crate) fn as_count(v: &Value) -> Option<u64> {
     })
 }
 
+/// One keyword of a schema object, with what reading it needs: the object around
+/// it (`then`, `minContains`, `additionalItems`... are read with their main
+/// keyword) and its pointer, for messages.
+struct Keyword<'k, 'a> {
+    schema: &'k Subschema<'a>,
+    siblings: &'a Map<String, Value>,
+    name: &'k str,
+    value: &'a Value,
+    ptr: String,
+}
+
+impl Keyword<'_, '_> {
+    /// The error for a malformed value of this keyword.
+    fn malformed(&self, c: &SchemaCompiler<'_>, message: &str) -> Result<()> {
+        Err(c.invalid(self.name, &self.ptr, message))
+    }
+}
+
 impl<'a> SchemaCompiler<'a> {
     /// Merges the keywords of `s` into `node`.
     pub(crate) fn collect(
@@ -93,7 +111,14 @@ impl<'a> SchemaCompiler<'a> {
             return self.collect_ref(s, "$ref", &map["$ref"], node, depth);
         }
         for (k, v) in map {
-            self.keyword(s, map, k, v, node, depth)?;
+            let kw = Keyword {
+                schema: s,
+                siblings: map,
+                name: k,
+                value: v,
+                ptr: s.at(k),
+            };
+            self.keyword(kw, node, depth)?;
         }
         Ok(())
     }
@@ -136,63 +161,92 @@ impl<'a> SchemaCompiler<'a> {
         self.collect(&target, node, depth + 1)
     }
 
-    fn keyword(
-        &mut self,
-        s: &Subschema<'a>,
-        map: &'a Map<String, Value>,
-        k: &str,
-        v: &'a Value,
-        node: &mut Node<'a>,
-        depth: usize,
-    ) -> Result<()> {
-        let ptr = s.at(k);
-        let bad =
-            |c: &SchemaCompiler, msg: &str| Err::<(), JsonSchemaError>(c.invalid(k, &ptr, msg));
-        match k {
-            _ if ANNOTATIONS.contains(&k) => {}
+    /// Merges one keyword into `node`, by family.
+    fn keyword(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>, depth: usize) -> Result<()> {
+        match kw.name {
+            k if ANNOTATIONS.contains(&k) => Ok(()),
+            "type" | "enum" | "const" => self.collect_type(kw, node),
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
+                self.collect_number(kw, node)
+            }
+            "minLength" | "maxLength" | "pattern" | "format" => self.collect_string(kw, node),
+            "minItems" | "maxItems" | "prefixItems" | "items" | "contains" | "uniqueItems" => {
+                self.collect_array(kw, node)
+            }
+            "properties"
+            | "patternProperties"
+            | "additionalProperties"
+            | "required"
+            | "minProperties"
+            | "maxProperties"
+            | "propertyNames"
+            | "dependentRequired"
+            | "dependentSchemas"
+            | "dependencies" => self.collect_object(kw, node),
+            "allOf" | "anyOf" | "oneOf" | "not" | "if" | "$ref" | "$dynamicRef"
+            | "$recursiveRef" => self.collect_applicator(kw, node, depth),
+            "unevaluatedProperties" | "unevaluatedItems" => self.collect_unevaluated(kw, node),
+            _ => Ok(()), // unknown keywords are annotations (JSON Schema 2020-12 §6.5)
+        }
+    }
+
+    /// `type`, `enum`, `const`: the type set and the value lists.
+    fn collect_type(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>) -> Result<()> {
+        match kw.name {
             "type" => {
                 let mut mask = TypeSet::NONE;
-                let names: Vec<&Value> = match v {
+                let names: Vec<&Value> = match kw.value {
                     Value::Array(a) => a.iter().collect(),
                     other => vec![other],
                 };
                 for n in names {
                     match n.as_str().and_then(TypeSet::named) {
                         Some(m) => mask |= m,
-                        None => return bad(self, "unknown type name"),
+                        None => return kw.malformed(self, "unknown type name"),
                     }
                 }
                 node.types &= mask;
             }
-            "enum" => match v {
+            "enum" => match kw.value {
                 Value::Array(a) => node.enums.push(a.iter().collect()),
-                _ => return bad(self, "must be an array"),
+                _ => return kw.malformed(self, "must be an array"),
             },
-            "const" => node.enums.push(vec![v]),
+            "const" => node.enums.push(vec![kw.value]),
+            _ => {} // not of this family: keyword() dispatches by name
+        }
+        Ok(())
+    }
+
+    /// Number bounds (draft 4's boolean `exclusiveMinimum`/`exclusiveMaximum` too)
+    /// and `multipleOf`.
+    fn collect_number(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>) -> Result<()> {
+        match kw.name {
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
-                if let Value::Bool(b) = v {
+                if let Value::Bool(b) = kw.value {
                     // Draft 4: a flag on minimum/maximum.
                     if *b {
-                        let base = if k == "exclusiveMinimum" {
+                        let base = if kw.name == "exclusiveMinimum" {
                             "minimum"
                         } else {
                             "maximum"
                         };
-                        let Some(bound) = map.get(base).and_then(Decimal::from_value) else {
+                        let Some(bound) = kw.siblings.get(base).and_then(Decimal::from_value)
+                        else {
                             return Ok(());
                         };
                         self.tighten(node, base == "minimum", bound, true);
                     }
                     return Ok(());
                 }
-                let Some(d) = Decimal::from_value(v) else {
-                    return bad(self, "must be a number");
+                let Some(d) = Decimal::from_value(kw.value) else {
+                    return kw.malformed(self, "must be a number");
                 };
-                let exclusive = k.starts_with("exclusive");
-                let lower = k == "minimum" || k == "exclusiveMinimum";
+                let exclusive = kw.name.starts_with("exclusive");
+                let lower = kw.name == "minimum" || kw.name == "exclusiveMinimum";
                 let draft4_exclusive = self.draft == Draft::Draft4
                     && !exclusive
-                    && map
+                    && kw
+                        .siblings
                         .get(if lower {
                             "exclusiveMinimum"
                         } else {
@@ -204,42 +258,59 @@ impl<'a> SchemaCompiler<'a> {
                     self.tighten(node, lower, d, exclusive);
                 }
             }
-            "multipleOf" => match Decimal::from_value(v) {
-                Some(d) if d.is_positive() => node.num.multiple_of.push((d, ptr)),
-                _ => return bad(self, "must be a number greater than 0"),
+            "multipleOf" => match Decimal::from_value(kw.value) {
+                Some(d) if d.is_positive() => node.num.multiple_of.push((d, kw.ptr)),
+                _ => return kw.malformed(self, "must be a number greater than 0"),
             },
+            _ => {} // not of this family: keyword() dispatches by name
+        }
+        Ok(())
+    }
+
+    /// `minLength`/`maxLength`, `pattern`, `format`.
+    fn collect_string(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>) -> Result<()> {
+        match kw.name {
             "minLength" | "maxLength" => {
-                let Some(n) = as_count(v) else {
-                    return bad(self, "must be a non-negative integer");
+                let Some(n) = as_count(kw.value) else {
+                    return kw.malformed(self, "must be a non-negative integer");
                 };
-                if k == "minLength" {
+                if kw.name == "minLength" {
                     node.str.min = node.str.min.max(n);
                 } else {
                     node.str.max = Some(node.str.max.map_or(n, |m| m.min(n)));
                 }
-                node.str.length_ptr.get_or_insert(ptr);
+                node.str.length_ptr.get_or_insert(kw.ptr);
             }
-            "pattern" => match v.as_str() {
+            "pattern" => match kw.value.as_str() {
                 Some(p) => {
                     if !node.str.patterns.iter().any(|(q, _)| q == p) {
-                        node.str.patterns.push((p.to_string(), ptr))
+                        node.str.patterns.push((p.to_string(), kw.ptr))
                     }
                 }
-                None => return bad(self, "must be a string"),
+                None => return kw.malformed(self, "must be a string"),
             },
-            "format" => match v.as_str() {
+            "format" => match kw.value.as_str() {
                 Some(f) => {
                     if super::format::is_known(f) && !node.str.formats.iter().any(|(q, _)| q == f) {
-                        node.str.formats.push((f.to_string(), ptr));
+                        node.str.formats.push((f.to_string(), kw.ptr));
                     }
                 }
-                None => return bad(self, "must be a string"),
+                None => return kw.malformed(self, "must be a string"),
             },
+            _ => {} // not of this family: keyword() dispatches by name
+        }
+        Ok(())
+    }
+
+    /// Item counts, `prefixItems`/`items` (with `additionalItems` before 2020-12),
+    /// `contains` (with `minContains`/`maxContains`), `uniqueItems`.
+    fn collect_array(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>) -> Result<()> {
+        match kw.name {
             "minItems" | "maxItems" => {
-                let Some(n) = as_count(v) else {
-                    return bad(self, "must be a non-negative integer");
+                let Some(n) = as_count(kw.value) else {
+                    return kw.malformed(self, "must be a non-negative integer");
                 };
-                if k == "minItems" {
+                if kw.name == "minItems" {
                     node.arr.min = node.arr.min.max(n);
                 } else {
                     node.arr.max = Some(node.arr.max.map_or(n, |m| m.min(n)));
@@ -249,131 +320,150 @@ impl<'a> SchemaCompiler<'a> {
                 if self.draft < Draft::Draft202012 {
                     return Ok(());
                 }
-                let Value::Array(items) = v else {
-                    return bad(self, "must be an array");
+                let Value::Array(items) = kw.value else {
+                    return kw.malformed(self, "must be an array");
                 };
                 let prefix = items
                     .iter()
                     .enumerate()
-                    .map(|(i, x)| s.child(x, &[k, &i.to_string()]))
+                    .map(|(i, x)| kw.schema.child(x, &[kw.name, &i.to_string()]))
                     .collect();
-                let rest = map.get("items").map(|x| s.child(x, &["items"]));
+                let rest = kw
+                    .siblings
+                    .get("items")
+                    .map(|x| kw.schema.child(x, &["items"]));
                 node.arr.parts.push(ArrayPart { prefix, rest });
             }
-            "items" => match v {
+            "items" => match kw.value {
                 Value::Array(items) => {
                     if self.draft >= Draft::Draft202012 {
-                        return bad(self, "an array form of items is prefixItems since 2020-12");
+                        return kw.malformed(
+                            self,
+                            "an array form of items is prefixItems since 2020-12",
+                        );
                     }
                     let prefix = items
                         .iter()
                         .enumerate()
-                        .map(|(i, x)| s.child(x, &[k, &i.to_string()]))
+                        .map(|(i, x)| kw.schema.child(x, &[kw.name, &i.to_string()]))
                         .collect();
-                    let rest = map
+                    let rest = kw
+                        .siblings
                         .get("additionalItems")
-                        .map(|x| s.child(x, &["additionalItems"]));
+                        .map(|x| kw.schema.child(x, &["additionalItems"]));
                     node.arr.parts.push(ArrayPart { prefix, rest });
                 }
                 _ => {
-                    if self.draft >= Draft::Draft202012 && map.contains_key("prefixItems") {
+                    if self.draft >= Draft::Draft202012 && kw.siblings.contains_key("prefixItems") {
                         return Ok(()); // handled with prefixItems
                     }
                     node.arr.parts.push(ArrayPart {
                         prefix: Vec::new(),
-                        rest: Some(s.child(v, &[k])),
+                        rest: Some(kw.schema.child(kw.value, &[kw.name])),
                     });
                 }
             },
             "contains" => {
-                let min = match map.get("minContains") {
+                let min = match kw.siblings.get("minContains") {
                     Some(m) if self.draft >= Draft::Draft201909 => match as_count(m) {
                         Some(n) => n,
                         None => {
                             return Err(self.invalid(
                                 "minContains",
-                                &s.at("minContains"),
+                                &kw.schema.at("minContains"),
                                 "must be a count",
                             ))
                         }
                     },
                     _ => 1,
                 };
-                let max = match map.get("maxContains") {
+                let max = match kw.siblings.get("maxContains") {
                     Some(m) if self.draft >= Draft::Draft201909 => match as_count(m) {
                         Some(n) => Some(n),
                         None => {
                             return Err(self.invalid(
                                 "maxContains",
-                                &s.at("maxContains"),
+                                &kw.schema.at("maxContains"),
                                 "must be a count",
                             ))
                         }
                     },
                     _ => None,
                 };
-                node.arr.contains.push((s.child(v, &[k]), min, max, ptr));
+                node.arr
+                    .contains
+                    .push((kw.schema.child(kw.value, &[kw.name]), min, max, kw.ptr));
             }
-            "uniqueItems" => match v {
-                Value::Bool(true) => node.arr.unique = Some(ptr),
+            "uniqueItems" => match kw.value {
+                Value::Bool(true) => node.arr.unique = Some(kw.ptr),
                 Value::Bool(false) => {}
-                _ => return bad(self, "must be a boolean"),
+                _ => return kw.malformed(self, "must be a boolean"),
             },
+            _ => {} // not of this family: keyword() dispatches by name
+        }
+        Ok(())
+    }
+
+    /// `properties`/`patternProperties`/`additionalProperties` (read together),
+    /// `required`, property counts, `propertyNames`, dependencies.
+    fn collect_object(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>) -> Result<()> {
+        match kw.name {
             "properties" | "patternProperties" | "additionalProperties" => {
                 // All three are read together once, from "properties" or the first present.
                 let first = ["properties", "patternProperties", "additionalProperties"]
                     .into_iter()
-                    .find(|x| map.contains_key(*x));
-                if first != Some(k) {
+                    .find(|x| kw.siblings.contains_key(*x));
+                if first != Some(kw.name) {
                     return Ok(());
                 }
                 let mut part = ObjectPart {
                     props: Vec::new(),
                     patterns: Vec::new(),
                     additional: None,
-                    ptr: s.ptr.to_string(),
+                    ptr: kw.schema.ptr.to_string(),
                 };
-                if let Some(p) = map.get("properties") {
+                if let Some(p) = kw.siblings.get("properties") {
                     let Value::Object(p) = p else {
                         return Err(self.invalid(
                             "properties",
-                            &s.at("properties"),
+                            &kw.schema.at("properties"),
                             "must be an object",
                         ));
                     };
                     for (name, sub) in p {
                         part.props
-                            .push((name.clone(), s.child(sub, &["properties", name])));
+                            .push((name.clone(), kw.schema.child(sub, &["properties", name])));
                     }
                 }
-                if let Some(p) = map.get("patternProperties") {
+                if let Some(p) = kw.siblings.get("patternProperties") {
                     let Value::Object(p) = p else {
                         return Err(self.invalid(
                             "patternProperties",
-                            &s.at("patternProperties"),
+                            &kw.schema.at("patternProperties"),
                             "must be an object",
                         ));
                     };
                     for (pat, sub) in p {
                         part.patterns.push((
                             pat.clone(),
-                            s.child(sub, &["patternProperties", pat]),
-                            format!("{}/patternProperties", s.ptr),
+                            kw.schema.child(sub, &["patternProperties", pat]),
+                            format!("{}/patternProperties", kw.schema.ptr),
                         ));
                     }
                 }
-                part.additional = map
+                part.additional = kw
+                    .siblings
                     .get("additionalProperties")
-                    .map(|a| s.child(a, &["additionalProperties"]));
+                    .map(|a| kw.schema.child(a, &["additionalProperties"]));
                 node.obj.parts.push(part);
             }
             "required" => {
-                let Value::Array(names) = v else {
-                    return bad(self, "must be an array of strings");
+                let Value::Array(names) = kw.value else {
+                    return kw.malformed(self, "must be an array of strings");
                 };
                 for n in names {
                     let Some(n) = n.as_str() else {
-                        return bad(self, "must be an array of strings");
+                        return kw.malformed(self, "must be an array of strings");
                     };
                     if !node.obj.required.iter().any(|r| r == n) {
                         node.obj.required.push(n.to_string());
@@ -381,148 +471,181 @@ impl<'a> SchemaCompiler<'a> {
                 }
             }
             "minProperties" | "maxProperties" => {
-                let Some(n) = as_count(v) else {
-                    return bad(self, "must be a non-negative integer");
+                let Some(n) = as_count(kw.value) else {
+                    return kw.malformed(self, "must be a non-negative integer");
                 };
-                if k == "minProperties" {
+                if kw.name == "minProperties" {
                     node.obj.min = node.obj.min.max(n);
                 } else {
                     node.obj.max = Some(node.obj.max.map_or(n, |m| m.min(n)));
                 }
-                node.obj.min_max_ptr.get_or_insert(ptr);
+                node.obj.min_max_ptr.get_or_insert(kw.ptr);
             }
-            "propertyNames" => node.obj.names.push(s.child(v, &[k])),
+            "propertyNames" => node.obj.names.push(kw.schema.child(kw.value, &[kw.name])),
             "dependentRequired" | "dependentSchemas" | "dependencies" => {
-                let Value::Object(deps) = v else {
-                    return bad(self, "must be an object");
+                let Value::Object(deps) = kw.value else {
+                    return kw.malformed(self, "must be an object");
                 };
                 for (name, d) in deps {
                     match d {
-                        Value::Array(list) if k != "dependentSchemas" => {
+                        Value::Array(list) if kw.name != "dependentSchemas" => {
                             let names: Option<Vec<String>> =
                                 list.iter().map(|x| x.as_str().map(String::from)).collect();
                             match names {
-                                Some(names) => {
-                                    node.obj
-                                        .dep_required
-                                        .push((name.clone(), names, ptr.clone()))
+                                Some(names) => node.obj.dep_required.push((
+                                    name.clone(),
+                                    names,
+                                    kw.ptr.clone(),
+                                )),
+                                None => {
+                                    return kw.malformed(self, "dependency lists must hold strings")
                                 }
-                                None => return bad(self, "dependency lists must hold strings"),
                             }
                         }
-                        _ if k != "dependentRequired" => node
+                        _ if kw.name != "dependentRequired" => node
                             .obj
                             .dep_schemas
-                            .push((name.clone(), s.child(d, &[k, name]))),
-                        _ => return bad(self, "must map names to arrays of names"),
+                            .push((name.clone(), kw.schema.child(d, &[kw.name, name]))),
+                        _ => return kw.malformed(self, "must map names to arrays of names"),
                     }
                 }
             }
-            "allOf" => {
-                let Value::Array(items) = v else {
-                    return bad(self, "must be an array");
-                };
-                for (i, item) in items.iter().enumerate() {
-                    self.collect(&s.child(item, &[k, &i.to_string()]), node, depth + 1)?;
-                }
-            }
-            "anyOf" | "oneOf" => {
-                let Value::Array(items) = v else {
-                    return bad(self, "must be an array");
-                };
-                if items.is_empty() {
-                    return bad(self, "must not be empty");
-                }
-                node.disjunctions.push(Disjunction {
-                    exactly_one: k == "oneOf",
-                    branches: items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| s.child(x, &[k, &i.to_string()]))
-                        .collect(),
-                    ptr,
-                });
-            }
-            "not" => node.negations.push(s.child(v, &[k])),
-            "if" => node.conditionals.push(Conditional {
-                cond: s.child(v, &[k]),
-                then: map.get("then").map(|x| s.child(x, &["then"])),
-                otherwise: map.get("else").map(|x| s.child(x, &["else"])),
-                ptr,
-            }),
-            "$ref" | "$dynamicRef" | "$recursiveRef" => self.collect_ref(s, k, v, node, depth)?,
-            "unevaluatedProperties" | "unevaluatedItems" => {
-                // Exact in the one common case: no applicator could evaluate anything
-                // besides this object's own properties/items.
-                let applicators = [
-                    "allOf",
-                    "anyOf",
-                    "oneOf",
-                    "not",
-                    "if",
-                    "$ref",
-                    "$dynamicRef",
-                    "$recursiveRef",
-                    "dependentSchemas",
-                    "dependencies",
-                ];
-                let plain = !applicators.iter().any(|a| map.contains_key(*a));
-                if plain
-                    && k == "unevaluatedProperties"
-                    && !map.contains_key("additionalProperties")
-                {
-                    let mut part = ObjectPart {
-                        props: Vec::new(),
-                        patterns: Vec::new(),
-                        additional: Some(s.child(v, &[k])),
-                        ptr: s.ptr.to_string(),
-                    };
-                    if let Some(Value::Object(p)) = map.get("properties") {
-                        for (name, sub) in p {
-                            part.props
-                                .push((name.clone(), s.child(sub, &["properties", name])));
-                        }
-                    }
-                    if let Some(Value::Object(p)) = map.get("patternProperties") {
-                        for (pat, sub) in p {
-                            part.patterns.push((
-                                pat.clone(),
-                                s.child(sub, &["patternProperties", pat]),
-                                format!("{}/patternProperties", s.ptr),
-                            ));
-                        }
-                    }
-                    node.obj.parts.push(part);
-                } else if plain
-                    && k == "unevaluatedItems"
-                    && !map.contains_key("items")
-                    && !map.contains_key("contains")
-                {
-                    let prefix: Vec<Subschema<'a>> = match map.get("prefixItems") {
-                        Some(Value::Array(items)) => items
-                            .iter()
-                            .enumerate()
-                            .map(|(i, x)| s.child(x, &["prefixItems", &i.to_string()]))
-                            .collect(),
-                        _ => Vec::new(),
-                    };
-                    node.arr.parts.push(ArrayPart {
-                        prefix,
-                        rest: Some(s.child(v, &[k])),
-                    });
-                } else if v != &Value::Bool(true) && v != &Value::Object(Map::new()) {
-                    self.unsupported(
-                        k,
-                        &ptr,
-                        "only supported when no applicator (allOf, $ref, ...) sits beside it",
-                    )?;
-                }
-            }
-            _ => {} // unknown keywords are annotations (JSON Schema 2020-12 §6.5)
+            _ => {} // not of this family: keyword() dispatches by name
         }
         Ok(())
     }
 
+    /// `allOf` and `$ref` (inlined here), `anyOf`/`oneOf`/`not`/`if` (recorded, for
+    /// [`super::combinators`] to distribute).
+    fn collect_applicator(
+        &mut self,
+        kw: Keyword<'_, 'a>,
+        node: &mut Node<'a>,
+        depth: usize,
+    ) -> Result<()> {
+        match kw.name {
+            "allOf" => {
+                let Value::Array(items) = kw.value else {
+                    return kw.malformed(self, "must be an array");
+                };
+                for (i, item) in items.iter().enumerate() {
+                    self.collect(
+                        &kw.schema.child(item, &[kw.name, &i.to_string()]),
+                        node,
+                        depth + 1,
+                    )?;
+                }
+            }
+            "anyOf" | "oneOf" => {
+                let Value::Array(items) = kw.value else {
+                    return kw.malformed(self, "must be an array");
+                };
+                if items.is_empty() {
+                    return kw.malformed(self, "must not be empty");
+                }
+                node.disjunctions.push(Disjunction {
+                    exactly_one: kw.name == "oneOf",
+                    branches: items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| kw.schema.child(x, &[kw.name, &i.to_string()]))
+                        .collect(),
+                    ptr: kw.ptr,
+                });
+            }
+            "not" => node.negations.push(kw.schema.child(kw.value, &[kw.name])),
+            "if" => node.conditionals.push(Conditional {
+                cond: kw.schema.child(kw.value, &[kw.name]),
+                then: kw
+                    .siblings
+                    .get("then")
+                    .map(|x| kw.schema.child(x, &["then"])),
+                otherwise: kw
+                    .siblings
+                    .get("else")
+                    .map(|x| kw.schema.child(x, &["else"])),
+                ptr: kw.ptr,
+            }),
+            "$ref" | "$dynamicRef" | "$recursiveRef" => {
+                self.collect_ref(kw.schema, kw.name, kw.value, node, depth)?
+            }
+            _ => {} // not of this family: keyword() dispatches by name
+        }
+        Ok(())
+    }
+
+    /// `unevaluatedProperties`/`unevaluatedItems`, exact when nothing but the
+    /// object's own keywords can evaluate anything.
+    fn collect_unevaluated(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>) -> Result<()> {
+        // Exact in the one common case: no applicator could evaluate anything
+        // besides this object's own properties/items.
+        let applicators = [
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "not",
+            "if",
+            "$ref",
+            "$dynamicRef",
+            "$recursiveRef",
+            "dependentSchemas",
+            "dependencies",
+        ];
+        let plain = !applicators.iter().any(|a| kw.siblings.contains_key(*a));
+        if plain
+            && kw.name == "unevaluatedProperties"
+            && !kw.siblings.contains_key("additionalProperties")
+        {
+            let mut part = ObjectPart {
+                props: Vec::new(),
+                patterns: Vec::new(),
+                additional: Some(kw.schema.child(kw.value, &[kw.name])),
+                ptr: kw.schema.ptr.to_string(),
+            };
+            if let Some(Value::Object(p)) = kw.siblings.get("properties") {
+                for (name, sub) in p {
+                    part.props
+                        .push((name.clone(), kw.schema.child(sub, &["properties", name])));
+                }
+            }
+            if let Some(Value::Object(p)) = kw.siblings.get("patternProperties") {
+                for (pat, sub) in p {
+                    part.patterns.push((
+                        pat.clone(),
+                        kw.schema.child(sub, &["patternProperties", pat]),
+                        format!("{}/patternProperties", kw.schema.ptr),
+                    ));
+                }
+            }
+            node.obj.parts.push(part);
+        } else if plain
+            && kw.name == "unevaluatedItems"
+            && !kw.siblings.contains_key("items")
+            && !kw.siblings.contains_key("contains")
+        {
+            let prefix: Vec<Subschema<'a>> = match kw.siblings.get("prefixItems") {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| kw.schema.child(x, &["prefixItems", &i.to_string()]))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            node.arr.parts.push(ArrayPart {
+                prefix,
+                rest: Some(kw.schema.child(kw.value, &[kw.name])),
+            });
+        } else if kw.value != &Value::Bool(true) && kw.value != &Value::Object(Map::new()) {
+            self.unsupported(
+                kw.name,
+                &kw.ptr,
+                "only supported when no applicator (allOf, $ref, ...) sits beside it",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the tighter of `node`'s bound on one side and `d`.
     fn tighten(&self, node: &mut Node<'a>, lower: bool, d: Decimal, exclusive: bool) {
         let slot = if lower {
             &mut node.num.lo
