@@ -686,7 +686,28 @@ impl<'a> SchemaCompiler<'a> {
                 )?;
             }
         }
-        // Right-linear rules: state r = remainder of the digits read so far.
+        let magnitude = self.positive_multiples(m)?;
+        let mut alts = Vec::new();
+        if allow_zero {
+            alts.push(Expr::Regex(if self.opts.plain_integers {
+                self.cache.re("0")
+            } else {
+                self.cache.re(r"-?0")
+            }));
+        }
+        if allow_pos {
+            alts.push(magnitude.clone());
+        }
+        if allow_neg {
+            alts.push(seq(vec![Expr::literal(b"-"), magnitude]));
+        }
+        Ok(seq(vec![alt(alts), Expr::Regex(zero_frac)]))
+    }
+
+    /// The positive multiples of `m`, canonical (no leading zero): right-linear
+    /// rules whose state is the remainder of the digits read so far, so any
+    /// number of digits costs `m` rules.
+    fn positive_multiples(&mut self, m: i128) -> Result<Expr> {
         let m_us = m as usize;
         let base = self.rules.len();
         for r in 0..m_us {
@@ -723,7 +744,7 @@ impl<'a> SchemaCompiler<'a> {
                 None => starts.push((t, vec![b'0' + d])),
             }
         }
-        let magnitude = alt(starts
+        Ok(alt(starts
             .into_iter()
             .map(|(t, ds)| {
                 seq(vec![
@@ -731,22 +752,7 @@ impl<'a> SchemaCompiler<'a> {
                     Expr::Ref(crate::grammar::RuleId((base + t) as u32)),
                 ])
             })
-            .collect());
-        let mut alts = Vec::new();
-        if allow_zero {
-            alts.push(Expr::Regex(if self.opts.plain_integers {
-                self.cache.re("0")
-            } else {
-                self.cache.re(r"-?0")
-            }));
-        }
-        if allow_pos {
-            alts.push(magnitude.clone());
-        }
-        if allow_neg {
-            alts.push(seq(vec![Expr::literal(b"-"), magnitude]));
-        }
-        Ok(seq(vec![alt(alts), Expr::Regex(zero_frac)]))
+            .collect()))
     }
 }
 

@@ -31,108 +31,7 @@ pub(crate) fn translate(p: &str) -> std::result::Result<String, String> {
         class_start = false;
         match c {
             '\\' => {
-                let Some(&n) = chars.get(i + 1) else {
-                    return Err("pattern ends with a lone backslash".into());
-                };
-                i += 2;
-                match n {
-                    'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
-                    'D' => out.push_str("[^0-9]"),
-                    'w' => out.push_str(if in_class {
-                        "0-9A-Za-z_"
-                    } else {
-                        "[0-9A-Za-z_]"
-                    }),
-                    'W' => out.push_str("[^0-9A-Za-z_]"),
-                    's' => {
-                        if in_class {
-                            out.push_str(ECMA_SPACE)
-                        } else {
-                            out.push_str(&format!("[{ECMA_SPACE}]"))
-                        }
-                    }
-                    'S' => out.push_str(&format!("[^{ECMA_SPACE}]")),
-                    'b' if in_class => out.push_str(r"\x08"),
-                    'b' | 'B' => {
-                        return Err(format!("word boundary assertion \\{n} is not supported"))
-                    }
-                    '1'..='9' if !in_class => return Err("backreferences are not supported".into()),
-                    'k' if chars.get(i) == Some(&'<') => {
-                        return Err("named backreferences are not supported".into())
-                    }
-                    '0' => out.push_str(r"\x00"),
-                    'n' => out.push_str(r"\n"),
-                    'r' => out.push_str(r"\r"),
-                    't' => out.push_str(r"\t"),
-                    'f' => out.push_str(r"\x0C"),
-                    'v' => out.push_str(r"\x0B"),
-                    'c' => match chars.get(i) {
-                        Some(l) if l.is_ascii_alphabetic() => {
-                            out.push_str(&format!(r"\x{{{:X}}}", (*l as u32) % 32));
-                            i += 1;
-                        }
-                        _ => out.push_str(r"\\c"),
-                    },
-                    'x' => {
-                        let hex: String = chars.iter().skip(i).take(2).collect();
-                        if hex.len() == 2 && hex.chars().all(|h| h.is_ascii_hexdigit()) {
-                            out.push_str(&format!(r"\x{{{hex}}}"));
-                            i += 2;
-                        } else {
-                            out.push('x');
-                        }
-                    }
-                    'u' => {
-                        if chars.get(i) == Some(&'{') {
-                            let end = chars[i..]
-                                .iter()
-                                .position(|&x| x == '}')
-                                .ok_or("unterminated \\u{")?;
-                            let hex: String = chars[i + 1..i + end].iter().collect();
-                            out.push_str(&format!(r"\x{{{hex}}}"));
-                            i += end + 1;
-                        } else {
-                            let read4 = |at: usize| -> Option<u32> {
-                                let s: String = chars.get(at..at + 4)?.iter().collect();
-                                u32::from_str_radix(&s, 16).ok().filter(|_| s.len() == 4)
-                            };
-                            let Some(mut cp) = read4(i) else {
-                                out.push('u');
-                                continue;
-                            };
-                            i += 4;
-                            if (0xD800..0xDC00).contains(&cp)
-                                && chars.get(i) == Some(&'\\')
-                                && chars.get(i + 1) == Some(&'u')
-                            {
-                                if let Some(lo) =
-                                    read4(i + 2).filter(|l| (0xDC00..0xE000).contains(l))
-                                {
-                                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                                    i += 6;
-                                }
-                            }
-                            if (0xD800..0xE000).contains(&cp) {
-                                return Err("lone surrogate escapes are not supported".into());
-                            }
-                            out.push_str(&format!(r"\x{{{cp:X}}}"));
-                        }
-                    }
-                    'p' | 'P' => {
-                        out.push('\\');
-                        out.push(n);
-                        if chars.get(i) == Some(&'{') {
-                            let end = chars[i..]
-                                .iter()
-                                .position(|&x| x == '}')
-                                .ok_or("unterminated \\p{")?;
-                            out.extend(&chars[i..=i + end]);
-                            i += end + 1;
-                        }
-                    }
-                    c if c.is_ascii_alphanumeric() => out.push(c), // identity escape
-                    c => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
-                }
+                i = translate_escape(&chars, i, in_class, &mut out)?;
                 continue;
             }
             '[' if !in_class => {
@@ -203,6 +102,116 @@ pub(crate) fn translate(p: &str) -> std::result::Result<String, String> {
         return Err("unterminated character class".into());
     }
     Ok(out)
+}
+
+/// Translates the escape starting at `chars[i]` (a backslash) onto `out` and
+/// returns the index after it. Inside a class (`in_class`), class escapes are
+/// written as ranges, without brackets of their own.
+fn translate_escape(
+    chars: &[char],
+    mut i: usize,
+    in_class: bool,
+    out: &mut String,
+) -> std::result::Result<usize, String> {
+    let Some(&n) = chars.get(i + 1) else {
+        return Err("pattern ends with a lone backslash".into());
+    };
+    i += 2;
+    match n {
+        'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
+        'D' => out.push_str("[^0-9]"),
+        'w' => out.push_str(if in_class {
+            "0-9A-Za-z_"
+        } else {
+            "[0-9A-Za-z_]"
+        }),
+        'W' => out.push_str("[^0-9A-Za-z_]"),
+        's' => {
+            if in_class {
+                out.push_str(ECMA_SPACE)
+            } else {
+                out.push_str(&format!("[{ECMA_SPACE}]"))
+            }
+        }
+        'S' => out.push_str(&format!("[^{ECMA_SPACE}]")),
+        'b' if in_class => out.push_str(r"\x08"),
+        'b' | 'B' => return Err(format!("word boundary assertion \\{n} is not supported")),
+        '1'..='9' if !in_class => return Err("backreferences are not supported".into()),
+        'k' if chars.get(i) == Some(&'<') => {
+            return Err("named backreferences are not supported".into())
+        }
+        '0' => out.push_str(r"\x00"),
+        'n' => out.push_str(r"\n"),
+        'r' => out.push_str(r"\r"),
+        't' => out.push_str(r"\t"),
+        'f' => out.push_str(r"\x0C"),
+        'v' => out.push_str(r"\x0B"),
+        'c' => match chars.get(i) {
+            Some(l) if l.is_ascii_alphabetic() => {
+                out.push_str(&format!(r"\x{{{:X}}}", (*l as u32) % 32));
+                i += 1;
+            }
+            _ => out.push_str(r"\\c"),
+        },
+        'x' => {
+            let hex: String = chars.iter().skip(i).take(2).collect();
+            if hex.len() == 2 && hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                out.push_str(&format!(r"\x{{{hex}}}"));
+                i += 2;
+            } else {
+                out.push('x');
+            }
+        }
+        'u' => {
+            if chars.get(i) == Some(&'{') {
+                let end = chars[i..]
+                    .iter()
+                    .position(|&x| x == '}')
+                    .ok_or("unterminated \\u{")?;
+                let hex: String = chars[i + 1..i + end].iter().collect();
+                out.push_str(&format!(r"\x{{{hex}}}"));
+                i += end + 1;
+            } else {
+                let read4 = |at: usize| -> Option<u32> {
+                    let s: String = chars.get(at..at + 4)?.iter().collect();
+                    u32::from_str_radix(&s, 16).ok().filter(|_| s.len() == 4)
+                };
+                let Some(mut cp) = read4(i) else {
+                    out.push('u');
+                    return Ok(i);
+                };
+                i += 4;
+                if (0xD800..0xDC00).contains(&cp)
+                    && chars.get(i) == Some(&'\\')
+                    && chars.get(i + 1) == Some(&'u')
+                {
+                    if let Some(lo) = read4(i + 2).filter(|l| (0xDC00..0xE000).contains(l)) {
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                        i += 6;
+                    }
+                }
+                if (0xD800..0xE000).contains(&cp) {
+                    return Err("lone surrogate escapes are not supported".into());
+                }
+                out.push_str(&format!(r"\x{{{cp:X}}}"));
+            }
+        }
+        'p' | 'P' => {
+            out.push('\\');
+            out.push(n);
+            if chars.get(i) == Some(&'{') {
+                let end = chars[i..]
+                    .iter()
+                    .position(|&x| x == '}')
+                    .ok_or("unterminated \\p{")?;
+                out.extend(&chars[i..=i + end]);
+                i += end + 1;
+            }
+        }
+        c if c.is_ascii_alphanumeric() => out.push(c), // identity escape
+        c => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
+    }
+    Ok(i)
 }
 
 fn any_char_hir() -> Hir {

@@ -7,7 +7,7 @@
 //! keywords the compiler does; anything the compiler cannot enforce is an error
 //! here too (never a guess).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::decimal::Decimal;
 use super::node::{Node, TypeSet};
@@ -123,142 +123,152 @@ impl<'a> SchemaCompiler<'a> {
             return Ok(false);
         }
         match v {
-            Value::Number(_) => {
-                let Some(d) = Decimal::from_value(v) else {
-                    return Ok(false);
-                };
-                if let Some((lo, ex)) = &n.num.lo {
-                    if d < *lo || (*ex && d == *lo) {
-                        return Ok(false);
-                    }
-                }
-                if let Some((hi, ex)) = &n.num.hi {
-                    if d > *hi || (*ex && d == *hi) {
-                        return Ok(false);
-                    }
-                }
-                for (m, ptr) in n.num.multiple_of.clone() {
-                    match is_multiple(&d, &m) {
-                        Some(true) => {}
-                        Some(false) => return Ok(false),
-                        None => {
-                            self.unsupported("multipleOf", &ptr, "value too large to check")?;
-                        }
-                    }
-                }
-                if t == TypeSet::INTEGER && !n.types.intersects(TypeSet::INTEGER)
-                    || t == TypeSet::FRACTION && !n.types.intersects(TypeSet::FRACTION)
-                {
-                    return Ok(false);
+            Value::Number(_) => self.number_accepted(n, v, t),
+            Value::String(s) => self.string_accepted(n, s),
+            Value::Array(items) => self.array_accepted(n, items),
+            Value::Object(map) => self.object_accepted(n, map),
+            _ => Ok(true),
+        }
+    }
+
+    /// [`Self::node_accepts_beside_enums`] for a number.
+    fn number_accepted(&mut self, n: &Node<'a>, v: &Value, t: TypeSet) -> Result<bool> {
+        let Some(d) = Decimal::from_value(v) else {
+            return Ok(false);
+        };
+        if let Some((lo, ex)) = &n.num.lo {
+            if d < *lo || (*ex && d == *lo) {
+                return Ok(false);
+            }
+        }
+        if let Some((hi, ex)) = &n.num.hi {
+            if d > *hi || (*ex && d == *hi) {
+                return Ok(false);
+            }
+        }
+        for (m, ptr) in n.num.multiple_of.clone() {
+            match is_multiple(&d, &m) {
+                Some(true) => {}
+                Some(false) => return Ok(false),
+                None => {
+                    self.unsupported("multipleOf", &ptr, "value too large to check")?;
                 }
             }
-            Value::String(s) => {
-                let len = s.chars().count() as u64;
-                if len < n.str.min || n.str.max.is_some_and(|m| len > m) {
-                    return Ok(false);
-                }
-                for (p, ptr) in n.str.patterns.clone() {
-                    if !self.pattern_matches(&p, &ptr, s)? {
+        }
+        if t == TypeSet::INTEGER && !n.types.intersects(TypeSet::INTEGER)
+            || t == TypeSet::FRACTION && !n.types.intersects(TypeSet::FRACTION)
+        {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// [`Self::node_accepts_beside_enums`] for a string.
+    fn string_accepted(&mut self, n: &Node<'a>, s: &str) -> Result<bool> {
+        let len = s.chars().count() as u64;
+        if len < n.str.min || n.str.max.is_some_and(|m| len > m) {
+            return Ok(false);
+        }
+        for (p, ptr) in n.str.patterns.clone() {
+            if !self.pattern_matches(&p, &ptr, s)? {
+                return Ok(false);
+            }
+        }
+        for (f, ptr) in n.str.formats.clone() {
+            match super::format::format_hir(&f, self.cache) {
+                Some(h) => {
+                    let re = super::pattern::build_matcher(&h).map_err(|e| self.limit(&ptr, e))?;
+                    if !re.is_match(s.as_bytes()) {
                         return Ok(false);
                     }
                 }
-                for (f, ptr) in n.str.formats.clone() {
-                    match super::format::format_hir(&f, self.cache) {
-                        Some(h) => {
-                            let re = super::pattern::build_matcher(&h)
-                                .map_err(|e| self.limit(&ptr, e))?;
-                            if !re.is_match(s.as_bytes()) {
-                                return Ok(false);
-                            }
-                        }
-                        None => self.unsupported(
-                            "format",
-                            &ptr,
-                            format!("format {f:?} is not supported"),
-                        )?,
-                    }
+                None => {
+                    self.unsupported("format", &ptr, format!("format {f:?} is not supported"))?
                 }
             }
-            Value::Array(items) => {
-                let a = &n.arr;
-                let len = items.len() as u64;
-                if len < a.min || a.max.is_some_and(|m| len > m) {
-                    return Ok(false);
-                }
-                let parts = a.parts.clone();
-                for (i, item) in items.iter().enumerate() {
-                    let conj: Vec<Subschema<'a>> = parts.iter().filter_map(|p| p.item(i)).collect();
-                    if !conj.is_empty() && !self.validate_conj(item, &conj)? {
-                        return Ok(false);
-                    }
-                }
-                for (c, cmin, cmax, _) in a.contains.clone() {
-                    let mut count = 0u64;
-                    for item in items {
-                        if self.validate_conj(item, std::slice::from_ref(&c))? {
-                            count += 1;
-                        }
-                    }
-                    if count < cmin || cmax.is_some_and(|m| count > m) {
-                        return Ok(false);
-                    }
-                }
-                if a.unique.is_some() {
-                    for i in 0..items.len() {
-                        for j in i + 1..items.len() {
-                            if json_eq(&items[i], &items[j]) {
-                                return Ok(false);
-                            }
-                        }
-                    }
+        }
+        Ok(true)
+    }
+
+    /// [`Self::node_accepts_beside_enums`] for an array.
+    fn array_accepted(&mut self, n: &Node<'a>, items: &[Value]) -> Result<bool> {
+        let a = &n.arr;
+        let len = items.len() as u64;
+        if len < a.min || a.max.is_some_and(|m| len > m) {
+            return Ok(false);
+        }
+        let parts = a.parts.clone();
+        for (i, item) in items.iter().enumerate() {
+            let conj: Vec<Subschema<'a>> = parts.iter().filter_map(|p| p.item(i)).collect();
+            if !conj.is_empty() && !self.validate_conj(item, &conj)? {
+                return Ok(false);
+            }
+        }
+        for (c, cmin, cmax, _) in a.contains.clone() {
+            let mut count = 0u64;
+            for item in items {
+                if self.validate_conj(item, std::slice::from_ref(&c))? {
+                    count += 1;
                 }
             }
-            Value::Object(map) => {
-                let o = n.obj.clone();
-                let len = map.len() as u64;
-                if len < o.min || o.max.is_some_and(|m| len > m) {
-                    return Ok(false);
-                }
-                if o.required.iter().any(|r| !map.contains_key(r))
-                    || o.forbidden.iter().any(|f| map.contains_key(f))
-                {
-                    return Ok(false);
-                }
-                for (k, x) in map {
-                    for ns in &o.names {
-                        if !self
-                            .validate_conj(&Value::String(k.clone()), std::slice::from_ref(ns))?
-                        {
-                            return Ok(false);
-                        }
-                    }
-                    let mut conj = Vec::new();
-                    for part in &o.parts {
-                        let mut matched = false;
-                        if let Some((_, s)) = part.props.iter().find(|(p, _)| p == k) {
-                            conj.push(s.clone());
-                            matched = true;
-                        }
-                        for (pat, s, pptr) in &part.patterns {
-                            if self.pattern_matches(pat, pptr, k)? {
-                                conj.push(s.clone());
-                                matched = true;
-                            }
-                        }
-                        if !matched {
-                            match &part.additional {
-                                Some(a) => conj.push(a.clone()),
-                                None if self.opts.strict => return Ok(false),
-                                None => {}
-                            }
-                        }
-                    }
-                    if !conj.is_empty() && !self.validate_conj(x, &conj)? {
+            if count < cmin || cmax.is_some_and(|m| count > m) {
+                return Ok(false);
+            }
+        }
+        if a.unique.is_some() {
+            for i in 0..items.len() {
+                for j in i + 1..items.len() {
+                    if json_eq(&items[i], &items[j]) {
                         return Ok(false);
                     }
                 }
             }
-            _ => {}
+        }
+        Ok(true)
+    }
+
+    /// [`Self::node_accepts_beside_enums`] for an object.
+    fn object_accepted(&mut self, n: &Node<'a>, map: &Map<String, Value>) -> Result<bool> {
+        let o = n.obj.clone();
+        let len = map.len() as u64;
+        if len < o.min || o.max.is_some_and(|m| len > m) {
+            return Ok(false);
+        }
+        if o.required.iter().any(|r| !map.contains_key(r))
+            || o.forbidden.iter().any(|f| map.contains_key(f))
+        {
+            return Ok(false);
+        }
+        for (k, x) in map {
+            for ns in &o.names {
+                if !self.validate_conj(&Value::String(k.clone()), std::slice::from_ref(ns))? {
+                    return Ok(false);
+                }
+            }
+            let mut conj = Vec::new();
+            for part in &o.parts {
+                let mut matched = false;
+                if let Some((_, s)) = part.props.iter().find(|(p, _)| p == k) {
+                    conj.push(s.clone());
+                    matched = true;
+                }
+                for (pat, s, pptr) in &part.patterns {
+                    if self.pattern_matches(pat, pptr, k)? {
+                        conj.push(s.clone());
+                        matched = true;
+                    }
+                }
+                if !matched {
+                    match &part.additional {
+                        Some(a) => conj.push(a.clone()),
+                        None if self.opts.strict => return Ok(false),
+                        None => {}
+                    }
+                }
+            }
+            if !conj.is_empty() && !self.validate_conj(x, &conj)? {
+                return Ok(false);
+            }
         }
         Ok(true)
     }
