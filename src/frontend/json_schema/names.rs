@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex_automata::dfa::Automaton;
 
-use crate::grammar::dfa::AnchoredDfa;
+use crate::grammar::dfa::{AnchoredDfa, DfaError};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 
 /// Bounds on the automaton and on the regexes read back from it.
@@ -44,6 +44,19 @@ impl Default for NameLimits {
     }
 }
 
+/// Why a property-name language was not computed: an automaton or a regex read
+/// back from it past its bound. The message is the reason the caller reports
+/// `patternProperties` unsupported with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NameError {
+    #[error(transparent)]
+    Dfa(#[from] DfaError),
+    #[error("the property-name automaton has more than {limit} states")]
+    TooManyStates { limit: usize },
+    #[error("the property-name language needs a regex of more than {limit} nodes")]
+    RegexTooLarge { limit: usize },
+}
+
 /// The names automaton: one DFA over bytes, each state labelled with the set of
 /// patterns a name ending there matches (`None`: not an undeclared name at all,
 /// i.e. not a canonical string body, or a declared name).
@@ -64,19 +77,18 @@ impl NameAutomaton {
         declared: &Hir,
         patterns: &[Hir],
         limits: &NameLimits,
-    ) -> Result<NameAutomaton, String> {
+    ) -> Result<NameAutomaton, NameError> {
         let mut all = vec![body.clone(), declared.clone()];
         all.extend(patterns.iter().cloned());
-        let built =
-            AnchoredDfa::build(&all, limits.bytes, limits.bytes).map_err(|e| e.to_string())?;
+        let built = AnchoredDfa::build(&all, limits.bytes, limits.bytes)?;
         let (dfa, classes) = (&built.dfa, built.classes);
         let stride = built.representatives.len();
-        let (order, transitions) = built.reachable(limits.states).map_err(|()| {
-            format!(
-                "the property-name automaton has more than {} states",
-                limits.states
-            )
-        })?;
+        let (order, transitions) =
+            built
+                .reachable(limits.states)
+                .map_err(|()| NameError::TooManyStates {
+                    limit: limits.states,
+                })?;
         let labels = order
             .iter()
             .map(|&s| {
@@ -110,7 +122,7 @@ impl NameAutomaton {
         &self,
         accept: impl Fn(&[bool]) -> bool,
         limits: &NameLimits,
-    ) -> Result<Option<Hir>, String> {
+    ) -> Result<Option<Hir>, NameError> {
         let n = self.labels.len();
         let stride = self.stride;
         let accepting: Vec<bool> = self
@@ -246,7 +258,7 @@ impl Graph {
     }
 
     /// Adds `label` as one more alternative on the edge `from -> to`.
-    fn add(&mut self, from: usize, to: usize, label: Hir) -> Result<(), String> {
+    fn add(&mut self, from: usize, to: usize, label: Hir) -> Result<(), NameError> {
         let (label, size) = match self.out[from].remove(&to) {
             Some((old, old_size)) => {
                 let size = old_size + size_of(&label) + 1;
@@ -258,10 +270,9 @@ impl Graph {
             }
         };
         if size > self.max_nodes {
-            return Err(format!(
-                "the property-name language needs a regex of more than {} nodes",
-                self.max_nodes
-            ));
+            return Err(NameError::RegexTooLarge {
+                limit: self.max_nodes,
+            });
         }
         self.out[from].insert(to, (label, size));
         self.into[to].insert(from);
@@ -269,7 +280,7 @@ impl Graph {
     }
 
     /// Eliminates nodes `0..k`, cheapest first (fewest new edges).
-    fn eliminate_all(&mut self, k: usize) -> Result<(), String> {
+    fn eliminate_all(&mut self, k: usize) -> Result<(), NameError> {
         let mut remaining: BTreeSet<usize> = (0..k).collect();
         while !remaining.is_empty() {
             let &q = remaining
@@ -286,7 +297,7 @@ impl Graph {
         Ok(())
     }
 
-    fn eliminate(&mut self, q: usize) -> Result<(), String> {
+    fn eliminate(&mut self, q: usize) -> Result<(), NameError> {
         let self_loop = self.out[q].remove(&q).map(|(h, _)| {
             Hir::repetition(Repetition {
                 min: 0,
@@ -393,5 +404,21 @@ mod tests {
             ..NameLimits::default()
         };
         assert!(NameAutomaton::build(&body, &Hir::fail(), &patterns, &tight).is_err());
+    }
+
+    /// The texts `patternProperties` is reported unsupported with, as when they
+    /// were strings.
+    #[test]
+    fn error_messages_are_unchanged() {
+        assert_eq!(
+            NameError::TooManyStates { limit: 100 }.to_string(),
+            "the property-name automaton has more than 100 states"
+        );
+        assert_eq!(
+            NameError::RegexTooLarge { limit: 7 }.to_string(),
+            "the property-name language needs a regex of more than 7 nodes"
+        );
+        let dfa = DfaError::Dfa("too big".into());
+        assert_eq!(NameError::from(dfa.clone()).to_string(), dfa.to_string());
     }
 }

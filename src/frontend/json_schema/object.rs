@@ -345,7 +345,7 @@ impl<'a> SchemaCompiler<'a> {
         let limits = NameLimits::default();
         let automaton = match NameAutomaton::build(&body, &declared, &encoded, &limits) {
             Ok(a) => a,
-            Err(e) => return Ok(Err(e)),
+            Err(e) => return Ok(Err(e.to_string())),
         };
         // Group the pattern sets by the schemas a value then has to satisfy.
         let mut groups: Vec<(Vec<Subschema<'a>>, Vec<Vec<bool>>)> = Vec::new();
@@ -387,7 +387,7 @@ impl<'a> SchemaCompiler<'a> {
             let key = match automaton.language(|s| sets.iter().any(|x| x == s), &limits) {
                 Ok(Some(h)) => h,
                 Ok(None) => continue,
-                Err(e) => return Ok(Err(e)),
+                Err(e) => return Ok(Err(e.to_string())),
             };
             let value = self.value_rule(&conj)?;
             let key = self.new_rule(

@@ -177,7 +177,8 @@ impl<'a> SchemaCompiler<'a> {
         for (f, ptr) in n.str.formats.clone() {
             match super::format::format_hir(&f, self.cache) {
                 Some(h) => {
-                    let re = super::pattern::build_matcher(&h).map_err(|e| self.limit(&ptr, e))?;
+                    let re = super::pattern::build_matcher(&h)
+                        .map_err(|e| self.limit(&ptr, e.to_string()))?;
                     if !re.is_match(s.as_bytes()) {
                         return Ok(false);
                     }
