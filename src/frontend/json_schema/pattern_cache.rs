@@ -54,7 +54,7 @@ impl PatternCache {
     }
 
     /// Whether `h`'s search automaton is small (see
-    /// [`search_automaton_is_small`](super::pattern::search_automaton_is_small)),
+    /// [`determinizes_within_budget`](super::pattern::determinizes_within_budget)),
     /// remembered by the regex's text.
     pub(crate) fn search_automaton_is_small(&self, h: &Hir) -> bool {
         let small = self.small_search.get_or_build(
