@@ -47,6 +47,9 @@ pub(crate) struct Entry {
     pub required: bool,
 }
 
+/// An object ready to emit, in either property order: its declared pairs, the
+/// alternatives for one undeclared pair (`None`: none allowed), and the bounds on
+/// how many pairs it has.
 struct Shape {
     entries: Vec<Entry>,
     extra: Option<Expr>,
