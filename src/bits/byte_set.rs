@@ -31,12 +31,14 @@ impl ByteSet {
         self.0.set(b as usize, true);
     }
 
+    #[inline]
     pub fn contains(&self, b: u8) -> bool {
-        self.0[b as usize]
+        self.0.as_raw_slice()[b as usize / 64] >> (b % 64) & 1 != 0
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.0.not_any()
+        self.words() == [0; 4]
     }
 
     pub fn len(&self) -> usize {

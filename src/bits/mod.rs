@@ -5,10 +5,12 @@
 //! bit `i % 32` of word `i / 32`, least significant first, the layout XGrammar,
 //! llguidance and the inference engines' samplers take. Masks are stored and
 //! passed as `[u32]` words (that is what crosses an engine's boundary) and read
-//! through [`bits`]/[`bits_mut`]: ranges, clearing and iteration over the set
-//! bits go through `bitvec`, which works a word at a time. The walks that set
-//! one bit per visited token use [`set_bit`], the same bit on the raw word
-//! without `bitvec`'s pointer decoding, where that loop is the hot one.
+//! through [`bits`]/[`bits_mut`], and ranges are set and cleared through
+//! `bitvec`, a word at a time. The single-bit operations and the scans over set
+//! bits ([`set_bit`], [`try_set_bit`], [`has_bit`], [`ones`], [`runs`]) work on
+//! the raw words: they run once per token in the mask loops, where a shift and
+//! an OR on the word is all the work, and a `bitvec` view would add its
+//! encoded-pointer arithmetic to every token.
 //!
 //! [`ByteSet`] is a set of bytes (256 bits): what a state survives, what the
 //! matcher allows next, the bytes that leave a class.
@@ -51,9 +53,9 @@ pub fn set_bit(words: &mut [u32], i: usize) {
 /// out, never a panic); whether it did.
 #[inline]
 pub fn try_set_bit(words: &mut [u32], i: usize) -> bool {
-    match bits_mut(words).get_mut(i) {
-        Some(mut bit) => {
-            *bit = true;
+    match words.get_mut(i / 32) {
+        Some(word) => {
+            *word |= 1 << (i % 32);
             true
         }
         None => false,
@@ -69,13 +71,15 @@ pub fn flip_bit(words: &mut [u32], i: usize) {
 /// Clears bit `i` (which must lie within `words`).
 #[inline]
 pub fn clear_bit(words: &mut [u32], i: usize) {
-    bits_mut(words).set(i, false);
+    words[i / 32] &= !(1 << (i % 32));
 }
 
 /// Bit `i`, `false` past the end of `words`.
 #[inline]
 pub fn has_bit(words: &[u32], i: usize) -> bool {
-    bits(words).get(i).is_some_and(|bit| *bit)
+    words
+        .get(i / 32)
+        .is_some_and(|word| word >> (i % 32) & 1 != 0)
 }
 
 /// Sets bits `range`.
@@ -93,23 +97,52 @@ pub fn clear_range(words: &mut [u32], range: std::ops::Range<usize>) {
 /// The positions of the set bits, ascending.
 #[inline]
 pub fn ones(words: &[u32]) -> impl Iterator<Item = usize> + '_ {
-    bits(words).iter_ones()
+    words.iter().enumerate().flat_map(|(w, &word)| {
+        let mut rest = word;
+        std::iter::from_fn(move || {
+            let bit = (rest != 0).then(|| rest.trailing_zeros() as usize)?;
+            rest &= rest - 1;
+            Some(w * 32 + bit)
+        })
+    })
 }
 
 /// The runs of set bits as `(start, end)` ranges, if there are at most `limit`.
 pub fn runs(words: &[u32], limit: usize) -> Option<Vec<(u32, u32)>> {
-    let bits = bits(words);
-    let mut out: Vec<(u32, u32)> = Vec::new();
-    let mut at = 0;
-    while let Some(start) = bits[at..].first_one().map(|i| at + i) {
-        let end = bits[start..].first_zero().map_or(bits.len(), |i| start + i);
-        if out.len() == limit {
-            return None;
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    // Most words are empty: skip them 16 at a time.
+    const CHUNK: usize = 16;
+    for (c, chunk) in words.chunks(CHUNK).enumerate() {
+        if chunk.iter().fold(0, |any, &w| any | w) == 0 {
+            continue;
         }
-        out.push((start as u32, end as u32));
-        at = end;
+        for (i, &word) in chunk.iter().enumerate() {
+            let w = c * CHUNK + i;
+            let mut rest = word;
+            while rest != 0 {
+                let skip = rest.trailing_zeros();
+                let start = w as u32 * 32 + skip;
+                // The run's length inside this word: ones from `start` on.
+                let run = (rest >> skip).trailing_ones();
+                let end = start + run;
+                match ranges.last_mut() {
+                    Some(last) if last.1 == start => last.1 = end,
+                    _ => {
+                        if ranges.len() == limit {
+                            return None;
+                        }
+                        ranges.push((start, end));
+                    }
+                }
+                rest = if run + skip >= 32 {
+                    0
+                } else {
+                    rest & !(((1u32 << run) - 1) << skip)
+                };
+            }
+        }
     }
-    Some(out)
+    Some(ranges)
 }
 
 #[cfg(test)]
