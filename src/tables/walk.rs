@@ -12,7 +12,7 @@ use super::shift;
 use crate::automaton::terminal::{Terminal, LOOPED};
 use crate::automaton::{State, DEAD};
 use crate::bits::{set_bit, set_range};
-use crate::vocab::{ChildSlot, ClassSlice, SubtreeBytes, TokenTrie, TrieNode};
+use crate::vocab::{ChildSlot, ClassSlice, SubtreeBytes, TokenTrie};
 
 /// Runs `walk` through `terminal` from `state`. Specialized loops: the plain
 /// automaton is a table lookup per byte; only a LOOPED lexeme pays for the
@@ -180,6 +180,10 @@ impl LexemeWalk<'_> {
     /// Walks the visited nodes in preorder through the automaton (`step`, DEAD when
     /// it dies; `is_match`), skipping the subtree below a dead byte: tokens a state
     /// survives are allowed, tokens below a death after a match are boundaries.
+    ///
+    /// One long loop on purpose: split into per-step helpers (taking a subtree
+    /// whole, skipping dead siblings) it measured slower on Kubernetes's slowest
+    /// masks (max time between masks about 17% higher, `stencil bench`).
     #[inline(always)]
     pub(super) fn run(
         &mut self,
@@ -204,12 +208,50 @@ impl LexemeWalk<'_> {
         };
         // Not for `Outsiders`: its order is not the node array's.
         let outsiders = matches!(visit, Visit::Outsiders { .. });
+        let parent_at = |i: usize| {
+            let n = &nodes[i];
+            (n.child_slot, n.subtree_end, n.subtree_tokens_end)
+        };
+        let (children, subtree_end, ranks_end) = match visit {
+            Visit::All => (ChildSlot::ROOT, nodes.len() as u32, token_ids.len() as u32),
+            Visit::Below(node) => parent_at(node),
+            Visit::Outsiders { .. } => (ChildSlot::NONE, 0, 0),
+        };
+        // Every step is written before it is read: the path is only grown.
         let mut path = WALK_PATH.with(std::cell::Cell::take);
-        let root = self.root_step(visit, start, base, &mut path);
-        path[0] = root;
+        let depths = trie.max_depth() + 1 - base;
+        if path.len() < depths {
+            path.resize(depths, PathStep::default());
+        }
+        path[0] = PathStep {
+            state: start,
+            matched: false,
+            children,
+            subtree_end,
+            ranks_end,
+        };
         let mut k = first;
         while k < visits {
-            let (i, past_subtree) = visit.at(nodes, k);
+            let (i, past_subtree) = match visit {
+                Visit::All | Visit::Below(_) => (k, nodes[k].subtree_end as usize),
+                Visit::Outsiders { order, skip } => {
+                    // The nodes to visit are known ahead and lie apart in the
+                    // node array (a cache miss apiece, once per process): fetch
+                    // them early.
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some(&ahead) = order.get(k + PREFETCH_OUTSIDERS) {
+                        let at = nodes.as_ptr().wrapping_add(ahead as usize);
+                        // SAFETY: a prefetch is a hint: it reads nothing and cannot fault.
+                        unsafe {
+                            std::arch::x86_64::_mm_prefetch(
+                                at as *const i8,
+                                std::arch::x86_64::_MM_HINT_T0,
+                            );
+                        }
+                    }
+                    (order[k] as usize, skip[k] as usize)
+                }
+            };
             let node = nodes[i];
             let depth = node.depth as usize - base;
             // The path up to the parent: its state, and its children's index.
@@ -225,25 +267,93 @@ impl LexemeWalk<'_> {
                     (None, Some((budgets, _))) => budgets.of(before.state) != NO_BUDGET,
                     (None, None) => false,
                 });
+            // The next sibling that lives and holds an exit token, asked of the
+            // parent's index (its children's nodes lie a cache miss apart).
+            let next_exit_sibling = |slice: &ClassSlice| {
+                trie.next_child_where(
+                    before.children,
+                    node.byte as usize + 1,
+                    before.ranks_end as usize,
+                    |b| step(before.state, b) != DEAD,
+                    |ranks| slice.has_exit_in(ranks),
+                )
+                .unwrap_or(before.subtree_end as usize)
+            };
             if let Some(slice) = exits_only {
                 if !slice.has_exit_in(trie.ranks_under(i)) {
                     // Its siblings likewise: before a match a dead one holds no
                     // boundary. (Past one, the path left the class by an exit
                     // byte, so every token below holds it.)
                     k = match before.children != ChildSlot::NONE && !before.matched {
-                        true => self.next_exit_sibling(slice, &before, node.byte, &step),
+                        true => next_exit_sibling(slice),
                         false => past_subtree,
                     };
                     continue;
                 }
             }
-            if self.take_subtree(i, &before, base + depth - 1) {
-                k = past_subtree;
-                continue;
+            if let Some((closed, class)) = self.closed {
+                let entered_closed = closed.get(before.state as usize) == Some(&true);
+                if entered_closed && trie.subtree_bytes(i).within(class) {
+                    let ranks = trie.ranks_under(i);
+                    self.touch(ranks.clone());
+                    if let Some(allowed) = self.allowed.as_deref_mut() {
+                        for &id in &token_ids[ranks.clone()] {
+                            set_bit(allowed, id as usize);
+                        }
+                    }
+                    set_range(self.allowed_by_rank, shift(ranks, rank_base));
+                    k = past_subtree;
+                    continue;
+                }
+            }
+            if let Some((budgets, class)) = self.counted {
+                // A budget of 0 or 1 allows next to nothing below: the plain walk
+                // stops there at once.
+                let budget = Some(budgets.of(before.state)).filter(|&b| b >= 2 && b != NO_BUDGET);
+                // Lengths count from the token's start: `base + depth - 1` bytes
+                // are read before the entry.
+                let short =
+                    budget.and_then(|b| trie.ranks_up_to_len(base + depth - 1 + b as usize));
+                if let Some(short) = short {
+                    if trie.subtree_bytes(i).within(class) {
+                        self.touch(trie.ranks_under(i));
+                        self.take_short_tokens(i, short, before.matched);
+                        k = past_subtree;
+                        continue;
+                    }
+                }
             }
             let next = step(before.state, node.byte);
             if next == DEAD {
-                k = self.past_dead(i, &before, past_subtree, exits_only, &step);
+                // On to the next live sibling, through the parent's index where
+                // it has one: the dead ones between hold contiguous ranks.
+                let (next_live, dead_ranks) = if before.children == ChildSlot::NONE {
+                    (past_subtree, trie.ranks_under(i))
+                } else if let Some(slice) = exits_only.filter(|_| !before.matched) {
+                    // Nor the live siblings without an exit token (see above).
+                    (next_exit_sibling(slice), 0..0)
+                } else {
+                    let live = |b: u8| step(before.state, b) != DEAD;
+                    let from = node.byte as usize + 1;
+                    match trie.next_live_child(before.children, from, live) {
+                        Some(sibling) => {
+                            let between =
+                                node.tokens_start as usize..trie.ranks_under(sibling).start;
+                            (sibling, between)
+                        }
+                        None => (
+                            before.subtree_end as usize,
+                            node.tokens_start as usize..before.ranks_end as usize,
+                        ),
+                    }
+                };
+                // Every token below dies here; those past an earlier match may
+                // still be completed by the parser.
+                if before.matched && !dead_ranks.is_empty() {
+                    self.touch(dead_ranks.clone());
+                    set_range(self.boundary_by_rank, shift(dead_ranks, rank_base));
+                }
+                k = next_live;
                 continue;
             }
             if node.tokens_end > node.tokens_start {
@@ -257,7 +367,7 @@ impl LexemeWalk<'_> {
             }
             let at_match = is_match(next);
             let (children, subtree_end, ranks_end) = match outsiders {
-                false => (node.child_slot, node.subtree_end, node.subtree_tokens_end),
+                false => parent_at(i),
                 true => (ChildSlot::NONE, 0, 0),
             };
             path[depth] = PathStep {
@@ -275,169 +385,5 @@ impl LexemeWalk<'_> {
             k += 1;
         }
         WALK_PATH.with(|cell| cell.set(path));
-    }
-
-    /// The path's first step: the walk's root in `start`, with its children's
-    /// index (none for `Outsiders`, whose parents are not visited). Grows `path`
-    /// to the trie's depth: every step is written before it is read.
-    #[inline(always)]
-    fn root_step(
-        &self,
-        visit: Visit<'_>,
-        start: State,
-        base: usize,
-        path: &mut Vec<PathStep>,
-    ) -> PathStep {
-        let trie = self.trie;
-        let depths = trie.max_depth() + 1 - base;
-        if path.len() < depths {
-            path.resize(depths, PathStep::default());
-        }
-        let (children, subtree_end, ranks_end) = match visit {
-            Visit::All => (
-                ChildSlot::ROOT,
-                trie.nodes().len() as u32,
-                trie.token_ids().len() as u32,
-            ),
-            Visit::Below(node) => {
-                let n = &trie.nodes()[node];
-                (n.child_slot, n.subtree_end, n.subtree_tokens_end)
-            }
-            Visit::Outsiders { .. } => (ChildSlot::NONE, 0, 0),
-        };
-        PathStep {
-            state: start,
-            matched: false,
-            children,
-            subtree_end,
-            ranks_end,
-        }
-    }
-
-    /// Takes node `i`'s subtree whole where the walk's class answers it
-    /// (`read` bytes of the token are read before the node): made only of a
-    /// closed class and entered in a closed state, every token is allowed; made
-    /// only of a counter's class, the tokens short enough for the budget are.
-    /// Whether it did.
-    #[inline(always)]
-    fn take_subtree(&mut self, i: usize, before: &PathStep, read: usize) -> bool {
-        let trie = self.trie;
-        if let Some((closed, class)) = self.closed {
-            let entered_closed = closed.get(before.state as usize) == Some(&true);
-            if entered_closed && trie.subtree_bytes(i).within(class) {
-                let ranks = trie.ranks_under(i);
-                self.touch(ranks.clone());
-                if let Some(allowed) = self.allowed.as_deref_mut() {
-                    for &id in &trie.token_ids()[ranks.clone()] {
-                        set_bit(allowed, id as usize);
-                    }
-                }
-                set_range(self.allowed_by_rank, shift(ranks, self.rank_base));
-                return true;
-            }
-        }
-        if let Some((budgets, class)) = self.counted {
-            // A budget of 0 or 1 allows next to nothing below: the plain walk
-            // stops there at once.
-            let budget = Some(budgets.of(before.state)).filter(|&b| b >= 2 && b != NO_BUDGET);
-            // Lengths count from the token's start.
-            let short = budget.and_then(|b| trie.ranks_up_to_len(read + b as usize));
-            if let Some(short) = short {
-                if trie.subtree_bytes(i).within(class) {
-                    self.touch(trie.ranks_under(i));
-                    self.take_short_tokens(i, short, before.matched);
-                    return true;
-                }
-            }
-        }
-        false
-    }
-
-    /// Where the walk goes on after node `i` dies on its byte from `before`: to
-    /// its next live sibling, through the parent's index where it has one (the
-    /// dead ones between hold contiguous ranks; with `exits_only`, nor the live
-    /// ones without an exit token). Every token skipped dies there; those past
-    /// an earlier match may still be completed by the parser: boundaries.
-    #[inline(always)]
-    fn past_dead(
-        &mut self,
-        i: usize,
-        before: &PathStep,
-        past_subtree: usize,
-        exits_only: Option<&ClassSlice>,
-        step: &impl Fn(State, u8) -> State,
-    ) -> usize {
-        let trie = self.trie;
-        let node = &trie.nodes()[i];
-        let (next_live, dead_ranks) = if before.children == ChildSlot::NONE {
-            (past_subtree, trie.ranks_under(i))
-        } else if let Some(slice) = exits_only.filter(|_| !before.matched) {
-            (self.next_exit_sibling(slice, before, node.byte, step), 0..0)
-        } else {
-            let live = |b: u8| step(before.state, b) != DEAD;
-            let from = node.byte as usize + 1;
-            match trie.next_live_child(before.children, from, live) {
-                Some(sibling) => {
-                    let between = node.tokens_start as usize..trie.ranks_under(sibling).start;
-                    (sibling, between)
-                }
-                None => (
-                    before.subtree_end as usize,
-                    node.tokens_start as usize..before.ranks_end as usize,
-                ),
-            }
-        };
-        if before.matched && !dead_ranks.is_empty() {
-            self.touch(dead_ranks.clone());
-            set_range(self.boundary_by_rank, shift(dead_ranks, self.rank_base));
-        }
-        next_live
-    }
-
-    /// The next sibling after `byte` that lives and holds an exit token, asked
-    /// of the parent's index (its children's nodes lie a cache miss apart).
-    #[inline(always)]
-    fn next_exit_sibling(
-        &self,
-        slice: &ClassSlice,
-        before: &PathStep,
-        byte: u8,
-        step: &impl Fn(State, u8) -> State,
-    ) -> usize {
-        self.trie
-            .next_child_where(
-                before.children,
-                byte as usize + 1,
-                before.ranks_end as usize,
-                |b| step(before.state, b) != DEAD,
-                |ranks| slice.has_exit_in(ranks),
-            )
-            .unwrap_or(before.subtree_end as usize)
-    }
-}
-
-impl Visit<'_> {
-    /// The `k`-th node to visit, and the visit index past its subtree.
-    #[inline(always)]
-    fn at(self, nodes: &[TrieNode], k: usize) -> (usize, usize) {
-        match self {
-            Visit::All | Visit::Below(_) => (k, nodes[k].subtree_end as usize),
-            Visit::Outsiders { order, skip } => {
-                // The nodes to visit are known ahead and lie apart in the node
-                // array (a cache miss apiece, once per process): fetch them early.
-                #[cfg(target_arch = "x86_64")]
-                if let Some(&ahead) = order.get(k + PREFETCH_OUTSIDERS) {
-                    let at = nodes.as_ptr().wrapping_add(ahead as usize);
-                    // SAFETY: a prefetch is a hint: it reads nothing and cannot fault.
-                    unsafe {
-                        std::arch::x86_64::_mm_prefetch(
-                            at as *const i8,
-                            std::arch::x86_64::_MM_HINT_T0,
-                        );
-                    }
-                }
-                (order[k] as usize, skip[k] as usize)
-            }
-        }
     }
 }
