@@ -6,6 +6,7 @@
 
 pub mod gbnf;
 pub mod json_schema;
+pub mod lark;
 pub mod regex;
 
 use crate::grammar::{GrammarError, Location};

@@ -67,6 +67,21 @@ fn is_anchor_only(hir: &Hir) -> bool {
     }
 }
 
+/// `hir` as IR nodes, node by node (counted repetitions stay counters), for a
+/// regex that is one part of a grammar (a Lark terminal): every assertion is an
+/// error there, `^` and `$` included, since the regex does not start or end the
+/// output.
+pub(crate) fn hir_to_expr(hir: &Hir, limits: &Limits) -> Result<Expr, FrontendError> {
+    convert(
+        hir,
+        limits,
+        Edges {
+            at_start: false,
+            at_end: false,
+        },
+    )
+}
+
 fn convert_top(hir: &Hir, limits: &Limits) -> Result<Expr, FrontendError> {
     convert(
         hir,

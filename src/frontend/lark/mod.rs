@@ -1,0 +1,118 @@
+//! Lark grammars in llguidance's dialect (its `docs/syntax.md`), lowered to the
+//! grammar IR.
+//!
+//! This file owns the public surface: [`LarkOptions`], [`parse`] and
+//! [`parse_with_warnings`]. The stages are one file each: `source` (line index,
+//! located errors), `lexer` (the text to tokens), `parser` (tokens to the `ast`),
+//! `lower` (the tree to IR rules), with `terminal` (regex trees and their leaves),
+//! `dfa` (`&`, `~` and lazy lexemes as automata), `common` (`%import common`),
+//! `options` (`%llguidance`) and `json` (`%json`).
+//!
+//! What is accepted: lower-case rules and UPPER-case terminals; `|`, `?`, `*`, `+`,
+//! `{m}`, `{m,}`, `{,n}`, `{m,n}`, `~m..n`, `( )`, `[ ]`; strings with escapes and
+//! the `i` flag; `"a".."z"`; `/regex/flags` (Rust syntax; `i m s x u`);
+//! `&` and `~` in terminals; `%ignore`; `%import common.X`; `%llguidance {}`;
+//! `%json {schema}` (stencil's JSON Schema front-end); `%regex {"substring_...":
+//! ...}`; nested `%lark { ... }`; `-> alias`, `?rule`, `!rule` (tree shaping in
+//! Lark, no effect on the language); rule attributes `lazy` and `suffix=`.
+//!
+//! What is refused, each with its `line:column` and the feature named: special
+//! tokens and token ids (`<|eot_id|>`, `<[128010]>`), `@name` sub-grammars, the
+//! attributes `stop=`, `max_tokens=`, `temperature=`, `capture`, `stop_capture`,
+//! parametric rules (`name::_`, `%if`), templates, priorities, `%override`,
+//! `%declare`, imports other than `common`.
+//!
+//! Semantics: the language of a grammar is every string some derivation produces,
+//! terminals matched in any way that fits. llguidance's lexer is greedy (a
+//! terminal extends as far as it can before the next one starts), so a few
+//! grammars accept here what llguidance rejects (`start: A A` with `A: /a+/`
+//! accepts `aa` here); see `tests/lark.rs` for the cases in its test suite.
+
+mod ast;
+mod common;
+mod dfa;
+mod json;
+mod lexer;
+mod lower;
+mod options;
+mod parser;
+mod source;
+mod terminal;
+
+use super::json_schema::{JsonSchemaOptions, PatternCache, Whitespace};
+use super::{FrontendError, Limits};
+use crate::grammar::{Grammar, Location};
+
+/// Options of [`parse`].
+#[derive(Debug, Clone)]
+pub struct LarkOptions {
+    /// How `%json` schemas are compiled (each schema's top-level `"x-guidance"`
+    /// can change its whitespace and leniency). The default follows llguidance's
+    /// flexible whitespace between JSON tokens, bounded as stencil bounds JSON
+    /// whitespace: per gap, spaces and tabs, at most one newline, then at most 20
+    /// spaces or tabs.
+    pub json: JsonSchemaOptions,
+    pub limits: Limits,
+    /// Most states of one automaton built for `&`, `~`, `lazy` or `suffix=`.
+    pub max_dfa_states: usize,
+    /// Most chunks of one `%regex {"substring_...": ...}`.
+    pub max_substring_chunks: usize,
+}
+
+impl Default for LarkOptions {
+    fn default() -> Self {
+        LarkOptions {
+            json: JsonSchemaOptions {
+                whitespace: Whitespace::Bounded { indent: 20 },
+                ..JsonSchemaOptions::default()
+            },
+            limits: Limits::default(),
+            max_dfa_states: 10_000,
+            max_substring_chunks: 10_000,
+        }
+    }
+}
+
+/// Something the grammar asked for that was let through unenforced (a `%json`
+/// schema keyword under `lenient`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LarkWarning {
+    pub location: Location,
+    pub message: String,
+}
+
+impl std::fmt::Display for LarkWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+/// Parses a Lark grammar into the IR and validates it; the start rule is `start`.
+/// Warnings (keywords a lenient `%json` let through) are dropped: see
+/// [`parse_with_warnings`].
+pub fn parse(source: &str, options: &LarkOptions) -> Result<Grammar, FrontendError> {
+    Ok(parse_with_warnings(source, options, &PatternCache::default())?.0)
+}
+
+/// [`parse`], taking the JSON Schema patterns it meets from `cache`, and returning
+/// the warnings.
+pub fn parse_with_warnings(
+    source: &str,
+    options: &LarkOptions,
+    cache: &PatternCache,
+) -> Result<(Grammar, Vec<LarkWarning>), FrontendError> {
+    if source.len() > options.limits.max_source_bytes {
+        return Err(FrontendError::TooLarge {
+            what: "grammar text",
+            size: source.len(),
+            limit: options.limits.max_source_bytes,
+        });
+    }
+    let map = source::SourceMap::new(source);
+    let tokens = lexer::tokenize(source, &map)?;
+    let items = parser::parse_items(&tokens, &map, &options.limits)?;
+    lower::lower(items, &map, options, cache)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,211 @@
+//! The front-end's own cases: what each construct means, and where errors point.
+
+use super::*;
+use crate::automaton::{CompileOptions, CompiledGrammar};
+use crate::matcher::Matcher;
+use std::sync::Arc;
+
+fn compiled(text: &str) -> Arc<CompiledGrammar> {
+    let g = parse(text, &LarkOptions::default()).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+    Arc::new(CompiledGrammar::compile(&g, &CompileOptions::default()).unwrap())
+}
+
+fn accepts(g: &Arc<CompiledGrammar>, input: &str) -> bool {
+    let mut m = Matcher::new(Arc::clone(g));
+    m.consume_bytes(input.as_bytes()).is_ok() && m.is_accepting()
+}
+
+fn language(text: &str, accept: &[&str], reject: &[&str]) {
+    let g = compiled(text);
+    for s in accept {
+        assert!(accepts(&g, s), "{text:?} should accept {s:?}");
+    }
+    for s in reject {
+        assert!(!accepts(&g, s), "{text:?} should reject {s:?}");
+    }
+}
+
+/// (line, column, message) of the error.
+fn error(text: &str) -> (u32, u32, String) {
+    match parse(text, &LarkOptions::default()) {
+        Err(FrontendError::Syntax { location, message }) => {
+            (location.line, location.column, message)
+        }
+        other => panic!("{text:?}: expected a located error, got {other:?}"),
+    }
+}
+
+#[test]
+fn constructs() {
+    language(
+        "start: a b? c* d+ e{2} f{1,2}\na: \"a\"\nb: \"b\"\nc: \"c\"\nd: \"d\"\ne: \"e\"\nf: \"f\"",
+        &["adeef", "abcccddeeff", "adeeff"],
+        &["ad", "adee f", "abcd"],
+    );
+    language("start: \"ab\"i", &["ab", "AB", "aB"], &["abc"]);
+    language("start: \"a\"..\"c\"+", &["abc", "cc"], &["d", ""]);
+    language("start: /a+/i \"-\" /x y/x", &["aA-xy"], &["a-x y"]);
+    language("start: [\"a\"] \"b\"", &["ab", "b"], &["a"]);
+    language(
+        "start: (\"a\" | \"b\")~2..3",
+        &["ab", "bab"],
+        &["a", "abab"],
+    );
+    language(
+        "start: x\n    | y\n?x: \"x\" -> alias\n!y: \"y\"",
+        &["x", "y"],
+        &["xy"],
+    );
+    language("start: \"\\u00e9\\x41\\n\"", &["éA\n"], &["é"]);
+    language(
+        "// comment\nstart: A # comment\nA: B \"-\" B\nB: /[0-9]/",
+        &["1-2"],
+        &["1-", "12"],
+    );
+}
+
+#[test]
+fn ignore_goes_between_and_after_terminals() {
+    let g = "%import common.WS\n%ignore WS\nstart: \"a\" b\nb: \"b\" \"c\"";
+    language(g, &["abc", "a b c", "a\nbc  "], &[" abc", "a b c x"]);
+    let g = "%llguidance {\"allow_initial_skip\": true}\n%ignore \" \"\nstart: \"a\" \"b\"";
+    language(g, &[" a b", "ab"], &["a-b"]);
+    let g = "%llguidance {\"ignore_once\": true}\n%ignore /[ ]{1,2}/\nstart: \"a\" \"b\"";
+    language(g, &["a  b", "ab"], &["a   b"]);
+    // Terminals are one lexeme: no ignored text inside.
+    let g = "%ignore \" \"\nstart: AB\nAB: \"a\" \"b\"";
+    language(g, &["ab", "ab "], &["a b"]);
+}
+
+#[test]
+fn and_not_and_lazy() {
+    language(
+        "start: ST\nST: /[a-z]+/ & ~/(.*)x(.*)/",
+        &["abc"],
+        &["axb", "", "A"],
+    );
+    language(
+        "start: \"<\" r \">\"\nr[lazy]: /[a-z]+/",
+        &["<a>"],
+        &["<ab>"],
+    );
+    language(
+        "start: head \"!\"\nhead[suffix=\"<end>\"]: /(.|\\n)*/",
+        &["ab<end>!", "<end>!"],
+        &["a<end>b<end>!"],
+    );
+}
+
+#[test]
+fn nested_grammars_and_json() {
+    language(
+        "start: \"x\" %lark {\nstart: A\nA: \"a\"\n} A\nA: \"b\"",
+        &["xab"],
+        &["xaa", "xbb"],
+    );
+    language(
+        "start: \"n=\" %json {\"type\": \"integer\", \"minimum\": 3}",
+        &["n=3", "n=42"],
+        &["n=2", "n=\"3\""],
+    );
+    language(
+        "start: %regex {\"substring_words\": \"the quick fox\"}",
+        &["", "quick fox", "the quick"],
+        &["he", "fox quick"],
+    );
+}
+
+#[test]
+fn errors_name_line_and_column() {
+    let cases: &[(&str, u32, u32, &str)] = &[
+        ("start: foo", 1, 8, "unknown name: \"foo\""),
+        (
+            "start: A\nA: \"a\" B\nB: A",
+            2,
+            1,
+            "circular reference in token \"A\"",
+        ),
+        ("start: \"a\"\nstart: \"b\"", 2, 1, "duplicate rule"),
+        ("start: /[a/", 1, 9, "invalid regex"),
+        ("start: \"abc", 1, 8, "unterminated string"),
+        ("start: <|eot_id|>", 1, 8, "not supported yet"),
+        ("start: <[1-2-3]>", 1, 8, "invalid token range"),
+        ("start: @sub", 1, 8, "not supported yet"),
+        ("start: x\nx[capture]: \"a\"", 2, 3, "`capture` attribute"),
+        ("start: x\nx[stop=\"a\"]: /.*/", 2, 3, "`stop=`"),
+        ("start: x\nx[max_tokens=3]: /.*/", 2, 3, "`max_tokens`"),
+        ("start: x\nx[foo=1]: \"a\"", 2, 3, "Unknown attribute"),
+        ("start: x::1", 1, 9, "parametric rules"),
+        ("start: \"a\"{3,2}", 1, 8, "range end must be >= start"),
+        (
+            "start: a & b\na: \"a\"\nb: \"b\"",
+            1,
+            8,
+            "& is only supported for tokens",
+        ),
+        ("%import common.NOPE\nstart: NOPE", 1, 1, "Unknown common"),
+        ("%import foo.BAR\nstart: BAR", 1, 1, "only Lark's `common`"),
+        (
+            "%llguidance {\"x\": true}\nstart: \"a\"",
+            1,
+            1,
+            "failed to parse %llguidance",
+        ),
+        (
+            "start: %json {\n  \"type\": [}",
+            2,
+            12,
+            "failed to parse %json",
+        ),
+        (
+            "start: %json {\"type\": \"nope\"}",
+            1,
+            8,
+            "failed to compile JSON schema",
+        ),
+        ("rule: \"a\"", 1, 1, "no start rule"),
+        (
+            "start: \"a\"\n  \"b\"",
+            2,
+            3,
+            "expected a rule, a terminal or a statement",
+        ),
+        ("start: myRule", 1, 8, "mixes upper and lower case"),
+        (
+            "start: T\nT: t\nt: \"a\"",
+            2,
+            4,
+            "cannot be used in a terminal",
+        ),
+        ("start: \"a\" $", 1, 12, "unexpected character"),
+    ];
+    for &(text, line, column, needle) in cases {
+        let (l, c, message) = error(text);
+        assert!(
+            message.contains(needle),
+            "{text:?}: {message:?} lacks {needle:?}"
+        );
+        assert_eq!((l, c), (line, column), "{text:?}: {message}");
+    }
+}
+
+#[test]
+fn hostile_inputs_fail_fast() {
+    let deep = format!("start: {}\"a\"{}", "(".repeat(5000), ")".repeat(5000));
+    assert!(error(&deep).2.contains("nested deeper"));
+    // A long chain of rules lowers without recursion.
+    let mut chain = String::from("start: r0\n");
+    for i in 0..20_000 {
+        chain.push_str(&format!("r{i}: \"x\" r{}\n", i + 1));
+    }
+    chain.push_str("r20000: \"y\"\n");
+    assert!(parse(&chain, &LarkOptions::default()).is_ok());
+    let mut chain = String::from("start: T0\n");
+    for i in 0..5_000 {
+        chain.push_str(&format!("T{i}: \"x\" T{}\n", i + 1));
+    }
+    chain.push_str("T5000: \"y\"\n");
+    assert!(parse(&chain, &LarkOptions::default()).is_ok());
+    let big = "start: ST\nST: /[01]*1[01]{20}/ & /[01]+/";
+    assert!(error(big).2.contains("cannot build this terminal"));
+}
