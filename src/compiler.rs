@@ -41,6 +41,7 @@ use serde_json::Value;
 use crate::automaton::{AutomatonCache, CompileOptions, CompiledGrammar};
 use crate::frontend::gbnf::{self, GbnfOptions};
 use crate::frontend::json_schema::{self, JsonSchemaOptions, PatternCache, Warning};
+use crate::frontend::lark::{self, LarkOptions, LarkWarning};
 use crate::frontend::{self, Limits};
 use crate::grammar::Grammar;
 use crate::tables::{SharedTables, TokenTables};
@@ -57,7 +58,7 @@ pub struct CompilerOptions {
     pub memory_limit: usize,
     /// How grammars are compiled to automata.
     pub compile: CompileOptions,
-    /// Bounds on GBNF and regex sources.
+    /// Bounds on GBNF, Lark and regex sources.
     pub limits: Limits,
 }
 
@@ -146,6 +147,29 @@ impl Compiler {
             limits: self.options.limits.clone(),
         };
         self.compile_grammar(&gbnf::parse(source, &options)?)
+    }
+
+    /// A Lark grammar in llguidance's dialect (start rule `start`), with
+    /// [`LarkOptions`]' defaults (`%json` whitespace as llguidance's, bounded).
+    /// Keywords a lenient `%json` schema lets through are dropped silently here;
+    /// see [`Compiler::compile_lark_with`].
+    pub fn compile_lark(&self, source: &str) -> Result<Arc<TokenTables>, Error> {
+        let options = LarkOptions {
+            limits: self.options.limits.clone(),
+            ..LarkOptions::default()
+        };
+        Ok(self.compile_lark_with(source, &options)?.0)
+    }
+
+    /// [`Compiler::compile_lark`] with `options`, and the warnings of lenient
+    /// `%json` schemas.
+    pub fn compile_lark_with(
+        &self,
+        source: &str,
+        options: &LarkOptions,
+    ) -> Result<(Arc<TokenTables>, Vec<LarkWarning>), Error> {
+        let (grammar, warnings) = lark::parse_with_warnings(source, options, &self.patterns)?;
+        Ok((self.compile_grammar(&grammar)?, warnings))
     }
 
     /// A regex that the whole output must match.

@@ -59,6 +59,16 @@ pub fn compile_gbnf(source: &str) -> Result<Arc<CompiledGrammar>, Error> {
     )?))
 }
 
+/// Parses and compiles a Lark grammar (llguidance's dialect, start rule `start`)
+/// with default options.
+pub fn compile_lark(source: &str) -> Result<Arc<CompiledGrammar>, Error> {
+    let grammar = frontend::lark::parse(source, &frontend::lark::LarkOptions::default())?;
+    Ok(Arc::new(CompiledGrammar::compile(
+        &grammar,
+        &CompileOptions::default(),
+    )?))
+}
+
 /// Compiles a regex that the whole output must match, with default limits.
 pub fn compile_regex(pattern: &str) -> Result<Arc<CompiledGrammar>, Error> {
     let grammar = frontend::regex::parse(pattern, &frontend::Limits::default())?;
