@@ -273,3 +273,38 @@ fn deep_schemas_name_the_nesting_limit() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(check_raised(2_999, "7").0, Some(1));
 }
+
+#[test]
+fn lark_grammars_check_like_gbnf() {
+    let dir = std::env::temp_dir().join(format!("stencil-cli-lark-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("call.lark");
+    std::fs::write(
+        &good,
+        "%import common.WS\n%ignore WS\nstart: NAME \"(\" %json {\"type\": \"integer\"} \")\"\nNAME: /[a-z]+/\n",
+    )
+    .unwrap();
+    let good = good.to_str().unwrap();
+    assert_eq!(
+        stencil(&["check", "--lark", good], b"f ( 42 )")
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = stencil(&["check", "--lark", good, "--json"], b"f(x)");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["offset"], 2);
+
+    let bad = dir.join("bad.lark");
+    std::fs::write(&bad, "start: item\nitem: \"a\" <|eot_id|>\n").unwrap();
+    let out = stencil(&["check", "--lark", bad.to_str().unwrap()], b"a");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.lark:2:11") && err.contains("not supported yet"),
+        "{err}"
+    );
+
+    let out = stencil(&["check", "--lark", good, "--gbnf", JSON], b"");
+    assert_eq!(out.status.code(), Some(2), "one grammar flag at a time");
+}

@@ -251,10 +251,11 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
     let generator = load_generator(args.model.as_deref(), None, &args.device)?;
     let grammar_args = GrammarArgs {
         gbnf: None,
+        lark: None,
         regex: None,
         schema: Some(args.schema.clone()),
         property_order: super::grammar::PropertyOrderArg::Schema,
-        whitespace: super::grammar::WhitespaceArg::Compact,
+        whitespace: Some(super::grammar::WhitespaceArg::Compact),
         strict: false,
         lenient: false,
         max_nesting: json_schema::DEFAULT_MAX_NESTING,

@@ -1,4 +1,4 @@
-//! `stencil check (--gbnf FILE | --regex PATTERN | --schema FILE) [--input FILE | --jsonl FILE] [--prefix] [--json]`
+//! `stencil check (--gbnf FILE | --lark FILE | --regex PATTERN | --schema FILE) [--input FILE | --jsonl FILE] [--prefix] [--json]`
 //! with, for `--schema`, `[--property-order schema|any] [--whitespace compact|bounded|pretty] [--strict] [--lenient] [--max-nesting N]`.
 //!
 //! Exit 0: the input is in the language (with `--prefix`: a viable prefix); 1: it is

@@ -1,6 +1,7 @@
 //! The grammar flags shared by `check`, `generate` and `bench`: one of `--gbnf`,
-//! `--regex`, `--schema` (with its JSON Schema options), compiled the same way
-//! everywhere so a grammar that checks is the grammar that generates.
+//! `--lark`, `--regex`, `--schema` (with its JSON Schema options, which also apply
+//! to a Lark grammar's `%json` schemas), compiled the same way everywhere so a
+//! grammar that checks is the grammar that generates.
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use clap::Args;
 
 use stencil::automaton::{CompileOptions, CompiledGrammar};
 use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
+use stencil::frontend::lark::LarkOptions;
 use stencil::frontend::{self, gbnf::GbnfOptions};
 use stencil::grammar::Grammar;
 
@@ -20,6 +22,9 @@ pub struct GrammarArgs {
     /// GBNF grammar file (llama.cpp dialect).
     #[arg(long, value_name = "FILE", group = "grammar")]
     pub gbnf: Option<String>,
+    /// Lark grammar file (llguidance's dialect; start rule `start`).
+    #[arg(long, value_name = "FILE", group = "grammar")]
+    pub lark: Option<String>,
     /// Regular expression the whole text must match.
     #[arg(long, value_name = "PATTERN", group = "grammar")]
     pub regex: Option<String>,
@@ -29,9 +34,11 @@ pub struct GrammarArgs {
     /// Object property order for --schema: as declared, or any.
     #[arg(long, value_enum, default_value = "schema")]
     pub property_order: PropertyOrderArg,
-    /// Whitespace between JSON tokens for --schema.
-    #[arg(long, value_enum, default_value = "compact")]
-    pub whitespace: WhitespaceArg,
+    /// Whitespace between JSON tokens for --schema (default compact) and for a
+    /// --lark grammar's %json schemas (default bounded, after llguidance's
+    /// flexible whitespace).
+    #[arg(long, value_enum)]
+    pub whitespace: Option<WhitespaceArg>,
     /// OpenAI-style strict profile (no undeclared properties by default).
     #[arg(long)]
     pub strict: bool,
@@ -71,7 +78,7 @@ pub enum WhitespaceArg {
 impl GrammarArgs {
     pub fn schema_options(&self) -> JsonSchemaOptions {
         JsonSchemaOptions {
-            whitespace: match self.whitespace {
+            whitespace: match self.whitespace.unwrap_or(WhitespaceArg::Compact) {
                 WhitespaceArg::Compact => Whitespace::Compact,
                 WhitespaceArg::Bounded => Whitespace::Bounded { indent: 20 },
                 WhitespaceArg::Pretty => Whitespace::Pretty { indent: 2 },
@@ -85,6 +92,17 @@ impl GrammarArgs {
             plain_integers: self.for_generation,
             ..JsonSchemaOptions::default()
         }
+    }
+
+    /// Options for a Lark grammar: its `%json` schemas take the JSON Schema
+    /// flags, and llguidance's whitespace unless `--whitespace` says otherwise.
+    pub fn lark_options(&self) -> LarkOptions {
+        let defaults = LarkOptions::default();
+        let mut json = self.schema_options();
+        if self.whitespace.is_none() {
+            json.whitespace = defaults.json.whitespace;
+        }
+        LarkOptions { json, ..defaults }
     }
 
     /// Compiles the chosen grammar to its byte-level automaton on its own (for
@@ -109,6 +127,8 @@ impl GrammarArgs {
             GrammarSource::Schema(path.clone(), schema)
         } else if let Some(regex) = &self.regex {
             GrammarSource::Regex(regex.clone())
+        } else if let Some(path) = &self.lark {
+            GrammarSource::Lark(path.clone(), read(path)?)
         } else {
             match (&self.gbnf, fallback_gbnf) {
                 (Some(path), _) => GrammarSource::Gbnf(path.clone(), read(path)?),
@@ -145,6 +165,18 @@ impl GrammarArgs {
                 };
                 frontend::gbnf::parse(text, &options).map_err(|e| format!("{origin}:{e}"))?
             }
+            GrammarSource::Lark(origin, text) => {
+                let (grammar, warnings) = frontend::lark::parse_with_warnings(
+                    text,
+                    &self.lark_options(),
+                    &Default::default(),
+                )
+                .map_err(|e| format!("{origin}:{e}"))?;
+                for warning in warnings {
+                    eprintln!("warning: {origin}:{warning}");
+                }
+                grammar
+            }
         })
     }
 }
@@ -155,4 +187,5 @@ pub enum GrammarSource {
     Schema(String, serde_json::Value),
     Regex(String),
     Gbnf(String, String),
+    Lark(String, String),
 }

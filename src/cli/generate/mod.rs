@@ -1,4 +1,4 @@
-//! `stencil generate [--model PATH] (--schema FILE | --gbnf FILE | --regex PATTERN | --json)
+//! `stencil generate [--model PATH] (--schema FILE | --gbnf FILE | --lark FILE | --regex PATTERN | --json)
 //! [--prompt TEXT | --prompt-file FILE] [--max-tokens N] [--seed N] [--temperature T]
 //! [--top-p P] [--top-k K] [--min-p P] [--preset reference|hf|vllm|llama.cpp] [--stream]
 //! [--trace FILE] [--output-json]`
@@ -62,7 +62,7 @@ fn bad_request(e: String) -> i32 {
 pub fn run(args: &GenerateArgs) -> i32 {
     if args.requests.is_none() && !args.has_grammar() {
         return bad_request(
-            "give one of --schema, --gbnf, --regex, --json (or --requests FILE)".into(),
+            "give one of --schema, --gbnf, --lark, --regex, --json (or --requests FILE)".into(),
         );
     }
     // Grammars and request lines are checked before the model loads: a bad one fails

@@ -151,6 +151,8 @@ fn default_prompt(args: &GenerateArgs) -> Result<String, String> {
         schema_prompt(read(path)?.trim())
     } else if let Some(path) = &g.gbnf {
         gbnf_prompt(read(path)?.trim(), &g.root)
+    } else if let Some(path) = &g.lark {
+        lark_prompt(read(path)?.trim())
     } else if let Some(regex) = &g.regex {
         regex_prompt(regex)
     } else {
@@ -164,6 +166,10 @@ pub(super) fn schema_prompt(schema: &str) -> String {
 
 pub(super) fn gbnf_prompt(grammar: &str, root: &str) -> String {
     format!("Write text in the language of this GBNF grammar (start rule `{root}`). Reply with the text only.\n\n{grammar}")
+}
+
+pub(super) fn lark_prompt(grammar: &str) -> String {
+    format!("Write text in the language of this Lark grammar (start rule `start`). Reply with the text only.\n\n{grammar}")
 }
 
 pub(super) fn regex_prompt(regex: &str) -> String {
@@ -193,7 +199,11 @@ impl GenerateArgs {
 
     pub(super) fn has_grammar(&self) -> bool {
         let g = &self.grammar;
-        self.json_grammar || g.schema.is_some() || g.gbnf.is_some() || g.regex.is_some()
+        self.json_grammar
+            || g.schema.is_some()
+            || g.gbnf.is_some()
+            || g.lark.is_some()
+            || g.regex.is_some()
     }
 }
 

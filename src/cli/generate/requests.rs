@@ -2,7 +2,7 @@
 //!
 //! FILE (`-` for standard input) holds one JSON object per line. A line's keys
 //! override the command line's flags for that request, so the flags are the batch's
-//! defaults: `prompt`, `schema` (a JSON Schema value), `gbnf` (grammar text), `regex`,
+//! defaults: `prompt`, `schema` (a JSON Schema value), `gbnf` and `lark` (grammar text), `regex`,
 //! `json` (true: any JSON), `raw`, `max_tokens`, `seed`, `temperature`, `top_p`,
 //! `top_k`, `min_p`, `preset`. Unknown keys are errors (a typo must not silently fall
 //! back to a default). Every line is checked, and every grammar compiled, before the
@@ -24,7 +24,9 @@ use stencil::decode::{Generator, Request};
 use stencil::tables::TokenTables;
 use stencil::Compiler;
 
-use super::request::{build_request, gbnf_prompt, regex_prompt, schema_prompt, GenerateArgs};
+use super::request::{
+    build_request, gbnf_prompt, lark_prompt, regex_prompt, schema_prompt, GenerateArgs,
+};
 use crate::cli::grammar::{GrammarSource, JSON_GBNF};
 
 /// One line of the requests file.
@@ -34,6 +36,7 @@ pub struct RequestLine {
     pub prompt: Option<String>,
     pub schema: Option<Value>,
     pub gbnf: Option<String>,
+    pub lark: Option<String>,
     pub regex: Option<String>,
     pub json: Option<bool>,
     pub raw: Option<bool>,
@@ -71,11 +74,14 @@ pub fn read_lines(path: &Path) -> Result<Vec<RequestLine>, String> {
         let grammars = [
             request.schema.is_some(),
             request.gbnf.is_some(),
+            request.lark.is_some(),
             request.regex.is_some(),
             request.json == Some(true),
         ];
         if grammars.iter().filter(|g| **g).count() > 1 {
-            return Err(at("give at most one of schema, gbnf, regex, json".into()));
+            return Err(at(
+                "give at most one of schema, gbnf, lark, regex, json".into()
+            ));
         }
         if let Some(preset) = &request.preset {
             if !PRESETS.contains(&preset.as_str()) {
@@ -101,6 +107,8 @@ impl RequestLine {
             Some(GrammarSource::Schema(origin, schema.clone()))
         } else if let Some(text) = &self.gbnf {
             Some(GrammarSource::Gbnf(origin, text.clone()))
+        } else if let Some(text) = &self.lark {
+            Some(GrammarSource::Lark(origin, text.clone()))
         } else if let Some(regex) = &self.regex {
             Some(GrammarSource::Regex(regex.clone()))
         } else if self.json == Some(true) {
@@ -142,6 +150,7 @@ fn default_prompt(source: &GrammarSource, root: &str) -> String {
             "Write one JSON document. Reply with the JSON only.".into()
         }
         GrammarSource::Gbnf(_, text) => gbnf_prompt(text.trim(), root),
+        GrammarSource::Lark(_, text) => lark_prompt(text.trim()),
         GrammarSource::Regex(regex) => regex_prompt(regex),
     }
 }
@@ -179,8 +188,8 @@ pub fn build_requests(
             }
             None => default_tables.clone().ok_or_else(|| {
                 format!(
-                    "request {index}: no grammar (give schema, gbnf, regex or json on the line, \
-                     or --schema/--gbnf/--regex/--json on the command line)"
+                    "request {index}: no grammar (give schema, gbnf, lark, regex or json on the line, \
+                     or --schema/--gbnf/--lark/--regex/--json on the command line)"
                 )
             })?,
         };
