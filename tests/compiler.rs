@@ -147,3 +147,23 @@ fn compile_errors_name_their_place() {
     let err = compiler.compile_regex("a(b").unwrap_err();
     assert!(err.to_string().contains("byte offset"), "{err}");
 }
+
+#[test]
+fn a_lark_grammar_with_json_masks_as_its_schema_does() {
+    let vocab = gpt2();
+    let compiler = Compiler::new(Arc::clone(&vocab));
+    let mut embedded = schema(1);
+    embedded["x-guidance"] = json!({"whitespace_flexible": false});
+    let lark = compiler
+        .compile_lark(&format!("start: %json {embedded}"))
+        .unwrap();
+    let direct = compiler
+        .compile_json_schema(&schema(1), &JsonSchemaOptions::default())
+        .unwrap();
+    assert_eq!(
+        masks_along(&lark, &instance(1)),
+        masks_along(&direct, &instance(1))
+    );
+    let e = compiler.compile_lark("start: \"a\" <|eot|>").unwrap_err();
+    assert!(e.to_string().starts_with("1:12: "), "{e}");
+}
