@@ -2,10 +2,11 @@
 //! `%json`, nested `%lark`, and rule attributes.
 //!
 //! * A lower-case rule becomes an IR rule. Inside it every terminal occurrence
-//!   (a string, a regex, an upper-case name, `%json`, ...) is followed by the
-//!   grammar's `%ignore` rule (`(A|B)*`, or `(A|B)?` with `ignore_once`), so
-//!   ignored text may come between any two terminals and after the last one, and
-//!   before the first only with `allow_initial_skip`: llguidance's placement.
+//!   (a string, a regex, an upper-case name, `%json`, ...) is preceded by the
+//!   grammar's `%ignore` rule (`(A|B)*`, or `(A|B)?` with `ignore_once`); the slot
+//!   before the first lexeme of the output is then taken out unless
+//!   `allow_initial_skip` (see the `ignore` module), so ignored text goes between
+//!   lexemes only: llguidance's placement.
 //! * An upper-case terminal becomes one IR rule built from its regex tree
 //!   ([`Rx`]), with no `%ignore` inside (a terminal is one lexeme). Terminals must
 //!   not refer to themselves, directly or not.
@@ -25,11 +26,12 @@
 use std::collections::VecDeque;
 
 use regex_syntax::hir::{Hir, Repetition};
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::ast::*;
 use super::common;
 use super::dfa::Dfa;
+use super::ignore;
 use super::json;
 use super::options::GrammarOptions;
 use super::source::SourceMap;
@@ -59,14 +61,20 @@ pub(crate) fn lower(
         term_queue: VecDeque::new(),
         pending: Vec::new(),
         warnings: Vec::new(),
+        structure: HashSet::default(),
+        ignores: HashSet::default(),
+        allow_initial_skip: false,
     };
-    let start = l.scope(&items, String::new(), GrammarOptions::default(), 0)?;
+    let mut start = l.scope(&items, String::new(), 0)?;
     l.run_queues()?;
     l.check_terminal_cycles()?;
     l.finish_pending()?;
+    if !l.ignores.is_empty() && !l.allow_initial_skip {
+        start = ignore::without_initial_ignore(&mut l.rules, &start, &l.structure, &l.ignores);
+    }
     let root = match start {
         Expr::Ref(id) => id,
-        expr => l.push_rule("start (with %ignore before it)".into(), expr, 0),
+        expr => l.push_rule("start (no %ignore before its first lexeme)".into(), expr, 0),
     };
     let grammar = Grammar {
         rules: l.rules,
@@ -88,6 +96,13 @@ struct Lowering<'a> {
     /// Rules whose bodies need automata, built once every terminal is known.
     pending: Vec<Pending>,
     warnings: Vec<LarkWarning>,
+    /// Rules written in rule syntax (the others are lexemes).
+    structure: HashSet<RuleId>,
+    /// The `%ignore` rules of every scope.
+    ignores: HashSet<RuleId>,
+    /// Some `%llguidance` set it (it holds for the whole grammar, nested ones
+    /// included, as llguidance's options do).
+    allow_initial_skip: bool,
 }
 
 /// One grammar's names: the top-level text, or a `%lark { ... }` block.
@@ -100,7 +115,6 @@ struct Scope {
     term_ids: HashMap<String, TermId>,
     /// The `%ignore` rule, when the grammar has one.
     ignore: Option<RuleId>,
-    options: GrammarOptions,
 }
 
 #[derive(Clone)]
@@ -171,15 +185,8 @@ impl<'a> Lowering<'a> {
         id
     }
 
-    /// Collects a grammar's definitions and returns the expression of its start
-    /// (its `%ignore` first when `allow_initial_skip`).
-    fn scope(
-        &mut self,
-        items: &Items,
-        prefix: String,
-        inherited: GrammarOptions,
-        at: usize,
-    ) -> Result<Expr> {
+    /// Collects a grammar's definitions and returns the expression of its start.
+    fn scope(&mut self, items: &Items, prefix: String, at: usize) -> Result<Expr> {
         let mut scope = Scope {
             prefix,
             rules: HashMap::default(),
@@ -187,9 +194,8 @@ impl<'a> Lowering<'a> {
             rule_ids: HashMap::default(),
             term_ids: HashMap::default(),
             ignore: None,
-            options: inherited,
         };
-        let mut options = inherited;
+        let mut options = GrammarOptions::default();
         let mut ignores = Vec::new();
         for item in &items.items {
             match item {
@@ -255,8 +261,8 @@ impl<'a> Lowering<'a> {
                 "the grammar has no start rule `start` (a Lark grammar begins at `start`)",
             ));
         }
+        self.allow_initial_skip |= options.allow_initial_skip;
         let id = self.scopes.len();
-        scope.options = options;
         self.scopes.push(scope);
         if let Some(&(first_at, _)) = ignores.first() {
             let mut alternatives = Vec::new();
@@ -278,12 +284,9 @@ impl<'a> Lowering<'a> {
                 at: first_at,
             });
             self.scopes[id].ignore = Some(rule);
+            self.ignores.insert(rule);
         }
-        let start = self.rule_name(id, "start", at)?;
-        Ok(match self.scopes[id].ignore {
-            Some(ignore) if options.allow_initial_skip => Expr::Seq(vec![Expr::Ref(ignore), start]),
-            _ => start,
-        })
+        self.rule_name(id, "start", at)
     }
 
     fn run_queues(&mut self) -> Result<()> {
@@ -298,10 +301,10 @@ impl<'a> Lowering<'a> {
         }
     }
 
-    /// `expr` followed by the scope's `%ignore`.
+    /// The lexeme `expr` with the scope's `%ignore` before it.
     fn weave(&self, scope: usize, expr: Expr) -> Expr {
         match self.scopes[scope].ignore {
-            Some(ignore) => Expr::Seq(vec![expr, Expr::Ref(ignore)]),
+            Some(ignore) => Expr::Seq(vec![Expr::Ref(ignore), expr]),
             None => expr,
         }
     }
@@ -321,6 +324,9 @@ impl<'a> Lowering<'a> {
         let at = def.at;
         let ir_name = format!("{}{name}", self.scopes[scope].prefix);
         let id = self.push_rule(ir_name, Expr::Empty, at);
+        if kind == RuleKind::Plain {
+            self.structure.insert(id);
+        }
         self.scopes[scope]
             .rule_ids
             .insert(name.to_string(), (id, kind));
@@ -517,12 +523,7 @@ impl<'a> Lowering<'a> {
                     "{}lark@{}:{}/",
                     self.scopes[scope].prefix, location.line, location.column
                 );
-                // `allow_initial_skip` holds for nested grammars too (llguidance).
-                let inherited = GrammarOptions {
-                    allow_initial_skip: self.scopes[scope].options.allow_initial_skip,
-                    ignore_once: false,
-                };
-                let inner = self.scope(items, prefix, inherited, *at)?;
+                let inner = self.scope(items, prefix, *at)?;
                 Ok(self.weave(scope, inner))
             }
             Value::SpecialToken { at, token } => Err(self.map.unsupported(

@@ -5,8 +5,9 @@
 //! [`parse_with_warnings`]. The stages are one file each: `source` (line index,
 //! located errors), `lexer` (the text to tokens), `parser` (tokens to the `ast`),
 //! `lower` (the tree to IR rules), with `terminal` (regex trees and their leaves),
-//! `dfa` (`&`, `~` and lazy lexemes as automata), `common` (`%import common`),
-//! `options` (`%llguidance`) and `json` (`%json`).
+//! `dfa` (`&`, `~` and lazy lexemes as automata), `ignore` (where `%ignore`d text
+//! may go), `common` (`%import common`), `options` (`%llguidance`) and `json`
+//! (`%json`).
 //!
 //! What is accepted: lower-case rules and UPPER-case terminals; `|`, `?`, `*`, `+`,
 //! `{m}`, `{m,}`, `{,n}`, `{m,n}`, `~m..n`, `( )`, `[ ]`; strings with escapes and
@@ -31,6 +32,7 @@
 mod ast;
 mod common;
 mod dfa;
+mod ignore;
 mod json;
 mod lexer;
 mod lower;

@@ -65,16 +65,28 @@ fn constructs() {
 }
 
 #[test]
-fn ignore_goes_between_and_after_terminals() {
+fn ignore_goes_between_lexemes_only() {
     let g = "%import common.WS\n%ignore WS\nstart: \"a\" b\nb: \"b\" \"c\"";
-    language(g, &["abc", "a b c", "a\nbc  "], &[" abc", "a b c x"]);
+    language(g, &["abc", "a b c", "a\nbc"], &[" abc", "abc ", "a b c x"]);
     let g = "%llguidance {\"allow_initial_skip\": true}\n%ignore \" \"\nstart: \"a\" \"b\"";
-    language(g, &[" a b", "ab"], &["a-b"]);
+    language(g, &[" a b", "ab"], &["a-b", "a b "]);
     let g = "%llguidance {\"ignore_once\": true}\n%ignore /[ ]{1,2}/\nstart: \"a\" \"b\"";
     language(g, &["a  b", "ab"], &["a   b"]);
     // Terminals are one lexeme: no ignored text inside.
-    let g = "%ignore \" \"\nstart: AB\nAB: \"a\" \"b\"";
-    language(g, &["ab", "ab "], &["a b"]);
+    let g = "%ignore \" \"\nstart: AB \"c\"\nAB: \"a\" \"b\"";
+    language(g, &["ab c", "abc"], &["a bc"]);
+    // The first lexeme may come late, after optional parts and inside rules.
+    let g = "%ignore \" \"\nstart: x \"c\"\nx: \"a\"?";
+    language(g, &["c", "a c", "ac"], &[" c", " a c", "c "]);
+    let g = "%ignore \" \"\nstart: \"a\"? \"b\"? \"c\"? \"d\"? \"e\"? \"z\"";
+    language(g, &["z", "a b z", "e z", "abcdez"], &[" z", " a z", "z "]);
+    let g = "%ignore \" \"\nstart: (\"a\"?)* \"z\" | \"q\"{0,3}";
+    language(g, &["z", "a a z", "", "q q"], &[" z", " ", " q"]);
+    // Nested grammars: their own %ignore, not before the output's first lexeme.
+    let g = "start: %lark {\n%ignore \" \"\nstart: \"a\" \"b\"\n} \"c\"";
+    language(g, &["a bc", "abc"], &[" abc", "ab c"]);
+    let g = "%ignore \" \"\nstart: \"x\" %lark {\nstart: \"a\" \"b\"\n} \"c\"";
+    language(g, &["x abc", "xab c"], &["xa bc", " xabc"]);
 }
 
 #[test]
