@@ -238,6 +238,7 @@ impl Dfa {
                 location,
             });
         }
+        super::chains::keep_apart(rules, base as usize, RuleId(base));
         Expr::Ref(RuleId(base))
     }
 }

@@ -179,6 +179,7 @@ impl Transform<'_> {
             });
             Expr::Ref(id)
         };
+        let from = rules.len();
         // After step k: `tail` = a_k..a_n, `first` = F(a_k..a_n).
         let mut tail = Expr::Empty;
         let mut first = none();
@@ -197,6 +198,9 @@ impl Transform<'_> {
                 _ => share(rules, Expr::Alt(alternatives), "first lexeme in a tail"),
             };
             tail = share(rules, Expr::Seq(vec![item.clone(), tail]), "tail");
+        }
+        if rules.len() > from {
+            super::chains::keep_apart(rules, from, RuleId(from as u32));
         }
         first
     }

@@ -29,6 +29,7 @@ use regex_syntax::hir::{Hir, Repetition};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::ast::*;
+use super::chains;
 use super::common;
 use super::dfa::Dfa;
 use super::ignore;
@@ -747,6 +748,7 @@ impl<'a> Lowering<'a> {
                 at,
             );
         }
+        chains::keep_apart(&mut self.rules, base as usize, RuleId(base));
         let mut alternatives = vec![Expr::Empty];
         alternatives.extend((0..k).map(|i| Expr::Ref(RuleId(base + i))));
         Ok(Expr::Alt(alternatives))

@@ -5,6 +5,7 @@
 //! [`parse_with_warnings`]. The stages are one file each: `source` (line index,
 //! located errors), `lexer` (the text to tokens), `parser` (tokens to the `ast`),
 //! `lower` (the tree to IR rules), with `terminal` (regex trees and their leaves),
+//! `chains` (long rule chains kept out of the automaton's fusion),
 //! `dfa` (`&`, `~` and lazy lexemes as automata), `ignore` (where `%ignore`d text
 //! may go), `common` (`%import common`), `options` (`%llguidance`) and `json`
 //! (`%json`).
@@ -30,6 +31,7 @@
 //! accepts `aa` here); see `tests/lark.rs` for the cases in its test suite.
 
 mod ast;
+mod chains;
 mod common;
 mod dfa;
 mod ignore;

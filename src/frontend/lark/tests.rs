@@ -221,3 +221,23 @@ fn hostile_inputs_fail_fast() {
     let big = "start: ST\nST: /[01]*1[01]{20}/ & /[01]+/";
     assert!(error(big).2.contains("cannot build this terminal"));
 }
+
+#[test]
+fn long_chains_compile_without_deep_fusion() {
+    // Each would be a chain of thousands of regular rules for the automaton to
+    // fuse, one reference at a time.
+    let text: String = (0..1500)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    language(
+        &format!("start: %regex {{\"substring_chars\": \"{text}\"}}"),
+        &[&text[100..900], ""],
+        &["ac"],
+    );
+    let mut long = String::from("%ignore \" \"\nstart:");
+    for _ in 0..1500 {
+        long.push_str(" \"a\"?");
+    }
+    long.push_str(" \"z\"");
+    language(&long, &["z", "a a z", "aaz"], &[" z", "a z "]);
+}
