@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# Seeds tests/fuzz/corpus/{gbnf_parse,regex_parse,matcher} from the repository's
+# Seeds tests/fuzz/corpus/{gbnf_parse,lark_parse,regex_parse,matcher} from the repository's
 # grammars, so fuzzing starts deep. Run from anywhere; corpus/ is git-ignored.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 c="$here/corpus"
-mkdir -p "$c/gbnf_parse" "$c/regex_parse" "$c/matcher"
+mkdir -p "$c/gbnf_parse" "$c/lark_parse" "$c/regex_parse" "$c/matcher"
 
 # gbnf_parse: every GBNF file as is.
 for f in "$root"/grammars/*.gbnf "$root"/tests/fixtures/gbnf/*.gbnf "$root"/tests/fixtures/gbnf/*/*.gbnf; do
   cp "$f" "$c/gbnf_parse/$(basename "$(dirname "$f")")-$(basename "$f")"
+done
+
+# lark_parse: the Lark files, and every grammar of the vendored Lark test vectors.
+cp "$root"/tests/fixtures/lark/*.lark "$c/lark_parse/"
+for f in "$root"/tests/fixtures/lark/*.cases.json; do
+  python3 - "$f" "$c/lark_parse/$(basename "$f" .cases.json)" <<'PY'
+import json, sys
+for i, case in enumerate(json.load(open(sys.argv[1]))):
+    if case.get("grammar"):
+        open(f"{sys.argv[2]}-{i}", "w").write(case["grammar"])
+PY
 done
 
 # regex_parse: a few patterns in the dialect the front-end accepts.
