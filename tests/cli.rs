@@ -3,6 +3,30 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+/// A folder for one test's files, removed when the test ends (pass or fail).
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("stencil-cli-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn stencil(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stencil"))
         .args(args)
@@ -75,8 +99,7 @@ fn prefix_mode() {
 
 #[test]
 fn input_from_file_as_raw_bytes() {
-    let dir = std::env::temp_dir().join(format!("stencil-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("input");
     let path = dir.join("input.bin");
     // A UTF-8 character split by nothing: raw bytes in, raw bytes checked.
     std::fs::write(&path, "caf\u{e9}".as_bytes()).unwrap();
@@ -115,8 +138,7 @@ fn input_from_file_as_raw_bytes() {
 
 #[test]
 fn jsonl_batch_mode() {
-    let dir = std::env::temp_dir().join(format!("stencil-cli-jsonl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("jsonl");
     let path = dir.join("cases.txt");
     std::fs::write(&path, "42\n1+2\n+\n\n7+\n").unwrap();
     let out = stencil(
@@ -158,8 +180,7 @@ fn jsonl_batch_mode() {
 
 #[test]
 fn invalid_grammar_exits_two_with_location() {
-    let dir = std::env::temp_dir().join(format!("stencil-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("bad");
     let path = dir.join("bad.gbnf");
     std::fs::write(&path, "root ::= item\nitem ::= \"a\" | undefined-rule\n").unwrap();
     let out = stencil(&["check", "--gbnf", path.to_str().unwrap()], b"a");
@@ -187,8 +208,7 @@ fn invalid_grammar_exits_two_with_location() {
 /// A batch of zero lines is zero inputs: nothing printed, exit 0.
 #[test]
 fn empty_jsonl_batch_is_zero_inputs() {
-    let dir = std::env::temp_dir().join(format!("stencil-cli-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("empty");
     let path = dir.join("none.jsonl");
     std::fs::write(&path, "").unwrap();
     let out = stencil(
@@ -241,8 +261,7 @@ fn nested_arrays_schema(depth: usize) -> String {
 /// limit, where it was reached, and the flag that raises it.
 #[test]
 fn deep_schemas_name_the_nesting_limit() {
-    let dir = std::env::temp_dir().join(format!("stencil-cli-deep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("deep");
     let path = dir.join("deep.json");
     std::fs::write(&path, nested_arrays_schema(3_000)).unwrap();
     let path = path.to_str().unwrap();
@@ -276,8 +295,7 @@ fn deep_schemas_name_the_nesting_limit() {
 
 #[test]
 fn lark_grammars_check_like_gbnf() {
-    let dir = std::env::temp_dir().join(format!("stencil-cli-lark-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("lark");
     let good = dir.join("call.lark");
     std::fs::write(
         &good,
