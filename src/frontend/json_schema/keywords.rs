@@ -274,11 +274,12 @@ impl<'a> SchemaCompiler<'a> {
                 let Some(n) = as_count(kw.value) else {
                     return kw.malformed(self, "must be a non-negative integer");
                 };
-                if kw.name == "minLength" {
-                    node.str.min = node.str.min.max(n);
-                } else {
-                    node.str.max = Some(node.str.max.map_or(n, |m| m.min(n)));
-                }
+                tighten_count(
+                    &mut node.str.min,
+                    &mut node.str.max,
+                    kw.name == "minLength",
+                    n,
+                );
                 node.str.length_ptr.get_or_insert(kw.ptr);
             }
             "pattern" => match kw.value.as_str() {
@@ -310,11 +311,12 @@ impl<'a> SchemaCompiler<'a> {
                 let Some(n) = as_count(kw.value) else {
                     return kw.malformed(self, "must be a non-negative integer");
                 };
-                if kw.name == "minItems" {
-                    node.arr.min = node.arr.min.max(n);
-                } else {
-                    node.arr.max = Some(node.arr.max.map_or(n, |m| m.min(n)));
-                }
+                tighten_count(
+                    &mut node.arr.min,
+                    &mut node.arr.max,
+                    kw.name == "minItems",
+                    n,
+                );
             }
             "prefixItems" => {
                 if self.draft < Draft::Draft202012 {
@@ -474,11 +476,12 @@ impl<'a> SchemaCompiler<'a> {
                 let Some(n) = as_count(kw.value) else {
                     return kw.malformed(self, "must be a non-negative integer");
                 };
-                if kw.name == "minProperties" {
-                    node.obj.min = node.obj.min.max(n);
-                } else {
-                    node.obj.max = Some(node.obj.max.map_or(n, |m| m.min(n)));
-                }
+                tighten_count(
+                    &mut node.obj.min,
+                    &mut node.obj.max,
+                    kw.name == "minProperties",
+                    n,
+                );
                 node.obj.min_max_ptr.get_or_insert(kw.ptr);
             }
             "propertyNames" => node.obj.names.push(kw.schema.child(kw.value, &[kw.name])),
@@ -663,5 +666,15 @@ impl<'a> SchemaCompiler<'a> {
         if replace {
             *slot = Some((d, exclusive));
         }
+    }
+}
+
+/// A `min*` keyword raises the lower bound, a `max*` one lowers the upper bound:
+/// several in one schema (through `allOf`) intersect.
+fn tighten_count<T: Ord + Copy>(min: &mut T, max: &mut Option<T>, is_min: bool, n: T) {
+    if is_min {
+        *min = (*min).max(n);
+    } else {
+        *max = Some(max.map_or(n, |m| m.min(n)));
     }
 }
