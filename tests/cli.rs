@@ -326,3 +326,89 @@ fn lark_grammars_check_like_gbnf() {
     let out = stencil(&["check", "--lark", good, "--gbnf", JSON], b"");
     assert_eq!(out.status.code(), Some(2), "one grammar flag at a time");
 }
+
+const GPT2: &str = "tests/fixtures/tokenizers/gpt2/tokenizer.json.gz";
+
+/// `bench --lark` runs a Lark grammar over an input's tokens (stencil alone here:
+/// the peers are a `--features peers` build's), repeated and cold like `--gbnf`;
+/// a grammar with a mistake is the user's error, located, before anything runs.
+#[test]
+fn bench_runs_lark_grammars() {
+    let dir = TempDir::new("bench-lark");
+    let grammar = dir.join("call.lark");
+    std::fs::write(
+        &grammar,
+        "%import common.WS\n%ignore WS\nstart: NAME \"(\" %json {\"type\": \"integer\"} \")\"\nNAME: /[a-z]+/\n",
+    )
+    .unwrap();
+    let input = dir.join("call.txt");
+    std::fs::write(&input, "max ( 42 )").unwrap();
+    let (grammar, input) = (grammar.to_str().unwrap(), input.to_str().unwrap());
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--tokenizer",
+            GPT2,
+            "--lark",
+            grammar,
+            "--input",
+            input,
+            "--no-peers",
+        ];
+        args.extend_from_slice(extra);
+        stencil(&args, b"")
+    };
+    let out = bench(&["--json", "--repeat", "2", "--cold"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["schemas"]["compiled"], 1);
+    assert_eq!(v["instances"]["valid_rejected"], 0, "{v}");
+    assert!(v["masks"].as_u64().unwrap() >= 4, "{v}");
+    let out = bench(&[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("stencil"));
+
+    let bad = dir.join("bad.lark");
+    std::fs::write(&bad, "start: item\nitem: \"a\" <|eot_id|>\n").unwrap();
+    let out = stencil(
+        &[
+            "bench",
+            "--tokenizer",
+            GPT2,
+            "--lark",
+            bad.to_str().unwrap(),
+            "--input",
+            input,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.lark:2:11") && err.contains("not supported yet"),
+        "{err}"
+    );
+
+    let out = stencil(
+        &[
+            "bench",
+            "--tokenizer",
+            GPT2,
+            "--lark",
+            grammar,
+            "--gbnf",
+            JSON,
+            "--input",
+            input,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2), "one grammar at a time");
+    let out = stencil(&["bench", "--tokenizer", GPT2, "--lark", grammar], b"");
+    assert_eq!(out.status.code(), Some(2), "--lark needs --input");
+}

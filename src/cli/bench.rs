@@ -1,4 +1,8 @@
-//! `stencil bench --tokenizer FILE (--gbnf FILE --input FILE | --maskbench FILE...) [--every N] [--json] [--cold] [--repeat N]`
+//! `stencil bench --tokenizer FILE (--gbnf FILE --input FILE | --lark FILE --input FILE | --maskbench FILE...) [--every N] [--json] [--cold] [--repeat N]`
+//!
+//! Owns the bench loop and its report: loading the workloads (a GBNF or Lark
+//! grammar with one input, or MaskBench records), running each engine through
+//! the [`Engine`] interface, and printing the figures and ratios.
 //!
 //! The MaskBench protocol (DESIGN.md): for each grammar, compile and compute the
 //! first mask (time to first mask); then for each token of the instance's
@@ -19,6 +23,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use stencil::frontend::json_schema::{JsonSchemaOptions, PropertyOrder};
+use stencil::frontend::lark::LarkOptions;
 use stencil::matcher::TokenMatcher;
 use stencil::vocab::Vocabulary;
 use stencil::{Compiler, CompilerOptions};
@@ -38,11 +43,20 @@ pub struct BenchArgs {
         conflicts_with = "maskbench"
     )]
     gbnf: Option<String>,
+    /// Lark grammar to measure (llguidance's dialect, start rule `start`; with
+    /// --input). llguidance reads the same text; outlines-core is not run.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "input",
+        conflicts_with_all = ["maskbench", "gbnf"]
+    )]
+    lark: Option<String>,
     /// Text the grammar accepts; its tokenization is the token sequence.
     #[arg(long, value_name = "FILE")]
     input: Option<String>,
     /// MaskBench `*.jsonl.gz` files (JSON schemas with instances).
-    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "gbnf")]
+    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present_any = ["gbnf", "lark"])]
     maskbench: Vec<String>,
     /// Take every Nth MaskBench record.
     #[arg(long, default_value_t = 1)]
@@ -135,6 +149,7 @@ impl Engine for Stencil {
         let compiler = Arc::clone(&self.compiler.borrow());
         let tables = match grammar {
             GrammarSpec::Gbnf(text) => compiler.compile_gbnf(text),
+            GrammarSpec::Lark(text) => compiler.compile_lark(text),
             GrammarSpec::JsonSchema(schema) => {
                 // MaskBench instances are compact JSON in arbitrary key order.
                 let options = JsonSchemaOptions {
@@ -350,6 +365,15 @@ fn summary(engine: &str, tokenizer: &str, tally: &mut Tally) -> Value {
     })
 }
 
+/// What the peers measured: a summary per peer run, their compile errors, and
+/// the peers asked for but not run, with the reason.
+#[derive(Default)]
+struct PeerResults {
+    summaries: serde_json::Map<String, Value>,
+    errors: Vec<String>,
+    skipped: serde_json::Map<String, Value>,
+}
+
 #[cfg(feature = "peers")]
 fn run_peers(
     vocab: &Vocabulary,
@@ -358,26 +382,37 @@ fn run_peers(
     tokenized: &[Vec<Vec<u32>>],
     text_tokens: &[u32],
     ours: &Tally,
-) -> Result<(serde_json::Map<String, Value>, Vec<String>), String> {
+) -> Result<PeerResults, String> {
     let wanted = |name: &str| args.peers.iter().any(|p| p == name);
+    let mut results = PeerResults::default();
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     if wanted("llguidance") {
         engines.push(Box::new(
             super::peers::Llguidance::new(vocab).map_err(|e| format!("llguidance: {e}"))?,
         ));
     }
-    // outlines-core reads JSON Schema and regular expressions, no GBNF.
-    if wanted("outlines-core")
-        && workloads
+    // outlines-core reads JSON Schema and regular expressions, no GBNF or Lark.
+    if wanted("outlines-core") {
+        if workloads
             .iter()
             .any(|w| matches!(w.grammar, GrammarSpec::JsonSchema(_)))
-    {
-        engines.push(Box::new(
-            super::peers::OutlinesCore::new(vocab).map_err(|e| format!("outlines-core: {e}"))?,
-        ));
+        {
+            engines.push(Box::new(
+                super::peers::OutlinesCore::new(vocab)
+                    .map_err(|e| format!("outlines-core: {e}"))?,
+            ));
+        } else {
+            results.skipped.insert(
+                "outlines-core".into(),
+                json!("it reads JSON Schema only, not a GBNF or Lark grammar"),
+            );
+        }
     }
-    let mut peers = serde_json::Map::new();
-    let mut errors = Vec::new();
+    let PeerResults {
+        summaries: peers,
+        errors,
+        ..
+    } = &mut results;
     for peer in &engines {
         let mut tally = run_repeated(
             peer.as_ref(),
@@ -405,7 +440,7 @@ fn run_peers(
         }
         peers.insert(peer.name().to_string(), value);
     }
-    Ok((peers, errors))
+    Ok(results)
 }
 
 /// Without `--features peers` there is nothing to compare against.
@@ -417,8 +452,8 @@ fn run_peers(
     _: &[Vec<Vec<u32>>],
     _: &[u32],
     _: &Tally,
-) -> Result<(serde_json::Map<String, Value>, Vec<String>), String> {
-    Ok((serde_json::Map::new(), Vec::new()))
+) -> Result<PeerResults, String> {
+    Ok(PeerResults::default())
 }
 
 /// Steps where two engines' masks differ (text tokens only), over runs both finished.
@@ -434,15 +469,28 @@ fn disagreements(a: &Tally, b: &Tally) -> usize {
 }
 
 fn load_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
-    if let Some(path) = &args.gbnf {
-        let grammar =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let grammar_file = match (&args.gbnf, &args.lark) {
+        (Some(path), _) => Some((path, false)),
+        (None, Some(path)) => Some((path, true)),
+        (None, None) => None,
+    };
+    if let Some((path, is_lark)) = grammar_file {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let grammar = if is_lark {
+            // Read once, untimed, so a grammar with a mistake is the user's error
+            // (exit 2, with its line and column) rather than a failed compile.
+            stencil::frontend::lark::parse(&text, &LarkOptions::default())
+                .map_err(|e| format!("{path}:{e}"))?;
+            GrammarSpec::Lark(text)
+        } else {
+            GrammarSpec::Gbnf(text)
+        };
         let input_path = args.input.as_deref().unwrap_or_default();
         let input =
             std::fs::read(input_path).map_err(|e| format!("cannot read {input_path}: {e}"))?;
         return Ok(vec![Workload {
             name: path.clone(),
-            grammar: GrammarSpec::Gbnf(grammar),
+            grammar,
             instances: vec![(input, true)],
         }]);
     }
@@ -531,7 +579,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
     let shared_max = our_tally.shared_memory.iter().copied().max().unwrap_or(0);
     result["compiler_memory_bytes_max"] = json!(shared_max);
     result["compiler_memory_limit"] = json!(ours.options.memory_limit);
-    let (peers, peer_errors) = if args.no_peers {
+    let peers = if args.no_peers {
         Default::default()
     } else {
         run_peers(
@@ -543,7 +591,10 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
             &our_tally,
         )?
     };
-    result["peers"] = Value::Object(peers);
+    result["peers"] = Value::Object(peers.summaries);
+    if !peers.skipped.is_empty() {
+        result["peers_skipped"] = Value::Object(peers.skipped);
+    }
     result["repeat"] = json!(args.repeat);
     result["workloads"] = json!(workloads.len());
     result["instances_run"] = json!(workloads.iter().map(|w| w.instances.len()).sum::<usize>());
@@ -562,7 +613,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         for e in our_tally.errors.iter().take(10) {
             println!("stencil failed to compile {e}");
         }
-        for e in &peer_errors {
+        for e in &peers.errors {
             println!("{e}");
         }
         print!(
@@ -671,6 +722,11 @@ fn print_table(result: &Value) {
                 ratio("ttfm_us", "p50"),
                 peer["disagreements_with_stencil"]
             );
+        }
+    }
+    if let Some(skipped) = result["peers_skipped"].as_object() {
+        for (name, why) in skipped {
+            println!("{name} not run: {}", why.as_str().unwrap_or("?"));
         }
     }
     println!(

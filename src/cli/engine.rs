@@ -8,6 +8,8 @@ use serde_json::Value;
 /// A grammar as each engine takes it (a peer may refuse one: [`Engine::admits`]).
 pub(super) enum GrammarSpec {
     Gbnf(String),
+    /// Lark text in llguidance's dialect, given to every engine unchanged.
+    Lark(String),
     JsonSchema(Value),
 }
 

@@ -1,6 +1,7 @@
-//! Peer engines for `stencil bench`, built with `--features peers`: llguidance,
-//! and outlines-core where it reads the grammar (JSON Schema), run in-process on
-//! the same vocabulary bytes, grammars and token sequences.
+//! Peer engines for `stencil bench`, built with `--features peers`: llguidance
+//! (JSON Schema and Lark as given, GBNF as stencil's compiled grammar printed in
+//! Lark), and outlines-core where it reads the grammar (JSON Schema), run
+//! in-process on the same vocabulary bytes, grammars and token sequences.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -110,6 +111,8 @@ impl Engine for Llguidance {
                 let grammar = stencil::compile_gbnf(text).map_err(|e| e.to_string())?;
                 TopLevelGrammar::from_lark(to_lark(&grammar))
             }
+            // Lark is llguidance's own input: the very text stencil reads.
+            GrammarSpec::Lark(text) => TopLevelGrammar::from_lark(text.clone()),
             GrammarSpec::JsonSchema(schema) => TopLevelGrammar::from_json_schema(schema.clone()),
         };
         let parser = self
@@ -184,7 +187,9 @@ impl OutlinesCore {
                 outlines_core::json_schema::regex_from_value(schema, None, None)
                     .map_err(|e| e.to_string())
             }
-            GrammarSpec::Gbnf(_) => Err("outlines-core reads no context-free grammar".into()),
+            GrammarSpec::Gbnf(_) | GrammarSpec::Lark(_) => {
+                Err("outlines-core reads no context-free grammar".into())
+            }
         }
     }
 }
@@ -340,6 +345,28 @@ mod tests {
         );
     }
 
+    /// llguidance runs a Lark grammar's own text: its masks follow the grammar's
+    /// terminals, and it accepts where the grammar ends (its mask there has no
+    /// text token: llguidance stops itself once nothing can follow).
+    #[test]
+    fn llguidance_reads_lark_as_is() {
+        let engine = Llguidance::new(&small_vocab()).unwrap();
+        let lark = GrammarSpec::Lark("start: \"{\" NUM \"}\"\nNUM: /1[0-9]*/\n".into());
+        let mut session = engine.compile(&lark).unwrap();
+        assert_eq!(allowed(session.as_mut()), vec![0]);
+        assert!(session.consume(0));
+        assert_eq!(allowed(session.as_mut()), vec![5, 6]);
+        assert!(session.consume(6));
+        assert_eq!(allowed(session.as_mut()), vec![1, 5, 6]);
+        assert!(!session.is_accepting());
+        assert!(session.consume(1));
+        assert!(session.is_accepting());
+        assert!(allowed(session.as_mut()).iter().all(|&t| t == 7));
+        assert!(engine
+            .compile(&GrammarSpec::Lark("start: undefined_rule\n".into()))
+            .is_err());
+    }
+
     /// A grammar outlines-core cannot read, or whose DFA is over the budget, is
     /// refused before any compile is timed.
     #[test]
@@ -347,6 +374,8 @@ mod tests {
         let engine = OutlinesCore::new(&small_vocab()).unwrap();
         let gbnf = GrammarSpec::Gbnf("root ::= \"a\"".into());
         assert!(engine.admits(&gbnf).is_err());
+        let lark = GrammarSpec::Lark("start: \"a\"".into());
+        assert!(engine.admits(&lark).is_err());
         // 2^12 states: the last twelve characters each remembered.
         let wide = GrammarSpec::JsonSchema(serde_json::json!({
             "type": "string", "pattern": "^[ab]*a[ab]{12}$"
