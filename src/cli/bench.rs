@@ -210,6 +210,9 @@ struct Tally {
     /// Per mask: (microseconds, workload, instance, step), for `--slowest`.
     steps: Vec<(f64, usize, usize, usize)>,
     errors: Vec<String>,
+    /// Valid instances refused: (workload, instance, step of the refused token,
+    /// or the token count where the text was not accepted at its end).
+    refusals: Vec<(usize, usize, usize)>,
 }
 
 fn fingerprint(mask: &[u32], text_tokens: &[u32]) -> u64 {
@@ -264,7 +267,7 @@ fn run_engine(
                 },
             };
             let mut steps = Vec::with_capacity(tokens.len());
-            let mut accepted_all = true;
+            let mut refused_at = None;
             for (step, &token) in tokens.iter().enumerate() {
                 let started = Instant::now();
                 session.fill_mask(&mut mask);
@@ -274,13 +277,15 @@ fn run_engine(
                 steps.push(fingerprint(&mask, text_tokens));
                 let allowed = has_bit(&mask, token as usize);
                 if !allowed || !session.consume(token) {
-                    accepted_all = false;
+                    refused_at = Some(step);
                     break;
                 }
             }
-            let accepted = accepted_all && session.is_accepting();
+            let accepted = refused_at.is_none() && session.is_accepting();
             if *valid && !accepted {
                 tally.valid_rejected += 1;
+                let step = refused_at.unwrap_or(tokens.len());
+                tally.refusals.push((workload_index, instance, step));
             }
             if !*valid && accepted {
                 tally.invalid_accepted += 1;
@@ -438,6 +443,13 @@ fn run_peers(
                 tally.errors.len() - SHOWN
             ));
         }
+        errors.extend(refusal_lines(
+            peer.name(),
+            &tally,
+            workloads,
+            tokenized,
+            vocab,
+        ));
         peers.insert(peer.name().to_string(), value);
     }
     Ok(results)
@@ -613,6 +625,9 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         for e in our_tally.errors.iter().take(10) {
             println!("stencil failed to compile {e}");
         }
+        for line in refusal_lines("stencil", &our_tally, &workloads, &tokenized, &vocab) {
+            println!("{line}");
+        }
         for e in &peers.errors {
             println!("{e}");
         }
@@ -622,6 +637,52 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Where `engine` refused valid instances (the first ten), a line each with
+/// the last bytes of text before the refused token: what to look at when an
+/// engine's "valid-rej" count is not zero.
+fn refusal_lines(
+    engine: &str,
+    tally: &Tally,
+    workloads: &[Workload],
+    tokenized: &[Vec<Vec<u32>>],
+    vocab: &Vocabulary,
+) -> Vec<String> {
+    const SHOWN: usize = 10;
+    let mut lines: Vec<String> = tally
+        .refusals
+        .iter()
+        .take(SHOWN)
+        .map(|&(workload, instance, step)| {
+            let tokens = &tokenized[workload][instance];
+            let before = vocab.decode(&tokens[..step]);
+            let tail = &before[before.len().saturating_sub(60)..];
+            let what = match tokens.get(step) {
+                Some(&token) => format!(
+                    "refused token {step} of {}: ...{:?} then {:?}",
+                    tokens.len(),
+                    String::from_utf8_lossy(tail),
+                    String::from_utf8_lossy(vocab.token_bytes(token)),
+                ),
+                None => format!(
+                    "did not accept it at its end: ...{:?}",
+                    String::from_utf8_lossy(tail)
+                ),
+            };
+            format!(
+                "{engine} rejected valid {} #{instance}: {what}",
+                workloads[workload].name
+            )
+        })
+        .collect();
+    if tally.refusals.len() > SHOWN {
+        lines.push(format!(
+            "{engine} rejected {} more valid instances",
+            tally.refusals.len() - SHOWN
+        ));
+    }
+    lines
 }
 
 /// The `n` slowest masks of a run, a line each with the last bytes of text before
