@@ -740,18 +740,19 @@ fn print_table(result: &Value) {
         println!(
             "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9} {:>9}",
             r["engine"].as_str().unwrap_or("?"),
-            r["tbm_us"]["p50"],
-            r["tbm_us"]["p90"],
-            r["tbm_us"]["p99"],
-            r["tbm_us"]["p999"],
-            r["tbm_us"]["max"],
-            r["ttfm_us"]["p50"],
-            r["ttfm_us"]["max"],
-            r["masks"],
-            r["schemas"]["compiled"],
-            r["schemas"]["failed"],
-            r["instances"]["valid_rejected"],
-            r["instances"]["invalid_accepted"],
+            // A JSON value's Display ignores width: pad its text.
+            r["tbm_us"]["p50"].to_string(),
+            r["tbm_us"]["p90"].to_string(),
+            r["tbm_us"]["p99"].to_string(),
+            r["tbm_us"]["p999"].to_string(),
+            r["tbm_us"]["max"].to_string(),
+            r["ttfm_us"]["p50"].to_string(),
+            r["ttfm_us"]["max"].to_string(),
+            r["masks"].to_string(),
+            r["schemas"]["compiled"].to_string(),
+            r["schemas"]["failed"].to_string(),
+            r["instances"]["valid_rejected"].to_string(),
+            r["instances"]["invalid_accepted"].to_string(),
         );
     }
     if let Some(peers) = result["peers"].as_object() {
