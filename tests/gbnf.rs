@@ -320,7 +320,7 @@ fn syntax_errors_name_line_and_column() {
         ),
         ("root = \"a\"", 1, 6, "expected `::=`"),
         ("root ::= * \"a\"", 1, 10, "must follow an item"),
-        ("root ::= <[10]>", 1, 10, "token references"),
+        ("root ::= <[10 ]>", 1, 10, "bad token reference"),
         (
             "  \n  root ::= \"a\" b ::= \"b\"",
             2,

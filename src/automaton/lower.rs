@@ -22,7 +22,7 @@ use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
 use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits};
 use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
-use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId};
+use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId, TokenSet};
 
 /// What a terminal's automaton is built from.
 pub(super) enum TerminalSource {
@@ -34,6 +34,9 @@ pub(super) enum TerminalSource {
     /// A literal, then a counted repetition, then more: built directly
     /// ([`Terminal::counted`]), never by unrolling the count.
     Counted(CountedSource),
+    /// One whole token from a set ([`Terminal::tokens`]): read a token at a time,
+    /// never fused.
+    Tokens(TokenSet),
 }
 
 /// `prefix leaf{min,max} suffix`, the leaf loopable and no iteration starting
@@ -402,6 +405,11 @@ impl Lowering<'_> {
         self.terminal_from(key, label, || TerminalSource::Excluding(excluding.clone()))
     }
 
+    fn token_terminal(&mut self, set: &TokenSet) -> TerminalId {
+        let key = fingerprint_of(&("tokens", set.negated, &set.items));
+        self.terminal_from(key, set.to_string(), || TerminalSource::Tokens(set.clone()))
+    }
+
     /// The terminal known by `key`, added from `source` the first time.
     fn terminal_from(
         &mut self,
@@ -477,7 +485,7 @@ impl Lowering<'_> {
                 });
                 Some(Fused::regex(hir, weight))
             }
-            Expr::Permutation(_) | Expr::Excluding(_) => None,
+            Expr::Permutation(_) | Expr::Excluding(_) | Expr::Tokens(_) => None,
         }
     }
 
@@ -641,6 +649,7 @@ impl Lowering<'_> {
                 let label = describe_expr(expr, self.grammar);
                 vec![vec![Symbol::Terminal(self.excluding_terminal(e, label))]]
             }
+            Expr::Tokens(set) => vec![vec![Symbol::Terminal(self.token_terminal(set))]],
             // Regular leaves were handled by `expr_hir` above.
             Expr::Empty | Expr::Regex(_) => vec![vec![]],
         }
