@@ -381,6 +381,9 @@ impl Grammar {
     ) -> Result<(), GrammarError> {
         for rule in &mut self.rules {
             rule.expr.try_each_token_set_mut(&mut |set| {
+                if set.has_names() && set.written.is_none() {
+                    set.written = Some(set.to_string());
+                }
                 let mut items = Vec::with_capacity(set.items.len());
                 for item in set.items.drain(..) {
                     let TokenItem::Named(name) = item else {

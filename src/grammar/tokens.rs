@@ -45,6 +45,9 @@ pub struct TokenSet {
     pub negated: bool,
     /// Where the grammar wrote it, for errors about its names.
     pub location: Option<Location>,
+    /// How the grammar wrote it, kept when names are bound to ids (messages
+    /// then still say `<|eot_id|>`, not `<[128009]>`).
+    pub written: Option<String>,
 }
 
 impl TokenSet {
@@ -57,6 +60,7 @@ impl TokenSet {
                 .collect(),
             negated: false,
             location: None,
+            written: None,
         }
     }
 
@@ -66,6 +70,7 @@ impl TokenSet {
             items: vec![TokenItem::Named(name.into())],
             negated: false,
             location: None,
+            written: None,
         }
     }
 
@@ -75,6 +80,7 @@ impl TokenSet {
             items: Vec::new(),
             negated: true,
             location: None,
+            written: None,
         }
     }
 
@@ -121,6 +127,9 @@ impl TokenSet {
 
 impl fmt::Display for TokenSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(written) = &self.written {
+            return f.write_str(written);
+        }
         if let [TokenItem::Named(name)] = &self.items[..] {
             let bang = if self.negated { "!" } else { "" };
             return write!(f, "{bang}{name}");
