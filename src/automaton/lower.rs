@@ -49,6 +49,9 @@ pub(super) struct CountedSource {
     pub suffix: Hir,
 }
 
+/// Deepest chain of rule references fused into one terminal.
+const MAX_FUSION_DEPTH: u32 = 128;
+
 /// Counted repetitions with at least this many iterations allowed are built as
 /// counters rather than unrolled into a regex.
 const COUNTED_FROM: u32 = 8;
@@ -188,6 +191,7 @@ pub(super) fn lower(
         },
         terminal_index: HashMap::default(),
         productive_rules: None,
+        fusion_depth: 0,
     };
     let start = lowering.fresh_nonterminal("<start>".into());
     lowering.out.start = start;
@@ -305,6 +309,8 @@ struct Lowering<'g> {
     terminal_index: HashMap<u128, TerminalId>,
     /// [`Grammar::productive_rules`], computed at the first permutation.
     productive_rules: Option<Vec<bool>>,
+    /// Rule references followed by the fusion under way (see [`MAX_FUSION_DEPTH`]).
+    fusion_depth: u32,
 }
 
 impl Lowering<'_> {
@@ -531,8 +537,17 @@ impl Lowering<'_> {
         if let Some(memo) = &self.rule_hir[rule.index()] {
             return memo.clone();
         }
+        // A chain of references deeper than this stays parser-level from here
+        // on: fusing it would recurse once per rule (3,000 one-rule links
+        // overflowed the stack).
+        if self.fusion_depth >= MAX_FUSION_DEPTH {
+            self.rule_hir[rule.index()] = Some(None);
+            return None;
+        }
         let grammar = self.grammar;
+        self.fusion_depth += 1;
         let result = self.expr_hir(&grammar.rule(rule).expr);
+        self.fusion_depth -= 1;
         self.rule_hir[rule.index()] = Some(result.clone());
         result
     }
