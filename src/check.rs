@@ -5,13 +5,18 @@
 //! sentence, whether it is at least a viable prefix, the byte offset of the first
 //! byte that could not be consumed (or the end of the input, when it stopped short),
 //! and what was expected there, as terminals and as bytes.
+//!
+//! A grammar with token terminals (special tokens no bytes spell) is checked on
+//! token ids instead ([`check_tokens`]), over the vocabulary it is bound to; the
+//! same report then counts tokens.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::automaton::CompiledGrammar;
-use crate::matcher::{describe_byte_ranges, MatchError, Matcher, MatcherOptions};
+use crate::matcher::{describe_byte_ranges, MatchError, Matcher, MatcherOptions, TokenMatcher};
+use crate::tables::TokenTables;
 
 /// The verdict on one input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,6 +90,45 @@ pub fn check(
             expected_bytes: Vec::new(),
             error: Some(e.to_string()),
         },
+    }
+}
+
+/// Checks the token ids `tokens` against the grammar of `tables` (bound to its
+/// vocabulary): `offset` is the index of the first token that could not be
+/// consumed, or the number of tokens when they stop short. An end-of-sequence
+/// token is consumed where the grammar accepts (and ends the input); an id
+/// outside the vocabulary is refused like any other token.
+pub fn check_tokens(tables: &Arc<TokenTables>, tokens: &[u32]) -> CheckReport {
+    let mut matcher = TokenMatcher::new(Arc::clone(tables));
+    let refused = tokens
+        .iter()
+        .position(|&token| matcher.consume_token(token).is_err());
+    let expected = |matcher: &TokenMatcher| {
+        let bytes = matcher.byte_matcher();
+        (
+            bytes.expected_terminals(),
+            describe_byte_ranges(&bytes.allowed_bytes().ranges()),
+        )
+    };
+    let accepted = refused.is_none() && (matcher.is_accepting() || matcher.is_terminated());
+    if accepted {
+        return CheckReport {
+            accepted: true,
+            viable_prefix: true,
+            offset: None,
+            expected: Vec::new(),
+            expected_bytes: Vec::new(),
+            error: None,
+        };
+    }
+    let (expected, expected_bytes) = expected(&matcher);
+    CheckReport {
+        accepted: false,
+        viable_prefix: refused.is_none(),
+        offset: Some(refused.unwrap_or(tokens.len())),
+        expected,
+        expected_bytes,
+        error: None,
     }
 }
 

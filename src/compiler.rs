@@ -38,12 +38,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::automaton::{AutomatonCache, CompileOptions, CompiledGrammar};
+use crate::automaton::{AutomatonCache, CompileError, CompileOptions, CompiledGrammar};
 use crate::frontend::gbnf::{self, GbnfOptions};
 use crate::frontend::json_schema::{self, JsonSchemaOptions, PatternCache, Warning};
 use crate::frontend::lark::{self, LarkOptions, LarkWarning};
-use crate::frontend::{self, Limits};
-use crate::grammar::Grammar;
+use crate::frontend::{self, FrontendError, Limits};
+use crate::grammar::{Grammar, GrammarError};
 use crate::tables::{SharedTables, TokenTables};
 use crate::vocab::Vocabulary;
 use crate::Error;
@@ -177,9 +177,42 @@ impl Compiler {
         self.compile_grammar(&frontend::regex::parse(pattern, &self.options.limits)?)
     }
 
-    /// A grammar in the IR (from any front-end).
+    /// A grammar in the IR (from any front-end). Token terminals are bound to
+    /// this compiler's vocabulary first ([`Compiler::bind_tokens`]).
     pub fn compile_grammar(&self, grammar: &Grammar) -> Result<Arc<TokenTables>, Error> {
+        if grammar.has_token_sets() {
+            let bound = self.bind_tokens(grammar)?;
+            return Ok(self.tables_for(Arc::new(self.compile_automaton(&bound)?)));
+        }
         Ok(self.tables_for(Arc::new(self.compile_automaton(grammar)?)))
+    }
+
+    /// `grammar` with its token names (`<|eot_id|>`) turned into this
+    /// vocabulary's ids, every id checked to be in the vocabulary and none an
+    /// end-of-sequence token. An error is a syntax error at the place the
+    /// grammar wrote the token (where the grammar came from a text).
+    pub fn bind_tokens(&self, grammar: &Grammar) -> Result<Grammar, Error> {
+        let vocab = &self.vocab;
+        let located = |error: GrammarError| -> Error {
+            match error.location() {
+                Some(location) => FrontendError::Syntax {
+                    location,
+                    message: error.to_string(),
+                }
+                .into(),
+                None => CompileError::from(error).into(),
+            }
+        };
+        let mut bound = grammar.clone();
+        bound
+            .bind_token_names(|name| vocab.ids_named(name))
+            .map_err(located)?;
+        bound
+            .check_token_ids(vocab.len(), |id| {
+                vocab.is_eos(id).then(|| vocab.token_text(id))
+            })
+            .map_err(located)?;
+        Ok(bound)
     }
 
     /// The byte-level automaton of `grammar` alone (for [`crate::check`] and

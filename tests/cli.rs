@@ -314,7 +314,7 @@ fn lark_grammars_check_like_gbnf() {
     assert_eq!(json_of(&out)["offset"], 2);
 
     let bad = dir.join("bad.lark");
-    std::fs::write(&bad, "start: item\nitem: \"a\" <|eot_id|>\n").unwrap();
+    std::fs::write(&bad, "start: item\nitem: \"a\" @sub\n").unwrap();
     let out = stencil(&["check", "--lark", bad.to_str().unwrap()], b"a");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -325,6 +325,90 @@ fn lark_grammars_check_like_gbnf() {
 
     let out = stencil(&["check", "--lark", good, "--gbnf", JSON], b"");
     assert_eq!(out.status.code(), Some(2), "one grammar flag at a time");
+}
+
+/// A grammar with special tokens: names need `--tokenizer`; `--token-ids`
+/// checks token ids, offsets in tokens; a name the vocabulary lacks is located.
+#[test]
+fn token_grammars_check_token_ids() {
+    let dir = TempDir::new("tokens");
+    let tokenizer = format!(
+        "{}/tests/fixtures/tokenizers/mistral-7b-v0.1/tokenizer.json.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let vocab = stencil::vocab::Vocabulary::from_tokenizer_file(&tokenizer).unwrap();
+    let id = |text: &str| vocab.ids_named(text)[0];
+    let grammar = dir.join("tags.lark");
+    std::fs::write(&grammar, "start: <s> WORD+ <unk>\nWORD: /[a-z]+/\n").unwrap();
+    let grammar = grammar.to_str().unwrap();
+
+    let out = stencil(&["check", "--lark", grammar], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tags.lark:1:8") && err.contains("--tokenizer"),
+        "{err}"
+    );
+
+    let check = |ids: String, extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--lark",
+            grammar,
+            "--tokenizer",
+            &tokenizer,
+            "--token-ids",
+        ];
+        args.extend_from_slice(extra);
+        stencil(&args, ids.as_bytes())
+    };
+    let good = format!("[1, {}, {}, 0]", id("ab"), id("c"));
+    let out = check(good.clone(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("accepted (4 tokens)"));
+    // A second `<s>` where a word or `<unk>` must come: rejected at token 2.
+    let out = check(format!("[1, {}, 1]", id("ab")), &["--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    assert_eq!(report["offset"], 2);
+    assert_eq!(report["unit"], "tokens");
+    // Stopping short is a viable prefix.
+    let out = check(format!("[1, {}]", id("ab")), &["--prefix"]);
+    assert_eq!(out.status.code(), Some(0));
+    let lines = dir.join("ids.jsonl");
+    std::fs::write(&lines, format!("{good}\n[0]\n")).unwrap();
+    let out = check(String::new(), &["--jsonl", lines.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    // Not token ids: exit 2 with the place.
+    let out = check("[1, \"x\"]".into(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1 column"));
+
+    let bad = dir.join("bad.lark");
+    std::fs::write(&bad, "start: \"a\"\n  | <|nope|>\n").unwrap();
+    let out = stencil(
+        &[
+            "check",
+            "--lark",
+            bad.to_str().unwrap(),
+            "--tokenizer",
+            &tokenizer,
+        ],
+        b"a",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.lark:2:5: the vocabulary has no token `<|nope|>`"),
+        "{err}"
+    );
 }
 
 const GPT2: &str = "tests/fixtures/tokenizers/gpt2/tokenizer.json.gz";
@@ -374,7 +458,7 @@ fn bench_runs_lark_grammars() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("stencil"));
 
     let bad = dir.join("bad.lark");
-    std::fs::write(&bad, "start: item\nitem: \"a\" <|eot_id|>\n").unwrap();
+    std::fs::write(&bad, "start: item\nitem: \"a\" @sub\n").unwrap();
     let out = stencil(
         &[
             "bench",

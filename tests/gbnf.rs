@@ -320,7 +320,7 @@ fn syntax_errors_name_line_and_column() {
         ),
         ("root = \"a\"", 1, 6, "expected `::=`"),
         ("root ::= * \"a\"", 1, 10, "must follow an item"),
-        ("root ::= <[10]>", 1, 10, "token references"),
+        ("root ::= <[10 ]>", 1, 10, "bad token reference"),
         (
             "  \n  root ::= \"a\" b ::= \"b\"",
             2,
@@ -371,4 +371,24 @@ fn another_start_rule_can_be_chosen() {
     let compiled = Arc::new(CompiledGrammar::compile(&grammar, &Default::default()).unwrap());
     assert!(accepts(&compiled, "b"));
     assert!(!accepts(&compiled, "a"));
+}
+
+/// A chain of 3,000 rules, each a character then the next rule, compiles (the
+/// fusion of regular rules stops at a depth instead of recursing once per rule)
+/// and matches exactly its one string.
+#[test]
+fn long_rule_chains_compile() {
+    let n = 3000;
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&format!("r{i} ::= \"a\" r{}\n", i + 1));
+    }
+    text.push_str(&format!("r{n} ::= \"b\"\nroot ::= r0\n"));
+    let grammar = compile_gbnf(&text).unwrap();
+    let mut matcher = Matcher::new(Arc::clone(&grammar));
+    let input = format!("{}b", "a".repeat(n));
+    matcher.consume_bytes(input.as_bytes()).unwrap();
+    assert!(matcher.is_accepting());
+    let mut matcher = Matcher::new(grammar);
+    assert!(matcher.consume_bytes(&input.as_bytes()[1..]).is_err());
 }

@@ -3,6 +3,7 @@
 //! token-level matcher API: consume, rollback, validate, EOS and stop policies.
 
 #[path = "support/oracle.rs"]
+#[allow(dead_code)]
 mod oracle;
 
 use std::sync::Arc;

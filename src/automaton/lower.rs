@@ -22,7 +22,7 @@ use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
 use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits};
 use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
-use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId};
+use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId, TokenSet};
 
 /// What a terminal's automaton is built from.
 pub(super) enum TerminalSource {
@@ -34,6 +34,9 @@ pub(super) enum TerminalSource {
     /// A literal, then a counted repetition, then more: built directly
     /// ([`Terminal::counted`]), never by unrolling the count.
     Counted(CountedSource),
+    /// One whole token from a set ([`Terminal::tokens`]): read a token at a time,
+    /// never fused.
+    Tokens(TokenSet),
 }
 
 /// `prefix leaf{min,max} suffix`, the leaf loopable and no iteration starting
@@ -45,6 +48,9 @@ pub(super) struct CountedSource {
     pub max: u32,
     pub suffix: Hir,
 }
+
+/// Deepest chain of rule references fused into one terminal.
+const MAX_FUSION_DEPTH: u32 = 128;
 
 /// Counted repetitions with at least this many iterations allowed are built as
 /// counters rather than unrolled into a regex.
@@ -185,6 +191,7 @@ pub(super) fn lower(
         },
         terminal_index: HashMap::default(),
         productive_rules: None,
+        fusion_depth: 0,
     };
     let start = lowering.fresh_nonterminal("<start>".into());
     lowering.out.start = start;
@@ -302,6 +309,8 @@ struct Lowering<'g> {
     terminal_index: HashMap<u128, TerminalId>,
     /// [`Grammar::productive_rules`], computed at the first permutation.
     productive_rules: Option<Vec<bool>>,
+    /// Rule references followed by the fusion under way (see [`MAX_FUSION_DEPTH`]).
+    fusion_depth: u32,
 }
 
 impl Lowering<'_> {
@@ -402,6 +411,11 @@ impl Lowering<'_> {
         self.terminal_from(key, label, || TerminalSource::Excluding(excluding.clone()))
     }
 
+    fn token_terminal(&mut self, set: &TokenSet) -> TerminalId {
+        let key = fingerprint_of(&("tokens", set.negated, &set.items));
+        self.terminal_from(key, set.to_string(), || TerminalSource::Tokens(set.clone()))
+    }
+
     /// The terminal known by `key`, added from `source` the first time.
     fn terminal_from(
         &mut self,
@@ -477,7 +491,7 @@ impl Lowering<'_> {
                 });
                 Some(Fused::regex(hir, weight))
             }
-            Expr::Permutation(_) | Expr::Excluding(_) => None,
+            Expr::Permutation(_) | Expr::Excluding(_) | Expr::Tokens(_) => None,
         }
     }
 
@@ -523,8 +537,17 @@ impl Lowering<'_> {
         if let Some(memo) = &self.rule_hir[rule.index()] {
             return memo.clone();
         }
+        // A chain of references deeper than this stays parser-level from here
+        // on: fusing it would recurse once per rule (3,000 one-rule links
+        // overflowed the stack).
+        if self.fusion_depth >= MAX_FUSION_DEPTH {
+            self.rule_hir[rule.index()] = Some(None);
+            return None;
+        }
         let grammar = self.grammar;
+        self.fusion_depth += 1;
         let result = self.expr_hir(&grammar.rule(rule).expr);
+        self.fusion_depth -= 1;
         self.rule_hir[rule.index()] = Some(result.clone());
         result
     }
@@ -641,6 +664,7 @@ impl Lowering<'_> {
                 let label = describe_expr(expr, self.grammar);
                 vec![vec![Symbol::Terminal(self.excluding_terminal(e, label))]]
             }
+            Expr::Tokens(set) => vec![vec![Symbol::Terminal(self.token_terminal(set))]],
             // Regular leaves were handled by `expr_hir` above.
             Expr::Empty | Expr::Regex(_) => vec![vec![]],
         }

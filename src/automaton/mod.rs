@@ -150,6 +150,7 @@ impl CompiledGrammar {
         automata: &AutomatonCache,
     ) -> Result<CompiledGrammar, CompileError> {
         grammar.validate()?;
+        grammar.check_tokens_bound()?;
         let (lowered, terminals) = lower_and_build(grammar, options, automata)?;
         let (terminals, shared): (Vec<Terminal>, Vec<_>) = terminals.into_iter().unzip();
         let table_terminals = table_terminals(&shared);
@@ -164,6 +165,7 @@ impl CompiledGrammar {
                 TerminalSource::Excluding(_) | TerminalSource::Counted(_) => {
                     !terminal.is_dead(terminal.start())
                 }
+                TerminalSource::Tokens(set) => !set.is_empty(),
             })
             .collect();
 
@@ -489,6 +491,7 @@ fn build_terminal(
             let terminal = named(&automata.excluding(&base, &e.excluded, limits)?, label);
             return Ok((terminal, None));
         }
+        TerminalSource::Tokens(set) => return Ok((Terminal::tokens(label.into(), set), None)),
         TerminalSource::Counted(c) => {
             let rest = automata.counted(&c.leaf, c.min, c.max, &c.suffix, limits)?;
             if c.prefix.is_empty() {

@@ -11,7 +11,9 @@ use stencil::automaton::{CompileOptions, CompiledGrammar};
 use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
 use stencil::frontend::lark::LarkOptions;
 use stencil::frontend::{self, gbnf::GbnfOptions};
-use stencil::grammar::Grammar;
+use stencil::grammar::{Grammar, GrammarError};
+use stencil::tables::TokenTables;
+use stencil::Compiler;
 
 /// The built-in JSON grammar (`generate --json`).
 #[cfg(feature = "decode")]
@@ -106,12 +108,48 @@ impl GrammarArgs {
     }
 
     /// Compiles the chosen grammar to its byte-level automaton on its own (for
-    /// `check`, which has no vocabulary).
+    /// `check`, which has no vocabulary unless `--tokenizer` gives one).
     pub fn compile(&self, fallback_gbnf: Option<&str>) -> Result<Arc<CompiledGrammar>, String> {
         let grammar = self.grammar(fallback_gbnf)?;
+        if let Err(GrammarError::UnboundTokenName { name, location }) = grammar.check_tokens_bound()
+        {
+            let at = location.map(|l| format!(":{l}")).unwrap_or_default();
+            return Err(format!(
+                "{}{at}: the token `{name}` is named by its text: give --tokenizer FILE to bind it to a vocabulary",
+                self.origin(fallback_gbnf)
+            ));
+        }
         CompiledGrammar::compile(&grammar, &CompileOptions::default())
             .map(Arc::new)
             .map_err(|e| e.to_string())
+    }
+
+    /// The chosen grammar bound to `compiler`'s vocabulary (token names turned
+    /// into ids, ids checked) and compiled to token tables; errors name the
+    /// grammar's file, line and column.
+    pub fn compile_for(
+        &self,
+        compiler: &Compiler,
+        grammar: &Grammar,
+        fallback_gbnf: Option<&str>,
+    ) -> Result<Arc<TokenTables>, String> {
+        let bound = compiler
+            .bind_tokens(grammar)
+            .map_err(|e| format!("{}:{e}", self.origin(fallback_gbnf)))?;
+        compiler.compile_grammar(&bound).map_err(|e| e.to_string())
+    }
+
+    /// Where the chosen grammar comes from, for messages.
+    pub fn origin(&self, fallback_gbnf: Option<&str>) -> String {
+        let given = [&self.schema, &self.lark, &self.gbnf]
+            .into_iter()
+            .find_map(|path| path.clone());
+        match (given, &self.regex, fallback_gbnf) {
+            (Some(path), _, _) => path,
+            (None, Some(_), _) => "--regex".into(),
+            (None, None, Some(_)) => "<built-in JSON grammar>".into(),
+            (None, None, None) => "<no grammar>".into(),
+        }
     }
 
     /// The chosen grammar in the IR (`fallback_gbnf` when none of the three flags

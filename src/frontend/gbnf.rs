@@ -12,6 +12,10 @@
 //! * classes `[a-z]`, `[^...]`, with ranges, escapes, and `-` as a plain character at
 //!   either end; `.` for any character;
 //! * grouping `( )`, alternation `|`, postfix `*` `+` `?` `{m}` `{m,}` `{m,n}` `{,n}`;
+//! * whole tokens: `<[id]>`, `<name>` (the token whose text is `name`, special
+//!   tokens included), `!<[id]>` (any one token but that), and llguidance's id
+//!   lists `<[1,5-9]>`, `<[^11]>`, `<[*]>` (see [`crate::frontend::tokens`]); a
+//!   grammar with names is bound to its vocabulary when it is compiled;
 //! * `root` is the start rule (another can be chosen with [`GbnfOptions::root`]).
 //!
 //! Left recursion is accepted (llama.cpp rejects it; the Earley parser downstream
@@ -266,11 +270,10 @@ impl<'a> Parser<'a> {
                     self.depth -= 1;
                     inner
                 }
-                b'<' => {
-                    return Err(self.error(
-                        self.pos,
-                        "token references (`<...>`) are not supported; write the text as a literal",
-                    ))
+                b'<' => self.parse_token(false)?,
+                b'!' if self.peek_at(1) == Some(b'<') => {
+                    self.pos += 1;
+                    self.parse_token(true)?
                 }
                 b'*' | b'+' | b'?' | b'{' => {
                     return Err(self.error(
@@ -305,6 +308,33 @@ impl<'a> Parser<'a> {
             1 => items.pop().unwrap_or(Expr::Empty),
             _ => Expr::Seq(items),
         })
+    }
+
+    /// `<[id]>`, `<name>` (with llguidance's id lists too: `<[1,5-9]>`,
+    /// `<[^11]>`, `<[*]>`), or after `!` every token but those.
+    fn parse_token(&mut self, negated: bool) -> Result<Expr, FrontendError> {
+        let open = self.pos;
+        let at = if negated { open - 1 } else { open };
+        let rest = &self.src[open + 1..];
+        let len = rest
+            .iter()
+            .position(|&b| b == b'>' || b == b'<' || b.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        if len == 0 || rest.get(len) != Some(&b'>') {
+            return Err(self.error(
+                open,
+                "bad token reference: `<` must start `<[id]>` or `<name>` (no spaces inside)",
+            ));
+        }
+        let inner = String::from_utf8_lossy(&rest[..len]).into_owned();
+        self.pos = open + len + 2;
+        let set = crate::frontend::tokens::parse_token_ref(&inner)
+            .map_err(|message| self.error(open, message))?;
+        let set = if negated { set.negated() } else { set };
+        if set.is_empty() {
+            return Err(self.error(at, "`!<[*]>` matches no token"));
+        }
+        Ok(Expr::Tokens(set.at(self.location_at(at))))
     }
 
     fn parse_postfix(&mut self, mut item: Expr, nested: bool) -> Result<Expr, FrontendError> {

@@ -8,6 +8,7 @@ pub mod gbnf;
 pub mod json_schema;
 pub mod lark;
 pub mod regex;
+pub mod tokens;
 
 use crate::grammar::{GrammarError, Location};
 

@@ -20,6 +20,8 @@
 //! * [`Expr::Excluding`] takes finitely many strings out of a regular leaf (any
 //!   string but the declared property names), which as a regex would be a large
 //!   complement.
+//! * [`Expr::Tokens`] is one whole token from a set of token ids (special tokens
+//!   such as `</think>`, which no byte string produces): see [`TokenSet`].
 //!
 //! [`Grammar::validate`] checks what no later stage should have to: references in
 //! range, `min <= max`, and a non-empty language.
@@ -27,8 +29,10 @@
 use std::fmt;
 
 pub(crate) mod dfa;
+mod tokens;
 
 pub use regex_syntax::hir::Hir;
+pub use tokens::{TokenItem, TokenSet};
 
 /// Index of a rule in [`Grammar::rules`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,6 +104,8 @@ pub enum Expr {
     Permutation(Box<Permutation>),
     /// A regular leaf's strings except finitely many: see [`Excluding`].
     Excluding(Box<Excluding>),
+    /// One token whose id is in the set, whatever its bytes: see [`TokenSet`].
+    Tokens(TokenSet),
 }
 
 /// The strings of `regex` except the `excluded` ones: a JSON object's undeclared
@@ -220,11 +226,46 @@ impl Expr {
     /// Calls `f` on every rule this expression references directly.
     pub fn for_each_ref(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) => {}
+            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) => {}
             Expr::Ref(r) => f(*r),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|e| e.for_each_ref(f)),
             Expr::Repeat { expr, .. } => expr.for_each_ref(f),
             Expr::Permutation(p) => p.parts().for_each(|e| e.for_each_ref(f)),
+        }
+    }
+
+    /// Calls `f` on every token set in this expression.
+    pub fn for_each_token_set(&self, f: &mut impl FnMut(&TokenSet)) {
+        match self {
+            Expr::Tokens(set) => f(set),
+            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) => {}
+            Expr::Seq(items) | Expr::Alt(items) => {
+                items.iter().for_each(|e| e.for_each_token_set(f))
+            }
+            Expr::Repeat { expr, .. } => expr.for_each_token_set(f),
+            Expr::Permutation(p) => p.parts().for_each(|e| e.for_each_token_set(f)),
+        }
+    }
+
+    fn try_each_token_set_mut<E>(
+        &mut self,
+        f: &mut impl FnMut(&mut TokenSet) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self {
+            Expr::Tokens(set) => f(set),
+            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) => Ok(()),
+            Expr::Seq(items) | Expr::Alt(items) => items
+                .iter_mut()
+                .try_for_each(|e| e.try_each_token_set_mut(f)),
+            Expr::Repeat { expr, .. } => expr.try_each_token_set_mut(f),
+            Expr::Permutation(p) => {
+                let p = &mut **p;
+                p.members
+                    .iter_mut()
+                    .chain(p.extra.as_mut())
+                    .chain(std::iter::once(&mut p.separator))
+                    .try_for_each(|e| e.try_each_token_set_mut(f))
+            }
         }
     }
 }
@@ -267,11 +308,50 @@ pub enum GrammarError {
         rule: String,
         location: Option<Location>,
     },
+    #[error("the grammar names the token `{name}`{at}, but is not bound to a vocabulary (token names need a tokenizer)", at = at(location))]
+    UnboundTokenName {
+        name: String,
+        location: Option<Location>,
+    },
+    #[error("the vocabulary has no token `{name}`")]
+    UnknownTokenName {
+        name: String,
+        location: Option<Location>,
+    },
+    #[error("token id {id} is outside the vocabulary of {size} tokens")]
+    TokenOutOfVocabulary {
+        id: u32,
+        size: usize,
+        location: Option<Location>,
+    },
+    #[error("token {id} `{name}` is the end-of-sequence token: the output ends where the grammar accepts, so a grammar does not name it")]
+    EndOfSequenceNamed {
+        id: u32,
+        name: String,
+        location: Option<Location>,
+    },
     #[error("the grammar's language is empty: start rule `{rule}`{at} can never finish matching (every alternative needs itself or an impossible character class)", at = at(location))]
     EmptyLanguage {
         rule: String,
         location: Option<Location>,
     },
+}
+
+impl GrammarError {
+    /// Where the grammar's text has the error, when it came from a text.
+    pub fn location(&self) -> Option<Location> {
+        match self {
+            GrammarError::DanglingReference { .. } => None,
+            GrammarError::RepeatMinAboveMax { location, .. }
+            | GrammarError::PermutationShape { location, .. }
+            | GrammarError::ExcludingFromFinite { location, .. }
+            | GrammarError::UnboundTokenName { location, .. }
+            | GrammarError::UnknownTokenName { location, .. }
+            | GrammarError::TokenOutOfVocabulary { location, .. }
+            | GrammarError::EndOfSequenceNamed { location, .. }
+            | GrammarError::EmptyLanguage { location, .. } => *location,
+        }
+    }
 }
 
 fn at(location: &Option<Location>) -> String {
@@ -281,6 +361,104 @@ fn at(location: &Option<Location>) -> String {
 impl Grammar {
     pub fn rule(&self, id: RuleId) -> &Rule {
         &self.rules[id.index()]
+    }
+
+    /// Whether some rule has a token terminal ([`Expr::Tokens`]).
+    pub fn has_token_sets(&self) -> bool {
+        let mut found = false;
+        for rule in &self.rules {
+            rule.expr.for_each_token_set(&mut |_| found = true);
+        }
+        found
+    }
+
+    /// Replaces every token name by the ids `resolve` gives it (those of the
+    /// vocabulary the grammar is for); a name it gives none is an error naming
+    /// where the grammar wrote it.
+    pub fn bind_token_names(
+        &mut self,
+        mut resolve: impl FnMut(&str) -> Vec<u32>,
+    ) -> Result<(), GrammarError> {
+        for rule in &mut self.rules {
+            rule.expr.try_each_token_set_mut(&mut |set| {
+                if set.has_names() && set.written.is_none() {
+                    set.written = Some(set.to_string());
+                }
+                let mut items = Vec::with_capacity(set.items.len());
+                for item in set.items.drain(..) {
+                    let TokenItem::Named(name) = item else {
+                        items.push(item);
+                        continue;
+                    };
+                    let ids = resolve(&name);
+                    if ids.is_empty() {
+                        return Err(GrammarError::UnknownTokenName {
+                            name,
+                            location: set.location,
+                        });
+                    }
+                    items.extend(ids.into_iter().map(|id| TokenItem::Ids(id, id)));
+                }
+                set.items = items;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Checks that no token name is left unbound: the automaton stage reads
+    /// ids only ([`Grammar::bind_token_names`] first).
+    pub fn check_tokens_bound(&self) -> Result<(), GrammarError> {
+        let mut unbound = None;
+        for rule in &self.rules {
+            rule.expr.for_each_token_set(&mut |set| {
+                if let (None, Some(TokenItem::Named(name))) = (
+                    &unbound,
+                    set.items.iter().find(|i| matches!(i, TokenItem::Named(_))),
+                ) {
+                    unbound = Some((name.clone(), set.location));
+                }
+            });
+        }
+        match unbound {
+            Some((name, location)) => Err(GrammarError::UnboundTokenName { name, location }),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that every listed token id is below `size` and none is an
+    /// end-of-sequence token (`eos_name` gives its text).
+    pub fn check_token_ids(
+        &self,
+        size: usize,
+        eos_name: impl Fn(u32) -> Option<String>,
+    ) -> Result<(), GrammarError> {
+        let mut error = None;
+        for rule in &self.rules {
+            rule.expr.for_each_token_set(&mut |set| {
+                for (first, last) in set.ranges() {
+                    if error.is_some() {
+                        return;
+                    }
+                    if last as usize >= size {
+                        error = Some(GrammarError::TokenOutOfVocabulary {
+                            id: last,
+                            size,
+                            location: set.location,
+                        });
+                    } else if !set.negated {
+                        error = (first..=last).find_map(|id| {
+                            Some(GrammarError::EndOfSequenceNamed {
+                                id,
+                                name: eos_name(id)?,
+                                location: set.location,
+                            })
+                        });
+                    }
+                }
+            });
+        }
+        error.map_or(Ok(()), Err)
     }
 
     /// Checks the invariants every later stage relies on.
@@ -338,7 +516,7 @@ impl Grammar {
 
 fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
     match expr {
-        Expr::Empty | Expr::Regex(_) | Expr::Ref(_) => Ok(()),
+        Expr::Empty | Expr::Regex(_) | Expr::Ref(_) | Expr::Tokens(_) => Ok(()),
         Expr::Excluding(e) if !hir_is_infinite(&e.regex) => {
             Err(GrammarError::ExcludingFromFinite {
                 rule: rule.name.clone(),
@@ -440,6 +618,7 @@ pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
         Expr::Regex(hir) => hir_matches_something(hir),
         // Infinitely many strings minus finitely many.
         Expr::Excluding(e) => hir_is_infinite(&e.regex),
+        Expr::Tokens(set) => !set.is_empty(),
         Expr::Ref(r) => productive_rules[r.index()],
         Expr::Seq(items) => items.iter().all(|e| expr_productive(e, productive_rules)),
         Expr::Alt(items) => items.iter().any(|e| expr_productive(e, productive_rules)),
@@ -485,6 +664,7 @@ fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
             _ => out.push_str(&hir.to_string()),
         },
         Expr::Ref(r) => out.push_str(&grammar.rule(*r).name),
+        Expr::Tokens(set) => out.push_str(&set.to_string()),
         Expr::Excluding(e) => {
             // The excluded strings first: the leaf is often long and opaque.
             out.push_str("except(");

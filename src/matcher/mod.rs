@@ -167,7 +167,7 @@ impl Matcher {
 
     /// Some non-empty continuation is still possible.
     pub fn can_continue(&self) -> bool {
-        !self.allowed_bytes().is_empty()
+        !self.allowed_bytes().is_empty() || self.expects_tokens()
     }
 
     pub(crate) fn active_lexemes(&self) -> &[Lexeme] {
@@ -314,26 +314,37 @@ impl Matcher {
 
     /// Consumes one byte; on rejection nothing changes.
     pub fn consume_byte(&mut self, byte: u8) -> Result<(), MatchError> {
+        self.completed.clear();
+        self.step(Some(byte), false)
+    }
+
+    /// Enters the next position: the active lexemes step over `byte` (none
+    /// does for `None`, a token without bytes), joined by the terminals already
+    /// in `self.completed` (token terminals ending here). `riding`: a token
+    /// terminal is under way, so the position is viable even if no lexeme
+    /// survives. On rejection nothing changes.
+    fn step(&mut self, byte: Option<u8>, riding: bool) -> Result<(), MatchError> {
         let offset = self.position();
         let active = self.frames[offset].lexemes_start as usize..self.lexemes.len();
         let new_start = self.lexemes.len();
-        self.completed.clear();
         // Disjoint field borrows: no Arc clone on this per-byte path.
         let grammar = &*self.grammar;
         let lexemes = &mut self.lexemes;
-        for i in active {
-            let lexeme = lexemes[i];
-            let terminal = grammar.terminal(lexeme.terminal);
-            let state = terminal.next(lexeme.state, byte);
-            if terminal.is_dead(state) {
-                continue;
-            }
-            lexemes.push(Lexeme { state, ..lexeme });
-            if terminal.is_match(state) {
-                self.completed.push((lexeme.terminal, lexeme.set));
+        if let Some(byte) = byte {
+            for i in active {
+                let lexeme = lexemes[i];
+                let terminal = grammar.terminal(lexeme.terminal);
+                let state = terminal.next(lexeme.state, byte);
+                if terminal.is_dead(state) {
+                    continue;
+                }
+                lexemes.push(Lexeme { state, ..lexeme });
+                if terminal.is_match(state) {
+                    self.completed.push((lexeme.terminal, lexeme.set));
+                }
             }
         }
-        if self.lexemes.len() == new_start {
+        if self.lexemes.len() == new_start && self.completed.is_empty() && !riding {
             return Err(MatchError::Rejected { offset });
         }
         self.frames.push(Frame {
@@ -344,6 +355,61 @@ impl Matcher {
             return Ok(());
         }
         self.build_completed_set(offset)
+    }
+
+    /// Whether a token terminal is expected here: the next token may be read
+    /// whole by [`Matcher::consume_token`], not only by its bytes.
+    pub fn expects_tokens(&self) -> bool {
+        self.token_lexemes().next().is_some()
+    }
+
+    /// The token terminals expected here (a terminal once per chart set that
+    /// expects it).
+    pub fn token_lexemes(&self) -> impl Iterator<Item = TerminalId> + '_ {
+        let grammar = &*self.grammar;
+        self.active_lexemes()
+            .iter()
+            .filter(|lexeme| grammar.terminal(lexeme.terminal).token_set().is_some())
+            .map(|lexeme| lexeme.terminal)
+    }
+
+    /// Consumes one whole token: token `id`, whose bytes are `bytes` (empty for
+    /// a special token, which no byte-level terminal reads). Both readings are
+    /// kept: the byte-level terminals read `bytes` as [`Matcher::consume_bytes`]
+    /// would, and every expected token terminal whose set holds `id` spans the
+    /// same positions and ends after the last one, so the two parses meet at one
+    /// position (a token without bytes takes one position). Returns the
+    /// positions entered; on error the state holds what was consumed before it,
+    /// as with `consume_bytes`.
+    pub fn consume_token(&mut self, id: u32, bytes: &[u8]) -> Result<usize, MatchError> {
+        let grammar = &*self.grammar;
+        let riders: Vec<(TerminalId, u32)> = self
+            .active_lexemes()
+            .iter()
+            .filter(|lexeme| {
+                let terminal = grammar.terminal(lexeme.terminal);
+                terminal.token_set().is_some_and(|set| set.contains(id))
+            })
+            .map(|lexeme| (lexeme.terminal, lexeme.set))
+            .collect();
+        if riders.is_empty() {
+            if bytes.is_empty() {
+                return Err(MatchError::Rejected {
+                    offset: self.position(),
+                });
+            }
+            return self.consume_bytes(bytes).map(|()| bytes.len());
+        }
+        let positions = bytes.len().max(1);
+        for i in 0..positions {
+            self.completed.clear();
+            let last = i + 1 == positions;
+            if last {
+                self.completed.extend_from_slice(&riders);
+            }
+            self.step(bytes.get(i).copied(), !last)?;
+        }
+        Ok(positions)
     }
 
     /// Enters one more position at which exactly the active lexemes at `indices`
@@ -443,7 +509,8 @@ impl Matcher {
         self.rollback(self.position());
     }
 
-    /// The bytes that may come next.
+    /// The bytes that may come next (token terminals read none: see
+    /// [`Matcher::expects_tokens`]).
     pub fn allowed_bytes(&self) -> ByteSet {
         let mut set = ByteSet::default();
         for lexeme in self.active_lexemes() {
@@ -464,7 +531,7 @@ impl Matcher {
             .iter()
             .filter(|lexeme| {
                 let terminal = self.grammar.terminal(lexeme.terminal);
-                !terminal.live_bytes(lexeme.state).is_empty()
+                terminal.token_set().is_some() || !terminal.live_bytes(lexeme.state).is_empty()
             })
             .map(|lexeme| self.grammar.terminal(lexeme.terminal).describe())
             .collect();

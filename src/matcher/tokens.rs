@@ -254,6 +254,15 @@ impl TokenMatcher {
                 });
             }
         }
+        if self.tables.has_token_sets() {
+            for terminal in self.bytes.token_lexemes() {
+                if let Some(tokens) = self.tables.token_set_mask(terminal) {
+                    for (word, &bits) in mask.iter_mut().zip(tokens) {
+                        *word |= bits;
+                    }
+                }
+            }
+        }
         if self.is_accepting() {
             vocab.eos_ids().iter().for_each(|&id| {
                 try_set_bit(mask, id as usize);
@@ -317,11 +326,13 @@ impl TokenMatcher {
             return not_allowed;
         }
         let bytes = vocab.token_bytes(token);
-        if bytes.is_empty() {
-            return not_allowed;
-        }
         let before = self.bytes.position();
-        if self.bytes.consume_bytes(bytes).is_ok() {
+        if self.bytes.expects_tokens() {
+            if let Ok(positions) = self.bytes.consume_token(token, bytes) {
+                self.push_step(Step::Bytes(positions as u32));
+                return Ok(());
+            }
+        } else if !bytes.is_empty() && self.bytes.consume_bytes(bytes).is_ok() {
             self.push_step(Step::Bytes(bytes.len() as u32));
             return Ok(());
         }
@@ -405,7 +416,8 @@ impl TokenMatcher {
         if self.is_terminated() || self.released() || self.trailing() {
             return forced;
         }
-        while !self.bytes.is_accepting() {
+        // A token terminal may come instead of any byte: nothing is forced.
+        while !self.bytes.is_accepting() && !self.bytes.expects_tokens() {
             let allowed = self.bytes.allowed_bytes();
             let mut it = allowed.iter();
             let (Some(b), None) = (it.next(), it.next()) else {

@@ -32,6 +32,11 @@ impl TokenTables {
     }
 
     pub(super) fn build_lexeme_of(&self, terminal: &Terminal, state: State) -> LexemeMasks {
+        // A token terminal reads no byte: its tokens come from its set
+        // (`TokenTables::token_set_mask`), not from the trie.
+        if terminal.token_set().is_some() {
+            return LexemeMasks::sparse(Vec::new(), None);
+        }
         if let Some(view) = terminal.excluded_view().filter(|_| state & LOOPED == 0) {
             if let Some((base_state, rests)) = view.at(state) {
                 return self.excluded_lexeme(view.base(), base_state, rests);

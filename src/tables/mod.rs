@@ -201,6 +201,9 @@ pub struct TokenTables {
     subtrees: Cache<(LexerConfiguration, u32), SubtreeMasks>,
     /// Candidate tokens the parser accepted, keyed by the matcher's future signature.
     accepted_candidates: Cache<Box<[u32]>, Vec<u32>>,
+    /// Per terminal, for a token terminal: the ids its set holds in this
+    /// vocabulary, as mask words (see [`TokenTables::token_set_mask`]).
+    token_sets: Vec<Option<Box<[u32]>>>,
 }
 
 impl std::fmt::Debug for TokenTables {
@@ -249,6 +252,33 @@ fn cached<K: std::hash::Hash + Eq, V>(
     }
 }
 
+/// `set`'s ids in `vocab` as mask words, end-of-sequence tokens left out.
+fn token_set_bits(set: &crate::grammar::TokenSet, vocab: &Vocabulary) -> Box<[u32]> {
+    let size = vocab.len();
+    let mut bits = vec![0u32; size.div_ceil(32)];
+    let mut listed = vec![0u32; size.div_ceil(32)];
+    for (first, last) in set.ranges() {
+        let (first, last) = (first as usize, (last as usize).min(size.saturating_sub(1)));
+        if first <= last && first < size {
+            crate::bits::set_range(&mut listed, first..last + 1);
+        }
+    }
+    if set.negated {
+        crate::bits::set_range(&mut bits, 0..size);
+        for (b, l) in bits.iter_mut().zip(&listed) {
+            *b &= !l;
+        }
+    } else {
+        bits = listed;
+    }
+    for &eos in vocab.eos_ids() {
+        if (eos as usize) < size {
+            crate::bits::clear_bit(&mut bits, eos as usize);
+        }
+    }
+    bits.into()
+}
+
 /// `ranks` in a window's coordinates (ranks from `base` on).
 #[inline]
 fn shift(ranks: std::ops::Range<usize>, base: usize) -> std::ops::Range<usize> {
@@ -269,7 +299,13 @@ impl TokenTables {
         vocab: Arc<Vocabulary>,
         shared: Arc<SharedTables>,
     ) -> TokenTables {
+        let token_sets = grammar
+            .terminals()
+            .iter()
+            .map(|terminal| Some(token_set_bits(terminal.token_set()?, &vocab)))
+            .collect();
         TokenTables {
+            token_sets,
             grammar,
             vocab,
             shared,
@@ -291,6 +327,19 @@ impl TokenTables {
     /// What these tables share with other grammars' over the same vocabulary.
     pub fn shared(&self) -> &Arc<SharedTables> {
         &self.shared
+    }
+
+    /// For a token terminal, the tokens it reads as mask words over the
+    /// vocabulary: its set's ids below the vocabulary's size, never an
+    /// end-of-sequence token (whether the output ends is the grammar's
+    /// acceptance). Tokens whose bytes a byte-level lexeme also takes are in both.
+    pub fn token_set_mask(&self, terminal: TerminalId) -> Option<&[u32]> {
+        self.token_sets.get(terminal.0 as usize)?.as_deref()
+    }
+
+    /// Whether the grammar has token terminals at all.
+    pub fn has_token_sets(&self) -> bool {
+        self.token_sets.iter().any(Option::is_some)
     }
 
     /// Words in a mask over the vocabulary.

@@ -150,6 +150,33 @@ impl Vocabulary {
         &self.special
     }
 
+    /// The ids of the token spelled `text`, for grammars that name tokens
+    /// (`<|eot_id|>`, `<think>`): special and added tokens by their content,
+    /// else the tokens whose bytes are exactly `text`.
+    pub fn ids_named(&self, text: &str) -> Vec<u32> {
+        let special: Vec<u32> = self
+            .special
+            .iter()
+            .filter(|(_, content)| content == text)
+            .map(|&(id, _)| id)
+            .collect();
+        if !special.is_empty() {
+            return special;
+        }
+        (0..self.tokens.len() as u32)
+            .filter(|&id| self.token_bytes(id) == text.as_bytes())
+            .collect()
+    }
+
+    /// How a message names token `id`: its content for a special token, else
+    /// its bytes (lossy UTF-8).
+    pub fn token_text(&self, id: u32) -> String {
+        match self.special.iter().find(|&&(s, _)| s == id) {
+            Some((_, content)) => content.clone(),
+            None => String::from_utf8_lossy(self.token_bytes(id)).into_owned(),
+        }
+    }
+
     pub fn eos_ids(&self) -> &[u32] {
         &self.eos
     }

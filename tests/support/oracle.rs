@@ -1,6 +1,8 @@
 //! The brute-force definition of a token mask, for property tests: token `t` is
 //! allowed after a prefix iff prefix + bytes(t) is still a viable prefix (asked of
-//! the byte matcher token by token); EOS iff the grammar accepts.
+//! the byte matcher token by token); EOS iff the grammar accepts. For grammars
+//! with token terminals, the definition is over tokens: token `t` is allowed iff
+//! the token matcher consumes it after the prefix tokens.
 
 use std::sync::Arc;
 
@@ -38,6 +40,42 @@ pub fn fast_mask(tables: &Arc<TokenTables>, prefix: &[u8], width: usize) -> Vec<
     let mut mask = vec![0u32; width];
     matcher.fill_next_token_bitmask(&mut mask);
     mask
+}
+
+/// The brute-force mask after `prefix`: token `t` is allowed iff the matcher
+/// consumes it (EOS included, by the stop policy).
+pub fn token_oracle_mask(tables: &Arc<TokenTables>, prefix: &[u32]) -> Vec<u32> {
+    let mut matcher = TokenMatcher::new(Arc::clone(tables));
+    matcher.consume_tokens(prefix).unwrap();
+    let mut mask = vec![0u32; tables.mask_words()];
+    for id in 0..tables.vocab().len() as u32 {
+        if matcher.is_token_allowed(id) {
+            mask[id as usize / 32] |= 1 << (id % 32);
+        }
+    }
+    mask
+}
+
+/// Masks after every prefix of `tokens` equal the brute-force ones.
+pub fn assert_token_masks_agree(tables: &Arc<TokenTables>, tokens: &[u32]) {
+    let mut matcher = TokenMatcher::new(Arc::clone(tables));
+    for end in 0..=tokens.len() {
+        let mut mask = vec![0u32; tables.mask_words()];
+        matcher.fill_next_token_bitmask(&mut mask);
+        let expected = token_oracle_mask(tables, &tokens[..end]);
+        let diff = differences(&mask, &expected);
+        assert!(
+            diff.is_empty(),
+            "after {:?}: tokens {:?} differ",
+            &tokens[..end],
+            &diff[..diff.len().min(8)]
+        );
+        if let Some(&next) = tokens.get(end) {
+            matcher
+                .consume_token(next)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
 }
 
 /// Token ids where two masks differ.

@@ -260,6 +260,7 @@ impl Terminal {
             )),
             counter: Some(counter),
             excluded: None,
+            tokens: None,
             only_bytes: only_bytes_of(&transitions, stride, &class_bytes).into(),
             transitions: transitions.into(),
             class_bytes,

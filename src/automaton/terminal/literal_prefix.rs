@@ -86,6 +86,7 @@ impl Terminal {
             counter,
             // The suffix's states keep their numbers: its view still reads them.
             excluded: suffix.excluded.clone(),
+            tokens: None,
             only_bytes: suffix.only_bytes[..suffix_rows]
                 .iter()
                 .copied()

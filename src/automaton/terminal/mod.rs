@@ -13,7 +13,8 @@
 //! [`Terminal`] is the one automaton type; its builders live beside it, one per
 //! file: from a regex ([`Terminal::build`], here), a literal chained onto a
 //! shared automaton (`literal_prefix.rs`), a counted repetition with computed
-//! states (`counted.rs`), a base minus excluded strings (`excluding.rs`). Every
+//! states (`counted.rs`), a base minus excluded strings (`excluding.rs`), a set
+//! of whole tokens that reads no byte at all (`tokens.rs`). Every
 //! build ends in the same trim and minimisation (`minimize.rs`), and every
 //! automaton carries a structural fingerprint (`fingerprint.rs`) under which
 //! caches share it. The questions only token tables ask of an automaton (which
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use regex_automata::dfa::Automaton;
 
 use crate::grammar::dfa::{AnchoredDfa, DfaError};
+use crate::grammar::TokenSet;
 use regex_syntax::hir::Hir;
 
 mod classes;
@@ -35,6 +37,7 @@ mod literal_prefix;
 mod minimize;
 #[cfg(test)]
 mod tests;
+mod tokens;
 
 use crate::bits::ByteSet;
 use classes::{bytes_by_class, only_bytes_of};
@@ -128,6 +131,8 @@ pub struct Terminal {
     /// For a base minus excluded strings ([`Terminal::excluding`]), how its
     /// states read the base's (see [`ExcludedView`]).
     excluded: Option<Arc<ExcludedView>>,
+    /// For a token terminal ([`Terminal::tokens`]): the tokens it reads whole.
+    tokens: Option<Arc<TokenSet>>,
     /// Per byte class, its bytes as 256 bits (see [`Terminal::live_bytes`]).
     /// Made with the automaton, so that a grammar's copies of a shared
     /// automaton share it: made on first use, every compile's copy made it
@@ -277,6 +282,7 @@ impl Terminal {
             fingerprint: 0,
             counter: None,
             excluded: None,
+            tokens: None,
             only_bytes: only_bytes_of(&transitions, stride, &class_bytes).into(),
             transitions: transitions.into(),
             class_bytes,

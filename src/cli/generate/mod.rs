@@ -92,7 +92,12 @@ pub fn run(args: &GenerateArgs) -> i32 {
     };
     // One compiler for the run: the grammars of a requests file share with it.
     let compiler = Compiler::new(Arc::clone(generator.tokenizer().vocab()));
-    let tables = match grammar.map(|g| compiler.compile_grammar(&g)).transpose() {
+    let fallback = args.json_grammar.then_some(JSON_GBNF);
+    let compiled = grammar.map(|g| {
+        args.grammar_for_generation()
+            .compile_for(&compiler, &g, fallback)
+    });
+    let tables = match compiled.transpose() {
         Ok(tables) => tables,
         Err(e) => return bad_request(format!("invalid grammar: {e}")),
     };

@@ -9,6 +9,8 @@
 
 use serde_json::Value as Json;
 
+pub(crate) use crate::grammar::TokenSet;
+
 /// A whole grammar (or the inside of a `%lark { ... }` block).
 #[derive(Debug, Clone)]
 pub(crate) struct Items {
@@ -135,7 +137,7 @@ pub(crate) enum Value {
     /// `%lark { grammar }`.
     NestedLark { at: usize, items: Items },
     /// `<...>`: a special token or token ids.
-    SpecialToken { at: usize, token: TokenRef },
+    SpecialToken { at: usize, token: TokenSet },
     /// `@name`.
     GrammarRef { at: usize, name: String },
 }
@@ -154,18 +156,4 @@ impl Value {
             | Value::GrammarRef { at, .. } => *at,
         }
     }
-}
-
-/// What a `<...>` names: a token by its text, or token ids.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum TokenRef {
-    /// `<|eot_id|>`, `<think>`: the whole text, brackets included.
-    Named(String),
-    /// `<[1,5-9]>` (inclusive ranges) or `<[^...]>` when `negated`.
-    Ids {
-        negated: bool,
-        ranges: Vec<(u32, u32)>,
-    },
-    /// `<[*]>`: any token.
-    Any,
 }

@@ -89,9 +89,11 @@ impl Transform<'_> {
         match e {
             Expr::Ref(r) if self.ignores.contains(r) => Shape::Ignore,
             Expr::Ref(r) if self.structure.contains(r) => Shape::Structure,
-            Expr::Ref(_) | Expr::Regex(_) | Expr::Excluding(_) | Expr::Permutation(_) => {
-                Shape::Lexeme
-            }
+            Expr::Ref(_)
+            | Expr::Regex(_)
+            | Expr::Excluding(_)
+            | Expr::Permutation(_)
+            | Expr::Tokens(_) => Shape::Lexeme,
             Expr::Seq(items) if items.len() == 2 => match (&items[0], &items[1]) {
                 (Expr::Ref(r), lexeme)
                     if self.ignores.contains(r) && !has_structure(lexeme, self) =>

@@ -94,7 +94,7 @@ pub(crate) fn splice(
 
 fn shift_refs(expr: &mut Expr, by: u32) {
     match expr {
-        Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) => {}
+        Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) => {}
         Expr::Ref(r) => r.0 += by,
         Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(|e| shift_refs(e, by)),
         Expr::Repeat { expr, .. } => shift_refs(expr, by),

@@ -529,16 +529,7 @@ impl<'a> Lowering<'a> {
                 let inner = self.scope(items, prefix, *at)?;
                 Ok(self.weave(scope, inner))
             }
-            Value::SpecialToken { at, token } => Err(self.map.unsupported(
-                *at,
-                match token {
-                    TokenRef::Named(name) => format!(
-                        "the special token `{name}` (token-level terminals)"
-                    ),
-                    TokenRef::Ids { .. } => "token ids `<[...]>` (token-level terminals)".into(),
-                    TokenRef::Any => "`<[*]>` (any token: token-level terminals)".into(),
-                },
-            )),
+            Value::SpecialToken { token, .. } => Ok(Expr::Tokens(token.clone())),
             Value::GrammarRef { at, name } => Err(self.map.unsupported(
                 *at,
                 format!("the grammar reference `@{name}` (sub-grammars in a {{\"grammars\": [...]}} document)"),

@@ -673,54 +673,9 @@ impl<'a> Parser<'a> {
     }
 
     /// The inside of `<...>`: `[ids]` or a token's text.
-    fn token_ref(&self, at: usize, text: &str) -> Result<TokenRef> {
-        let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) else {
-            return Ok(TokenRef::Named(format!("<{text}>")));
-        };
-        let (negated, inner) = match inner.strip_prefix('^') {
-            Some(rest) => (true, rest),
-            None => (false, inner),
-        };
-        if inner == "*" {
-            if negated {
-                return Err(self
-                    .map
-                    .error(at, "negated wildcard token <[^*]> is not supported"));
-            }
-            return Ok(TokenRef::Any);
-        }
-        if inner.contains('*') {
-            return Err(self.map.error(
-                at,
-                "wildcard token range '*' must not contain additional tokens",
-            ));
-        }
-        let mut ranges = Vec::new();
-        for range in inner.split(',') {
-            let ends: Vec<&str> = range.split('-').collect();
-            if ends.len() == 1 && ends[0].is_empty() {
-                continue;
-            }
-            let invalid = || {
-                self.map
-                    .error(at, format!("invalid token range: {range:?}"))
-            };
-            if ends.len() > 2 {
-                return Err(invalid());
-            }
-            let start = ends[0].parse::<u32>().map_err(|_| invalid())?;
-            let end = match ends.get(1) {
-                Some(e) => e.parse::<u32>().map_err(|_| invalid())?,
-                None => start,
-            };
-            if start > end {
-                return Err(invalid());
-            }
-            ranges.push((start, end));
-        }
-        if ranges.is_empty() {
-            return Err(self.map.error(at, "empty token range"));
-        }
-        Ok(TokenRef::Ids { negated, ranges })
+    fn token_ref(&self, at: usize, text: &str) -> Result<TokenSet> {
+        let set = crate::frontend::tokens::parse_token_ref(text)
+            .map_err(|message| self.map.error(at, message))?;
+        Ok(set.at(self.map.location(at)))
     }
 }

@@ -140,7 +140,12 @@ fn errors_name_line_and_column() {
         ("start: \"a\"\nstart: \"b\"", 2, 1, "duplicate rule"),
         ("start: /[a/", 1, 9, "invalid regex"),
         ("start: \"abc", 1, 8, "unterminated string"),
-        ("start: <|eot_id|>", 1, 8, "not supported yet"),
+        (
+            "start: X\nX: <|eot_id|>",
+            2,
+            4,
+            "cannot be used in terminals",
+        ),
         ("start: <[1-2-3]>", 1, 8, "invalid token range"),
         ("start: @sub", 1, 8, "not supported yet"),
         ("start: x\nx[capture]: \"a\"", 2, 3, "`capture` attribute"),

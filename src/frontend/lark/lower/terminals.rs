@@ -94,9 +94,9 @@ impl Lowering<'_> {
                 return Err(self.error(*at, "nested %lark { ... } cannot be used in terminals"))
             }
             Value::SpecialToken { at, token } => {
-                let shown = match token {
-                    TokenRef::Named(name) => name.clone(),
-                    TokenRef::Ids { .. } | TokenRef::Any => "<[...]>".into(),
+                let shown = match token.has_names() {
+                    true => token.to_string(),
+                    false => "<[...]>".into(),
                 };
                 return Err(self.error(
                     *at,
