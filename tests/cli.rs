@@ -478,6 +478,24 @@ fn bench_runs_lark_grammars() {
         "{err}"
     );
 
+    // A token the vocabulary lacks is placed where the grammar names it.
+    std::fs::write(&bad, "start: item\nitem: \"a\" <|eot_id|>\n").unwrap();
+    let out = stencil(
+        &[
+            "bench",
+            "--tokenizer",
+            GPT2,
+            "--lark",
+            bad.to_str().unwrap(),
+            "--input",
+            input,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.lark:2:11"), "{err}");
+
     let out = stencil(
         &[
             "bench",

@@ -480,7 +480,7 @@ fn disagreements(a: &Tally, b: &Tally) -> usize {
     count
 }
 
-fn load_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
+fn load_workloads(args: &BenchArgs, vocab: &Arc<Vocabulary>) -> Result<Vec<Workload>, String> {
     let grammar_file = match (&args.gbnf, &args.lark) {
         (Some(path), _) => Some((path, false)),
         (None, Some(path)) => Some((path, true)),
@@ -489,10 +489,16 @@ fn load_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
     if let Some((path, is_lark)) = grammar_file {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
         let grammar = if is_lark {
-            // Read once, untimed, so a grammar with a mistake is the user's error
-            // (exit 2, with its line and column) rather than a failed compile.
-            stencil::frontend::lark::parse(&text, &LarkOptions::default())
+            // Read once, untimed, so a grammar with a mistake (or a token name
+            // the vocabulary lacks) is the user's error, exit 2 with its line and
+            // column, rather than a failed compile.
+            let grammar = stencil::frontend::lark::parse(&text, &LarkOptions::default())
                 .map_err(|e| format!("{path}:{e}"))?;
+            if grammar.has_token_sets() {
+                Compiler::new(Arc::clone(vocab))
+                    .bind_tokens(&grammar)
+                    .map_err(|e| format!("{path}:{e}"))?;
+            }
             GrammarSpec::Lark(text)
         } else {
             GrammarSpec::Gbnf(text)
@@ -559,7 +565,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
     let vocab =
         Arc::new(Vocabulary::from_tokenizer_file(&args.tokenizer).map_err(|e| e.to_string())?);
     let tokenizer = stencil::vocab::load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
-    let workloads = load_workloads(args)?;
+    let workloads = load_workloads(args, &vocab)?;
     let tokenized: Vec<Vec<Vec<u32>>> = workloads
         .iter()
         .map(|w| {
