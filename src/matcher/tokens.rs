@@ -327,7 +327,9 @@ impl TokenMatcher {
         }
         let bytes = vocab.token_bytes(token);
         let before = self.bytes.position();
-        if self.bytes.expects_tokens() {
+        // The flag first: a grammar without token terminals pays no scan of
+        // its lexemes per token.
+        if self.tables.has_token_sets() && self.bytes.expects_tokens() {
             if let Ok(positions) = self.bytes.consume_token(token, bytes) {
                 self.push_step(Step::Bytes(positions as u32));
                 return Ok(());
@@ -417,7 +419,8 @@ impl TokenMatcher {
             return forced;
         }
         // A token terminal may come instead of any byte: nothing is forced.
-        while !self.bytes.is_accepting() && !self.bytes.expects_tokens() {
+        let tokens = self.tables.has_token_sets();
+        while !self.bytes.is_accepting() && !(tokens && self.bytes.expects_tokens()) {
             let allowed = self.bytes.allowed_bytes();
             let mut it = allowed.iter();
             let (Some(b), None) = (it.next(), it.next()) else {

@@ -204,6 +204,8 @@ pub struct TokenTables {
     /// Per terminal, for a token terminal: the ids its set holds in this
     /// vocabulary, as mask words (see [`TokenTables::token_set_mask`]).
     token_sets: Vec<Option<Box<[u32]>>>,
+    /// Some terminal is a token terminal (asked per mask and per token).
+    has_token_sets: bool,
 }
 
 impl std::fmt::Debug for TokenTables {
@@ -299,12 +301,13 @@ impl TokenTables {
         vocab: Arc<Vocabulary>,
         shared: Arc<SharedTables>,
     ) -> TokenTables {
-        let token_sets = grammar
+        let token_sets: Vec<_> = grammar
             .terminals()
             .iter()
             .map(|terminal| Some(token_set_bits(terminal.token_set()?, &vocab)))
             .collect();
         TokenTables {
+            has_token_sets: token_sets.iter().any(Option::is_some),
             token_sets,
             grammar,
             vocab,
@@ -338,8 +341,9 @@ impl TokenTables {
     }
 
     /// Whether the grammar has token terminals at all.
+    #[inline]
     pub fn has_token_sets(&self) -> bool {
-        self.token_sets.iter().any(Option::is_some)
+        self.has_token_sets
     }
 
     /// Words in a mask over the vocabulary.
