@@ -420,7 +420,7 @@ impl TokenMatcher {
         }
         // A token terminal may come instead of any byte: nothing is forced.
         let tokens = self.tables.has_token_sets();
-        while !self.bytes.is_accepting() && !(tokens && self.bytes.expects_tokens()) {
+        while !(self.bytes.is_accepting() || tokens && self.bytes.expects_tokens()) {
             let allowed = self.bytes.allowed_bytes();
             let mut it = allowed.iter();
             let (Some(b), None) = (it.next(), it.next()) else {
