@@ -37,6 +37,33 @@ pub struct CheckReport {
     pub error: Option<String>,
 }
 
+impl CheckReport {
+    /// The report on an input in the language.
+    fn accepted() -> CheckReport {
+        CheckReport {
+            accepted: true,
+            viable_prefix: true,
+            offset: None,
+            expected: Vec::new(),
+            expected_bytes: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The report on an input that stops short (`viable_prefix`) or fails at
+    /// `offset`, with what `matcher` expects there.
+    fn stopped(matcher: &Matcher, viable_prefix: bool, offset: usize) -> CheckReport {
+        CheckReport {
+            accepted: false,
+            viable_prefix,
+            offset: Some(offset),
+            expected: matcher.expected_terminals(),
+            expected_bytes: describe_byte_ranges(&matcher.allowed_bytes().ranges()),
+            error: None,
+        }
+    }
+}
+
 /// Checks `input` against `grammar`.
 pub fn check(
     grammar: &Arc<CompiledGrammar>,
@@ -44,44 +71,10 @@ pub fn check(
     options: &MatcherOptions,
 ) -> CheckReport {
     let mut matcher = Matcher::with_options(Arc::clone(grammar), options.clone());
-    let outcome = matcher.consume_bytes(input);
-    let expected = || {
-        (
-            matcher.expected_terminals(),
-            describe_byte_ranges(&matcher.allowed_bytes().ranges()),
-        )
-    };
-    match outcome {
-        Ok(()) if matcher.is_accepting() => CheckReport {
-            accepted: true,
-            viable_prefix: true,
-            offset: None,
-            expected: Vec::new(),
-            expected_bytes: Vec::new(),
-            error: None,
-        },
-        Ok(()) => {
-            let (expected, expected_bytes) = expected();
-            CheckReport {
-                accepted: false,
-                viable_prefix: true,
-                offset: Some(input.len()),
-                expected,
-                expected_bytes,
-                error: None,
-            }
-        }
-        Err(MatchError::Rejected { offset }) => {
-            let (expected, expected_bytes) = expected();
-            CheckReport {
-                accepted: false,
-                viable_prefix: false,
-                offset: Some(offset),
-                expected,
-                expected_bytes,
-                error: None,
-            }
-        }
+    match matcher.consume_bytes(input) {
+        Ok(()) if matcher.is_accepting() => CheckReport::accepted(),
+        Ok(()) => CheckReport::stopped(&matcher, true, input.len()),
+        Err(MatchError::Rejected { offset }) => CheckReport::stopped(&matcher, false, offset),
         Err(e @ MatchError::TooAmbiguous { offset, .. }) => CheckReport {
             accepted: false,
             viable_prefix: false,
@@ -103,32 +96,10 @@ pub fn check_tokens(tables: &Arc<TokenTables>, tokens: &[u32]) -> CheckReport {
     let refused = tokens
         .iter()
         .position(|&token| matcher.consume_token(token).is_err());
-    let expected = |matcher: &TokenMatcher| {
-        let bytes = matcher.byte_matcher();
-        (
-            bytes.expected_terminals(),
-            describe_byte_ranges(&bytes.allowed_bytes().ranges()),
-        )
-    };
-    let accepted = refused.is_none() && (matcher.is_accepting() || matcher.is_terminated());
-    if accepted {
-        return CheckReport {
-            accepted: true,
-            viable_prefix: true,
-            offset: None,
-            expected: Vec::new(),
-            expected_bytes: Vec::new(),
-            error: None,
-        };
-    }
-    let (expected, expected_bytes) = expected(&matcher);
-    CheckReport {
-        accepted: false,
-        viable_prefix: refused.is_none(),
-        offset: Some(refused.unwrap_or(tokens.len())),
-        expected,
-        expected_bytes,
-        error: None,
+    match refused {
+        None if matcher.is_accepting() || matcher.is_terminated() => CheckReport::accepted(),
+        None => CheckReport::stopped(matcher.byte_matcher(), true, tokens.len()),
+        Some(at) => CheckReport::stopped(matcher.byte_matcher(), false, at),
     }
 }
 

@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
 
+use super::tokens::{parse_token_ref, token_ref_len};
 use super::{FrontendError, Limits};
 use crate::grammar::{Expr, Grammar, Location, Rule, RuleId};
 
@@ -316,20 +317,15 @@ impl<'a> Parser<'a> {
         let open = self.pos;
         let at = if negated { open - 1 } else { open };
         let rest = &self.src[open + 1..];
-        let len = rest
-            .iter()
-            .position(|&b| b == b'>' || b == b'<' || b.is_ascii_whitespace())
-            .unwrap_or(rest.len());
-        if len == 0 || rest.get(len) != Some(&b'>') {
+        let Some(len) = token_ref_len(rest) else {
             return Err(self.error(
                 open,
                 "bad token reference: `<` must start `<[id]>` or `<name>` (no spaces inside)",
             ));
-        }
+        };
         let inner = String::from_utf8_lossy(&rest[..len]).into_owned();
         self.pos = open + len + 2;
-        let set = crate::frontend::tokens::parse_token_ref(&inner)
-            .map_err(|message| self.error(open, message))?;
+        let set = parse_token_ref(&inner).map_err(|message| self.error(open, message))?;
         let set = if negated { set.negated() } else { set };
         if set.is_empty() {
             return Err(self.error(at, "`!<[*]>` matches no token"));

@@ -20,6 +20,16 @@
 
 use crate::grammar::TokenSet;
 
+/// The length of the text between `<` and its `>`, given what follows the `<`:
+/// `None` when no `>` closes it before a space, a newline or another `<`, or
+/// when nothing is inside.
+pub fn token_ref_len(after_open: &[u8]) -> Option<usize> {
+    let len = after_open
+        .iter()
+        .position(|&b| b == b'>' || b == b'<' || b.is_ascii_whitespace())?;
+    (len > 0 && after_open[len] == b'>').then_some(len)
+}
+
 /// Parses `inner`, the text between `<` and `>`; the error is a message
 /// without a location (the caller knows where `<` was).
 pub fn parse_token_ref(inner: &str) -> Result<TokenSet, String> {

@@ -530,17 +530,12 @@ impl<'a> Lexer<'a> {
 
     fn special_token(&mut self) -> Result<(), FrontendError> {
         let open = self.pos;
-        let rest = &self.bytes[open + 1..];
-        let len = rest
-            .iter()
-            .position(|&b| b == b'>' || b == b'<' || b.is_ascii_whitespace())
-            .unwrap_or(rest.len());
-        if len == 0 || rest.get(len) != Some(&b'>') {
+        let Some(len) = crate::frontend::tokens::token_ref_len(&self.bytes[open + 1..]) else {
             return Err(self.error(
                 open,
                 "bad special token: `<` must start `<name>` or `<[ids]>` (no spaces inside)",
             ));
-        }
+        };
         let text = self.src[open + 1..open + 1 + len].to_string();
         self.pos = open + len + 2;
         self.push(Tok::SpecialToken(text), open);
