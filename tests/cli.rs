@@ -458,19 +458,23 @@ fn bench_runs_lark_grammars() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("stencil"));
 
     let bad = dir.join("bad.lark");
+    let bench_bad = || {
+        let bad = bad.to_str().unwrap();
+        stencil(
+            &[
+                "bench",
+                "--tokenizer",
+                GPT2,
+                "--lark",
+                bad,
+                "--input",
+                input,
+            ],
+            b"",
+        )
+    };
     std::fs::write(&bad, "start: item\nitem: \"a\" @sub\n").unwrap();
-    let out = stencil(
-        &[
-            "bench",
-            "--tokenizer",
-            GPT2,
-            "--lark",
-            bad.to_str().unwrap(),
-            "--input",
-            input,
-        ],
-        b"",
-    );
+    let out = bench_bad();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -480,18 +484,7 @@ fn bench_runs_lark_grammars() {
 
     // A token the vocabulary lacks is placed where the grammar names it.
     std::fs::write(&bad, "start: item\nitem: \"a\" <|eot_id|>\n").unwrap();
-    let out = stencil(
-        &[
-            "bench",
-            "--tokenizer",
-            GPT2,
-            "--lark",
-            bad.to_str().unwrap(),
-            "--input",
-            input,
-        ],
-        b"",
-    );
+    let out = bench_bad();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.lark:2:11"), "{err}");
