@@ -41,7 +41,7 @@ use serde_json::Value;
 use crate::automaton::{AutomatonCache, CompileError, CompileOptions, CompiledGrammar};
 use crate::frontend::gbnf::{self, GbnfOptions};
 use crate::frontend::json_schema::{self, JsonSchemaOptions, PatternCache, Warning};
-use crate::frontend::lark::{self, LarkOptions, LarkWarning};
+use crate::frontend::lark::{self, LarkOptions, LarkReport};
 use crate::frontend::{self, FrontendError, Limits};
 use crate::grammar::{Grammar, GrammarError};
 use crate::tables::{SharedTables, TokenTables};
@@ -151,7 +151,8 @@ impl Compiler {
 
     /// A Lark grammar in llguidance's dialect (start rule `start`), with
     /// [`LarkOptions`]' defaults (`%json` whitespace as llguidance's, bounded).
-    /// Keywords a lenient `%json` schema lets through are dropped silently here;
+    /// Keywords a lenient `%json` schema lets through and rule annotations are
+    /// dropped here;
     /// see [`Compiler::compile_lark_with`].
     pub fn compile_lark(&self, source: &str) -> Result<Arc<TokenTables>, Error> {
         let options = LarkOptions {
@@ -161,15 +162,16 @@ impl Compiler {
         Ok(self.compile_lark_with(source, &options)?.0)
     }
 
-    /// [`Compiler::compile_lark`] with `options`, and the warnings of lenient
-    /// `%json` schemas.
+    /// [`Compiler::compile_lark`] with `options`, and what the grammar says beside
+    /// its language: warnings of lenient `%json` schemas, and rule attributes for
+    /// the caller (captures, temperatures, stop text to hide).
     pub fn compile_lark_with(
         &self,
         source: &str,
         options: &LarkOptions,
-    ) -> Result<(Arc<TokenTables>, Vec<LarkWarning>), Error> {
-        let (grammar, warnings) = lark::parse_with_warnings(source, options, &self.patterns)?;
-        Ok((self.compile_grammar(&grammar)?, warnings))
+    ) -> Result<(Arc<TokenTables>, LarkReport), Error> {
+        let (grammar, report) = lark::parse_with_warnings(source, options, &self.patterns)?;
+        Ok((self.compile_grammar(&grammar)?, report))
     }
 
     /// A regex that the whole output must match.

@@ -325,6 +325,22 @@ fn lark_grammars_check_like_gbnf() {
 
     let out = stencil(&["check", "--lark", good, "--gbnf", JSON], b"");
     assert_eq!(out.status.code(), Some(2), "one grammar flag at a time");
+
+    // stop= is enforced (its text is in the language) and noted, located.
+    let stop = dir.join("stop.lark");
+    std::fs::write(&stop, "start: line \"!\"\nline[stop=\"\\n\"]: /.*/\n").unwrap();
+    let stop = stop.to_str().unwrap();
+    let out = stencil(&["check", "--lark", stop], b"abc\n!");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("stop.lark:2:1: rule `line`: its stop= text is kept"),
+        "{err}"
+    );
+    assert_eq!(
+        stencil(&["check", "--lark", stop], b"abc!").status.code(),
+        Some(1)
+    );
 }
 
 /// A grammar with special tokens: names need `--tokenizer`; `--token-ids`

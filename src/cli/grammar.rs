@@ -204,14 +204,17 @@ impl GrammarArgs {
                 frontend::gbnf::parse(text, &options).map_err(|e| format!("{origin}:{e}"))?
             }
             GrammarSource::Lark(origin, text) => {
-                let (grammar, warnings) = frontend::lark::parse_with_warnings(
+                let (grammar, report) = frontend::lark::parse_with_warnings(
                     text,
                     &self.lark_options(),
                     &Default::default(),
                 )
                 .map_err(|e| format!("{origin}:{e}"))?;
-                for warning in warnings {
+                for warning in report.warnings {
                     eprintln!("warning: {origin}:{warning}");
+                }
+                for note in annotation_notes(&report.annotations) {
+                    eprintln!("note: {origin}:{note}");
                 }
                 grammar
             }
@@ -226,4 +229,27 @@ pub enum GrammarSource {
     Regex(String),
     Gbnf(String, String),
     Lark(String, String),
+}
+
+/// What the command line does with rule attributes it cannot enforce, one line
+/// each: stop text stays in the output, captures and temperatures are not applied.
+fn annotation_notes(annotations: &[frontend::lark::RuleAnnotation]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for a in annotations {
+        let at = format!("{}: rule `{}`", a.location, a.rule);
+        if a.hidden_stop {
+            notes.push(format!(
+                "{at}: its stop= text is kept in the output (llguidance hides it)"
+            ));
+        }
+        if let Some(t) = a.temperature {
+            notes.push(format!(
+                "{at}: temperature={t} is not applied (sampling settings hold for every token)"
+            ));
+        }
+        for name in [&a.capture, &a.stop_capture].into_iter().flatten() {
+            notes.push(format!("{at}: capture `{name}` is not reported here"));
+        }
+    }
+    notes
 }

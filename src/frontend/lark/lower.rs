@@ -39,7 +39,7 @@ use super::json;
 use super::options::GrammarOptions;
 use super::source::SourceMap;
 use super::terminal::{self, Rx, TermId};
-use super::{LarkOptions, LarkWarning};
+use super::{LarkOptions, LarkReport, LarkWarning, RuleAnnotation};
 use crate::frontend::json_schema::{self, PatternCache};
 use crate::frontend::{regex, FrontendError};
 use crate::grammar::{Expr, Grammar, Rule, RuleId};
@@ -52,7 +52,7 @@ pub(crate) fn lower(
     map: &SourceMap,
     options: &LarkOptions,
     cache: &PatternCache,
-) -> Result<(Grammar, Vec<LarkWarning>)> {
+) -> Result<(Grammar, LarkReport)> {
     let mut l = Lowering {
         map,
         options,
@@ -63,7 +63,7 @@ pub(crate) fn lower(
         rule_queue: VecDeque::new(),
         term_queue: VecDeque::new(),
         pending: Vec::new(),
-        warnings: Vec::new(),
+        report: LarkReport::default(),
         structure: HashSet::default(),
         ignores: HashSet::default(),
         allow_initial_skip: false,
@@ -84,7 +84,7 @@ pub(crate) fn lower(
         root,
     };
     grammar.validate()?;
-    Ok((grammar, l.warnings))
+    Ok((grammar, l.report))
 }
 
 struct Lowering<'a> {
@@ -98,7 +98,8 @@ struct Lowering<'a> {
     term_queue: VecDeque<TermId>,
     /// Rules whose bodies need automata, built once every terminal is known.
     pending: Vec<Pending>,
-    warnings: Vec<LarkWarning>,
+    /// Warnings and rule annotations.
+    report: LarkReport,
     /// Rules written in rule syntax (the others are lexemes).
     structure: HashSet<RuleId>,
     /// The `%ignore` rules of every scope.
@@ -381,39 +382,39 @@ impl<'a> Lowering<'a> {
             return Ok(());
         };
         let a = &def.attributes;
-        if let Some((at, _)) = &a.capture {
-            return Err(self.map.unsupported(
-                *at,
-                "the `capture` attribute (captures are not reported yet)",
-            ));
+        if let Some((at, n)) = &a.max_tokens {
+            if *n > 0 {
+                return Err(self.map.unsupported(
+                    *at,
+                    "the `max_tokens` attribute above 0 (a token budget per rule)",
+                ));
+            }
         }
         if let Some((at, _)) = &a.stop_capture {
-            return Err(self.map.unsupported(*at, "the `stop_capture` attribute"));
+            if a.stop.is_none() && a.suffix.is_none() {
+                return Err(self.error(*at, "stop_capture requires stop= or suffix="));
+            }
         }
-        if let Some((at, _)) = &a.temperature {
-            return Err(self.map.unsupported(
-                *at,
-                "the `temperature` attribute (a sampling setting per rule)",
-            ));
+        self.annotate(id, &def);
+        let a = &def.attributes;
+        // `max_tokens=0`: no token may be spent, so the rule matches only the
+        // empty string (as llguidance reads it).
+        if matches!(a.max_tokens, Some((_, 0))) {
+            self.rules[id.index()].expr = Expr::Empty;
+            return Ok(());
         }
-        if let Some((at, _)) = &a.max_tokens {
-            return Err(self
-                .map
-                .unsupported(*at, "the `max_tokens` attribute (a token budget per rule)"));
-        }
-        if let Some((at, _)) = &a.stop {
-            return Err(self.map.unsupported(
-                *at,
-                "`stop=` (it hides the stop text by backtracking tokens; `suffix=` and `lazy` keep it)",
-            ));
-        }
-        if a.lazy.is_some() || a.suffix.is_some() {
+        // `stop=X` keeps X in the language exactly as `suffix=X` does: the model
+        // writes it; hiding it from the output is the caller's (annotated). An
+        // empty stop is no stop at all: the body alone, greedy.
+        let stop = a.stop.as_ref().or(a.suffix.as_ref()).map(|(_, v)| v);
+        let empty_stop = matches!(stop, Some(Value::Literal { text, .. }) if text.is_empty());
+        if a.lazy.is_some() || (stop.is_some() && !empty_stop) {
             let body = self
                 .term_expansions(scope, &def.body)
                 .map_err(|e| self.lexeme_rule_error(e, &def.name))?;
-            let rx = match &a.suffix {
-                Some((_, suffix)) => Rx::Seq(vec![body, self.term_value(scope, suffix)?]),
-                None => body,
+            let rx = match stop {
+                Some(stop) if !empty_stop => Rx::Seq(vec![body, self.term_value(scope, stop)?]),
+                _ => body,
             };
             self.pending.push(Pending {
                 rule: id,
@@ -423,9 +424,43 @@ impl<'a> Lowering<'a> {
             });
             return Ok(());
         }
+        if empty_stop {
+            let body = self
+                .term_expansions(scope, &def.body)
+                .map_err(|e| self.lexeme_rule_error(e, &def.name))?;
+            let expr = self.rx_to_expr(&body, def.at)?;
+            self.rules[id.index()].expr = expr;
+            return Ok(());
+        }
         let expr = self.rule_expansions(scope, &def.body)?;
         self.rules[id.index()].expr = expr;
         Ok(())
+    }
+
+    /// Records what `def`'s attributes ask of the caller (nothing when they ask
+    /// only of the language).
+    fn annotate(&mut self, id: RuleId, def: &RuleDef) {
+        let a = &def.attributes;
+        let hidden_stop = match &a.stop {
+            Some((_, Value::Literal { text, .. })) => !text.is_empty(),
+            Some(_) => true,
+            None => false,
+        };
+        let annotation = RuleAnnotation {
+            rule: self.rules[id.index()].name.clone(),
+            location: self.map.location(def.at),
+            capture: a.capture.as_ref().map(|(_, name)| name.clone()),
+            stop_capture: a.stop_capture.as_ref().map(|(_, name)| name.clone()),
+            hidden_stop,
+            temperature: a.temperature.map(|(_, t)| t),
+        };
+        if annotation.capture.is_some()
+            || annotation.stop_capture.is_some()
+            || annotation.hidden_stop
+            || annotation.temperature.is_some()
+        {
+            self.report.annotations.push(annotation);
+        }
     }
 
     /// Says why a lazy rule's body failed as a terminal.
@@ -434,7 +469,7 @@ impl<'a> Lowering<'a> {
             FrontendError::Syntax { location, message } => FrontendError::Syntax {
                 location,
                 message: format!(
-                    "{message} (the body of `{rule}` must be a terminal: `lazy` and `suffix=` apply to terminals only)"
+                    "{message} (the body of `{rule}` must be a terminal: `lazy`, `stop=` and `suffix=` apply to terminals only)"
                 ),
             },
             other => other,
@@ -546,7 +581,7 @@ impl<'a> Lowering<'a> {
             .map_err(|e| fail(self, e.to_string()))?;
         let location = self.map.location(at);
         for w in warnings {
-            self.warnings.push(LarkWarning {
+            self.report.warnings.push(LarkWarning {
                 location,
                 message: format!("%json: {w}"),
             });

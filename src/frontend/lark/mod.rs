@@ -16,13 +16,19 @@
 //! `&` and `~` in terminals; `%ignore`; `%import common.X`; `%llguidance {}`;
 //! `%json {schema}` (stencil's JSON Schema front-end); `%regex {"substring_...":
 //! ...}`; nested `%lark { ... }`; `-> alias`, `?rule`, `!rule` (tree shaping in
-//! Lark, no effect on the language); rule attributes `lazy` and `suffix=`.
+//! Lark, no effect on the language); special tokens and token ids
+//! (`<|eot_id|>`, `<[128010]>`, bound to a vocabulary when compiled).
 //!
-//! What is refused, each with its `line:column` and the feature named: special
-//! tokens and token ids (`<|eot_id|>`, `<[128010]>`), `@name` sub-grammars, the
-//! attributes `stop=`, `max_tokens=`, `temperature=`, `capture`, `stop_capture`,
-//! parametric rules (`name::_`, `%if`), templates, priorities, `%override`,
-//! `%declare`, imports other than `common`.
+//! Rule attributes: those that shape the language are enforced (`lazy`,
+//! `suffix=`, `stop=`, `max_tokens=0`); those that ask something of the caller
+//! (`capture`, `stop_capture`, `temperature=`, and that `stop=`'s text be hidden
+//! from the output) cannot be, by a mask, and are reported as
+//! [`RuleAnnotation`]s in the [`LarkReport`].
+//!
+//! What is refused, each with its `line:column` and the feature named: `@name`
+//! sub-grammars outside a grammars document, `max_tokens=` above 0, parametric
+//! rules (`name::_`, `%if`), templates, priorities, `%override`, `%declare`,
+//! imports other than `common`.
 //!
 //! Semantics: the language of a grammar is every string some derivation produces,
 //! terminals matched in any way that fits. llguidance's lexer is greedy (a
@@ -91,20 +97,51 @@ impl std::fmt::Display for LarkWarning {
     }
 }
 
+/// What a rule's attributes ask of whoever runs the grammar rather than of its
+/// language: a mask cannot do them, so they are handed on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleAnnotation {
+    /// The rule's name in the IR (a nested grammar's rules carry its prefix).
+    pub rule: String,
+    /// Where the rule is defined.
+    pub location: Location,
+    /// `capture` (the rule's own name) or `capture="name"`: report the text the
+    /// rule matched under this name.
+    pub capture: Option<String>,
+    /// `stop_capture="name"`: report the text that stopped the rule (the `stop=`
+    /// or `suffix=` match) under this name.
+    pub stop_capture: Option<String>,
+    /// `stop=` (not empty): the stop text is part of the language here, since the
+    /// model writes it; llguidance hides it from the output by backtracking those
+    /// tokens, which is the caller's to do.
+    pub hidden_stop: bool,
+    /// `temperature=`: a sampling temperature for the tokens of this rule.
+    pub temperature: Option<f64>,
+}
+
+/// What [`parse_with_warnings`] says beside the grammar.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LarkReport {
+    /// Keywords of lenient `%json` schemas let through unenforced.
+    pub warnings: Vec<LarkWarning>,
+    /// Rule attributes for the caller, in the order the rules were lowered.
+    pub annotations: Vec<RuleAnnotation>,
+}
+
 /// Parses a Lark grammar into the IR and validates it; the start rule is `start`.
-/// Warnings (keywords a lenient `%json` let through) are dropped: see
-/// [`parse_with_warnings`].
+/// Warnings (keywords a lenient `%json` let through) and rule annotations are
+/// dropped: see [`parse_with_warnings`].
 pub fn parse(source: &str, options: &LarkOptions) -> Result<Grammar, FrontendError> {
     Ok(parse_with_warnings(source, options, &PatternCache::default())?.0)
 }
 
 /// [`parse`], taking the JSON Schema patterns it meets from `cache`, and returning
-/// the warnings.
+/// the warnings and rule annotations.
 pub fn parse_with_warnings(
     source: &str,
     options: &LarkOptions,
     cache: &PatternCache,
-) -> Result<(Grammar, Vec<LarkWarning>), FrontendError> {
+) -> Result<(Grammar, LarkReport), FrontendError> {
     if source.len() > options.limits.max_source_bytes {
         return Err(FrontendError::TooLarge {
             what: "grammar text",

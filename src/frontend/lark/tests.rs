@@ -148,9 +148,19 @@ fn errors_name_line_and_column() {
         ),
         ("start: <[1-2-3]>", 1, 8, "invalid token range"),
         ("start: @sub", 1, 8, "not supported yet"),
-        ("start: x\nx[capture]: \"a\"", 2, 3, "`capture` attribute"),
-        ("start: x\nx[stop=\"a\"]: /.*/", 2, 3, "`stop=`"),
         ("start: x\nx[max_tokens=3]: /.*/", 2, 3, "`max_tokens`"),
+        (
+            "start: x\nx[stop_capture=\"s\"]: /.*/",
+            2,
+            3,
+            "stop_capture requires stop= or suffix=",
+        ),
+        (
+            "start: x y\nx[stop=\"a\"]: /b/ y\ny: \"c\"",
+            2,
+            18,
+            "`stop=` and `suffix=` apply to terminals only",
+        ),
         ("start: x\nx[foo=1]: \"a\"", 2, 3, "Unknown attribute"),
         ("start: x::1", 1, 9, "parametric rules"),
         ("start: \"a\"{3,2}", 1, 8, "range end must be >= start"),
@@ -245,4 +255,44 @@ fn long_chains_compile_without_deep_fusion() {
     }
     long.push_str(" \"z\"");
     language(&long, &["z", "a a z", "aaz"], &[" z", "a z "]);
+}
+
+#[test]
+fn rule_attributes_shape_the_language_or_are_annotated() {
+    // stop= keeps its text in the language (the model writes it), lazily: the
+    // rule ends at the first stop.
+    language(
+        "start: x \"!\"\nx[stop=\"END\"]: /.*/",
+        &["END!", "abcEND!"],
+        &["abc!", "aENDbEND!", "abcEN!"],
+    );
+    // An empty stop is no stop: the body alone, greedy.
+    language("start: x\nx[stop=\"\"]: /[a-z]*/", &["", "abc"], &["1"]);
+    // max_tokens=0 leaves only the empty string.
+    language("start: x \"!\"\nx[max_tokens=0]: /.*/", &["!"], &["a!"]);
+
+    let text = "start: x y z\nx[capture, stop=/\\n/, stop_capture=\"nl\"]: /.*/\ny[capture=\"why\", temperature=0.5]: \"y\"\nz[suffix=\"s\"]: /z*/";
+    let (_, report) =
+        parse_with_warnings(text, &LarkOptions::default(), &Default::default()).expect("compiles");
+    let got: Vec<_> = report
+        .annotations
+        .iter()
+        .map(|a| {
+            (
+                a.rule.as_str(),
+                a.location.line,
+                a.capture.as_deref(),
+                a.stop_capture.as_deref(),
+                a.hidden_stop,
+                a.temperature,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("x", 2, Some("x"), Some("nl"), true, None),
+            ("y", 3, Some("why"), None, false, Some(0.5)),
+        ]
+    );
 }
