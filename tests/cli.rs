@@ -319,9 +319,26 @@ fn lark_grammars_check_like_gbnf() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad.lark:2:11") && err.contains("not supported yet"),
+        err.contains("bad.lark:2:11") && err.contains("needs a grammars document"),
         "{err}"
     );
+    // The same reference inside a grammars document (JSON) links to the member.
+    let document = dir.join("doc.json");
+    let members = serde_json::json!({"grammars": [
+        {"lark_grammar": "start: item\nitem: \"a\" @sub"},
+        {"name": "sub", "lark_grammar": "start: /[0-9]+/"},
+    ]});
+    std::fs::write(&document, members.to_string()).unwrap();
+    let document = document.to_str().unwrap();
+    assert_eq!(
+        stencil(&["check", "--lark", document], b"a42")
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = stencil(&["check", "--lark", document, "--json"], b"ab");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["offset"], 1);
 
     let out = stencil(&["check", "--lark", good, "--gbnf", JSON], b"");
     assert_eq!(out.status.code(), Some(2), "one grammar flag at a time");
@@ -494,9 +511,26 @@ fn bench_runs_lark_grammars() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad.lark:2:11") && err.contains("not supported yet"),
+        err.contains("bad.lark:2:11") && err.contains("needs a grammars document"),
         "{err}"
     );
+    // The same reference inside a grammars document (JSON) links to the member.
+    let document = dir.join("doc.json");
+    let members = serde_json::json!({"grammars": [
+        {"lark_grammar": "start: item\nitem: \"a\" @sub"},
+        {"name": "sub", "lark_grammar": "start: /[0-9]+/"},
+    ]});
+    std::fs::write(&document, members.to_string()).unwrap();
+    let document = document.to_str().unwrap();
+    assert_eq!(
+        stencil(&["check", "--lark", document], b"a42")
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = stencil(&["check", "--lark", document, "--json"], b"ab");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["offset"], 1);
 
     // A token the vocabulary lacks is placed where the grammar names it.
     std::fs::write(&bad, "start: item\nitem: \"a\" <|eot_id|>\n").unwrap();

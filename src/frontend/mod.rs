@@ -50,6 +50,16 @@ pub enum FrontendError {
     Regex { offset: usize, message: String },
     #[error(transparent)]
     Grammar(#[from] GrammarError),
+    /// A grammars document's shape is wrong at `pointer` (a JSON pointer).
+    #[error("{pointer}: {message}")]
+    Document { pointer: String, message: String },
+    /// An error inside one grammar of a grammars document (`grammars[1] (args)`);
+    /// its location is in that grammar's own text.
+    #[error("{member}: {error}")]
+    InMember {
+        member: String,
+        error: Box<FrontendError>,
+    },
 }
 
 impl FrontendError {
@@ -57,6 +67,7 @@ impl FrontendError {
     pub fn location(&self) -> Option<Location> {
         match self {
             FrontendError::Syntax { location, .. } => Some(*location),
+            FrontendError::InMember { error, .. } => error.location(),
             _ => None,
         }
     }

@@ -72,11 +72,12 @@ pub(crate) fn options_for(
 }
 
 /// Appends `grammar`'s rules to `rules` (references shifted, names prefixed,
-/// located at the `%json`) and returns its root there.
+/// located at `location` when given, else where they were) and returns its root
+/// there.
 pub(crate) fn splice(
     grammar: Grammar,
     prefix: &str,
-    location: Location,
+    location: Option<Location>,
     rules: &mut Vec<Rule>,
 ) -> RuleId {
     let base = rules.len() as u32;
@@ -86,7 +87,7 @@ pub(crate) fn splice(
         rules.push(Rule {
             name: format!("{prefix}{}", rule.name),
             expr,
-            location: Some(location),
+            location: location.or(rule.location),
         });
     }
     RuleId(grammar.root.0 + base)

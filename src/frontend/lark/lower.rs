@@ -42,9 +42,24 @@ use super::terminal::{self, Rx, TermId};
 use super::{LarkOptions, LarkReport, LarkWarning, RuleAnnotation};
 use crate::frontend::json_schema::{self, PatternCache};
 use crate::frontend::{regex, FrontendError};
-use crate::grammar::{Expr, Grammar, Rule, RuleId};
+use crate::grammar::{Expr, Grammar, Location, Rule, RuleId};
 
 type Result<T> = std::result::Result<T, FrontendError>;
+
+/// A grammar as lowered: the IR, the report, and its `@name` references (each
+/// an empty rule for the document to link).
+pub(crate) struct Lowered {
+    pub grammar: Grammar,
+    pub report: LarkReport,
+    pub references: Vec<Reference>,
+}
+
+/// `@name` in a rule body: the placeholder rule standing for it.
+pub(crate) struct Reference {
+    pub name: String,
+    pub location: Location,
+    pub rule: RuleId,
+}
 
 /// Lowers a parsed grammar.
 pub(crate) fn lower(
@@ -52,7 +67,7 @@ pub(crate) fn lower(
     map: &SourceMap,
     options: &LarkOptions,
     cache: &PatternCache,
-) -> Result<(Grammar, LarkReport)> {
+) -> Result<Lowered> {
     let mut l = Lowering {
         map,
         options,
@@ -64,6 +79,7 @@ pub(crate) fn lower(
         term_queue: VecDeque::new(),
         pending: Vec::new(),
         report: LarkReport::default(),
+        references: Vec::new(),
         structure: HashSet::default(),
         ignores: HashSet::default(),
         allow_initial_skip: false,
@@ -84,7 +100,11 @@ pub(crate) fn lower(
         root,
     };
     grammar.validate()?;
-    Ok((grammar, l.report))
+    Ok(Lowered {
+        grammar,
+        report: l.report,
+        references: l.references,
+    })
 }
 
 struct Lowering<'a> {
@@ -100,6 +120,8 @@ struct Lowering<'a> {
     pending: Vec<Pending>,
     /// Warnings and rule annotations.
     report: LarkReport,
+    /// `@name` placeholders, one per name.
+    references: Vec<Reference>,
     /// Rules written in rule syntax (the others are lexemes).
     structure: HashSet<RuleId>,
     /// The `%ignore` rules of every scope.
@@ -546,7 +568,10 @@ impl<'a> Lowering<'a> {
         match v {
             Value::Name { at, name } => self.rule_name(scope, name, *at),
             Value::Literal { text, .. } if text.is_empty() => Ok(Expr::Empty),
-            Value::Literal { .. } | Value::Range { .. } | Value::Regex { .. } | Value::RegexExt { .. } => {
+            Value::Literal { .. }
+            | Value::Range { .. }
+            | Value::Regex { .. }
+            | Value::RegexExt { .. } => {
                 let rx = self.term_value(scope, v)?;
                 let expr = self.rx_to_expr(&rx, v.at())?;
                 Ok(self.weave(scope, expr))
@@ -565,10 +590,24 @@ impl<'a> Lowering<'a> {
                 Ok(self.weave(scope, inner))
             }
             Value::SpecialToken { token, .. } => Ok(Expr::Tokens(token.clone())),
-            Value::GrammarRef { at, name } => Err(self.map.unsupported(
-                *at,
-                format!("the grammar reference `@{name}` (sub-grammars in a {{\"grammars\": [...]}} document)"),
-            )),
+            Value::GrammarRef { at, name } => {
+                // A placeholder rule, linked to the named grammar's start by the
+                // document (`document.rs`); a lexeme as far as `%ignore` goes.
+                let stub = match self.references.iter().find(|r| r.name == *name) {
+                    Some(r) => r.rule,
+                    None => {
+                        let rule = self.push_rule(format!("@{name}"), Expr::Empty, *at);
+                        let location = self.map.location(*at);
+                        self.references.push(Reference {
+                            name: name.clone(),
+                            location,
+                            rule,
+                        });
+                        rule
+                    }
+                };
+                Ok(self.weave(scope, Expr::Ref(stub)))
+            }
         }
     }
 
@@ -590,7 +629,12 @@ impl<'a> Lowering<'a> {
             "{}json@{}:{}/",
             self.scopes[scope].prefix, location.line, location.column
         );
-        Ok(json::splice(grammar, &prefix, location, &mut self.rules))
+        Ok(json::splice(
+            grammar,
+            &prefix,
+            Some(location),
+            &mut self.rules,
+        ))
     }
 
     // ---- terminal bodies ----

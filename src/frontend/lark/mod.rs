@@ -7,8 +7,8 @@
 //! `lower` (the tree to IR rules), with `terminal` (regex trees and their leaves),
 //! `chains` (long rule chains kept out of the automaton's fusion),
 //! `dfa` (`&`, `~` and lazy lexemes as automata), `ignore` (where `%ignore`d text
-//! may go), `common` (`%import common`), `options` (`%llguidance`) and `json`
-//! (`%json`).
+//! may go), `common` (`%import common`), `options` (`%llguidance`), `json`
+//! (`%json`) and `document` (grammars documents, `@name`).
 //!
 //! What is accepted: lower-case rules and UPPER-case terminals; `|`, `?`, `*`, `+`,
 //! `{m}`, `{m,}`, `{,n}`, `{m,n}`, `~m..n`, `( )`, `[ ]`; strings with escapes and
@@ -25,8 +25,11 @@
 //! from the output) cannot be, by a mask, and are reported as
 //! [`RuleAnnotation`]s in the [`LarkReport`].
 //!
+//! A text whose first non-blank character is `{` is a grammars document
+//! (`document`): several grammars, `@name` linking them.
+//!
 //! What is refused, each with its `line:column` and the feature named: `@name`
-//! sub-grammars outside a grammars document, `max_tokens=` above 0, parametric
+//! outside a grammars document, `max_tokens=` above 0, parametric
 //! rules (`name::_`, `%if`), templates, priorities, `%override`, `%declare`,
 //! imports other than `common`.
 //!
@@ -40,6 +43,7 @@ mod ast;
 mod chains;
 mod common;
 mod dfa;
+mod document;
 mod ignore;
 mod json;
 mod lexer;
@@ -149,6 +153,28 @@ pub fn parse_with_warnings(
             limit: options.limits.max_source_bytes,
         });
     }
+    if source.trim_start().starts_with('{') {
+        return document::parse(source, options, cache);
+    }
+    let lowered = lower_text(source, options, cache)?;
+    if let Some(reference) = lowered.references.first() {
+        return Err(FrontendError::Syntax {
+            location: reference.location,
+            message: format!(
+                "the grammar reference `@{}` needs a grammars document to name ({{\"grammars\": [{{\"name\": ..., \"lark_grammar\": ...}}, ...]}})",
+                reference.name
+            ),
+        });
+    }
+    Ok((lowered.grammar, lowered.report))
+}
+
+/// One Lark text through the stages, its `@name` references left open.
+fn lower_text(
+    source: &str,
+    options: &LarkOptions,
+    cache: &PatternCache,
+) -> Result<lower::Lowered, FrontendError> {
     let map = source::SourceMap::new(source);
     let tokens = lexer::tokenize(source, &map)?;
     let items = parser::parse_items(&tokens, &map, &options.limits)?;

@@ -147,7 +147,7 @@ fn errors_name_line_and_column() {
             "cannot be used in terminals",
         ),
         ("start: <[1-2-3]>", 1, 8, "invalid token range"),
-        ("start: @sub", 1, 8, "not supported yet"),
+        ("start: @sub", 1, 8, "needs a grammars document"),
         ("start: x\nx[max_tokens=3]: /.*/", 2, 3, "`max_tokens`"),
         (
             "start: x\nx[stop_capture=\"s\"]: /.*/",
@@ -295,4 +295,86 @@ fn rule_attributes_shape_the_language_or_are_annotated() {
             ("y", 3, Some("why"), None, false, Some(0.5)),
         ]
     );
+}
+
+#[test]
+fn grammars_documents_link_sub_grammars() {
+    let document = serde_json::json!({"grammars": [
+        {"lark_grammar": "start: \"call \" @args \";\" @2"},
+        {"name": "args", "json_schema": {"type": "array", "items": {"type": "integer"}}},
+        {"lark_grammar": "start: \"A\" \"!\"\n%ignore /[ \\t]+/"},
+    ]})
+    .to_string();
+    language(
+        &document,
+        // The JSON member's whitespace as llguidance's (flexible, bounded here).
+        &["call [1,2];A!", "call [1, 2];A!", "call [];A  !"],
+        // The sub-grammar's %ignore stays inside it.
+        &["call [\"x\"];A!", "call [];A!!", "call [] ;A!"],
+    );
+
+    let err = |text: &str| match parse(text, &LarkOptions::default()) {
+        Err(e) => (e.to_string(), e.location().map(|l| (l.line, l.column))),
+        Ok(_) => panic!("{text}: should be refused"),
+    };
+    // A reference outside a document, located.
+    let (message, at) = err("start: \"a\"\n  | @sub");
+    assert!(message.contains("needs a grammars document"), "{message}");
+    assert_eq!(at, Some((2, 5)));
+    // An unknown name, in its member's own lines.
+    let doc = serde_json::json!({"grammars": [
+        {"lark_grammar": "start: x\nx: \"a\" @nope"},
+        {"name": "sub", "lark_grammar": "start: \"b\""},
+    ]});
+    let (message, at) = err(&doc.to_string());
+    assert!(
+        message.starts_with("grammars[0]: 2:8: no grammar named `nope`")
+            && message.contains("`sub`"),
+        "{message}"
+    );
+    assert_eq!(at, Some((2, 8)));
+    // A member's syntax error names the member, then its line and column.
+    let doc = serde_json::json!({"grammars": [
+        {"lark_grammar": "start: @sub"},
+        {"name": "sub", "lark_grammar": "start: \"b\"\nstart: \"c\""},
+    ]});
+    let (message, _) = err(&doc.to_string());
+    assert!(
+        message.starts_with("grammars[1] (sub): 2:1: duplicate rule"),
+        "{message}"
+    );
+    // Shapes, by JSON pointer; nothing unknown is ignored.
+    for (doc, needle) in [
+        (serde_json::json!({"grammars": []}), "/grammars: is empty"),
+        (
+            serde_json::json!({"grammars": [{"name": "x"}]}),
+            "/grammars/0: a grammar needs",
+        ),
+        (
+            serde_json::json!({"grammars": [{"lark_grammar": 3}]}),
+            "/grammars/0/lark_grammar: must be a string",
+        ),
+        (
+            serde_json::json!({"grammars": [{"lark_grammar": "start: \"a\"", "regex": "a"}]}),
+            "/grammars/0: unknown key `regex`",
+        ),
+        (
+            serde_json::json!({"grammars": [{"lark_grammar": "start: \"a\""}], "max_tokens": 5}),
+            "/max_tokens: a token budget",
+        ),
+        (serde_json::json!({"grammar": []}), "unknown key `grammar`"),
+        (
+            serde_json::json!({"grammars": [{"json_schema": {"type": "nope"}}]}),
+            "/grammars/0/json_schema: failed to compile JSON schema",
+        ),
+    ] {
+        let (message, _) = err(&doc.to_string());
+        assert!(message.contains(needle), "{message} lacks {needle}");
+    }
+    let (message, at) = err("{\"grammars\": [\n  }");
+    assert!(
+        message.contains("failed to parse the grammars document"),
+        "{message}"
+    );
+    assert_eq!(at.map(|a| a.0), Some(2));
 }
