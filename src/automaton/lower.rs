@@ -22,7 +22,9 @@ use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
 use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits};
 use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
-use crate::grammar::{describe_expr, expr_productive, Excluding, Expr, Grammar, RuleId, TokenSet};
+use crate::grammar::{
+    describe_expr, expr_productive, Excluding, Expr, FreeText, Grammar, RuleId, TokenSet,
+};
 
 /// What a terminal's automaton is built from.
 pub(super) enum TerminalSource {
@@ -37,6 +39,8 @@ pub(super) enum TerminalSource {
     /// One whole token from a set ([`Terminal::tokens`]): read a token at a time,
     /// never fused.
     Tokens(TokenSet),
+    /// Free text up to a delimiter ([`Terminal::free_text`]), never fused.
+    Text(FreeText),
 }
 
 /// `prefix leaf{min,max} suffix`, the leaf loopable and no iteration starting
@@ -211,6 +215,9 @@ pub(super) fn lower(
                 vec![vec![Symbol::Terminal(
                     lowering.excluding_terminal(excluding, name),
                 )]]
+            }
+            (None, Expr::Text(text)) => {
+                vec![vec![Symbol::Terminal(lowering.text_terminal(text, name))]]
             }
             (None, _) => match lowering.right_linear_hir(rule) {
                 Some(hir) => lowering.hir_alternatives(hir, name),
@@ -411,6 +418,11 @@ impl Lowering<'_> {
         self.terminal_from(key, label, || TerminalSource::Excluding(excluding.clone()))
     }
 
+    fn text_terminal(&mut self, text: &FreeText, label: String) -> TerminalId {
+        let key = fingerprint_of(&("text", &text.excludes, &text.stops));
+        self.terminal_from(key, label, || TerminalSource::Text(text.clone()))
+    }
+
     fn token_terminal(&mut self, set: &TokenSet) -> TerminalId {
         let key = fingerprint_of(&("tokens", set.negated, &set.items));
         self.terminal_from(key, set.to_string(), || TerminalSource::Tokens(set.clone()))
@@ -491,7 +503,7 @@ impl Lowering<'_> {
                 });
                 Some(Fused::regex(hir, weight))
             }
-            Expr::Permutation(_) | Expr::Excluding(_) | Expr::Tokens(_) => None,
+            Expr::Permutation(_) | Expr::Excluding(_) | Expr::Tokens(_) | Expr::Text(_) => None,
         }
     }
 
@@ -665,6 +677,10 @@ impl Lowering<'_> {
                 vec![vec![Symbol::Terminal(self.excluding_terminal(e, label))]]
             }
             Expr::Tokens(set) => vec![vec![Symbol::Terminal(self.token_terminal(set))]],
+            Expr::Text(text) => {
+                let label = text.describe();
+                vec![vec![Symbol::Terminal(self.text_terminal(text, label))]]
+            }
             // Regular leaves were handled by `expr_hir` above.
             Expr::Empty | Expr::Regex(_) => vec![vec![]],
         }

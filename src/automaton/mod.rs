@@ -162,9 +162,9 @@ impl CompiledGrammar {
             .zip(&terminals)
             .map(|((_, source), terminal)| match source {
                 TerminalSource::Regex(hir, _) => crate::grammar::hir_matches_something(hir),
-                TerminalSource::Excluding(_) | TerminalSource::Counted(_) => {
-                    !terminal.is_dead(terminal.start())
-                }
+                TerminalSource::Excluding(_)
+                | TerminalSource::Counted(_)
+                | TerminalSource::Text(_) => !terminal.is_dead(terminal.start()),
                 TerminalSource::Tokens(set) => !set.is_empty(),
             })
             .collect();
@@ -492,6 +492,11 @@ fn build_terminal(
             return Ok((terminal, None));
         }
         TerminalSource::Tokens(set) => return Ok((Terminal::tokens(label.into(), set), None)),
+        TerminalSource::Text(text) => {
+            let base = automata.regex(&terminal::any_utf8(), limits)?;
+            let terminal = Terminal::free_text(label.into(), &base, text, limits)?;
+            return Ok((terminal, None));
+        }
         TerminalSource::Counted(c) => {
             let rest = automata.counted(&c.leaf, c.min, c.max, &c.suffix, limits)?;
             if c.prefix.is_empty() {

@@ -20,6 +20,7 @@
 //! * [`Expr::Excluding`] takes finitely many strings out of a regular leaf (any
 //!   string but the declared property names), which as a regex would be a large
 //!   complement.
+//! * [`Expr::Text`] is free text up to a delimiter: see [`FreeText`].
 //! * [`Expr::Tokens`] is one whole token from a set of token ids (special tokens
 //!   such as `</think>`, which no byte string produces): see [`TokenSet`].
 //!
@@ -29,8 +30,10 @@
 use std::fmt;
 
 pub(crate) mod dfa;
+mod free_text;
 mod tokens;
 
+pub use free_text::FreeText;
 pub use regex_syntax::hir::Hir;
 pub use tokens::{TokenItem, TokenSet};
 
@@ -106,6 +109,8 @@ pub enum Expr {
     Excluding(Box<Excluding>),
     /// One token whose id is in the set, whatever its bytes: see [`TokenSet`].
     Tokens(TokenSet),
+    /// Free text up to a delimiter: see [`FreeText`].
+    Text(Box<FreeText>),
 }
 
 /// The strings of `regex` except the `excluded` ones: a JSON object's undeclared
@@ -226,7 +231,8 @@ impl Expr {
     /// Calls `f` on every rule this expression references directly.
     pub fn for_each_ref(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) => {}
+            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) | Expr::Text(_) => {
+            }
             Expr::Ref(r) => f(*r),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|e| e.for_each_ref(f)),
             Expr::Repeat { expr, .. } => expr.for_each_ref(f),
@@ -234,11 +240,29 @@ impl Expr {
         }
     }
 
+    /// Adds `by` to every rule this expression references.
+    fn shift_refs(&mut self, by: u32) {
+        match self {
+            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) | Expr::Text(_) => {
+            }
+            Expr::Ref(r) => r.0 += by,
+            Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(|e| e.shift_refs(by)),
+            Expr::Repeat { expr, .. } => expr.shift_refs(by),
+            Expr::Permutation(p) => {
+                p.members.iter_mut().for_each(|e| e.shift_refs(by));
+                if let Some(extra) = &mut p.extra {
+                    extra.shift_refs(by);
+                }
+                p.separator.shift_refs(by);
+            }
+        }
+    }
+
     /// Calls `f` on every token set in this expression.
     pub fn for_each_token_set(&self, f: &mut impl FnMut(&TokenSet)) {
         match self {
             Expr::Tokens(set) => f(set),
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) => {}
+            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) | Expr::Text(_) => {}
             Expr::Seq(items) | Expr::Alt(items) => {
                 items.iter().for_each(|e| e.for_each_token_set(f))
             }
@@ -253,7 +277,9 @@ impl Expr {
     ) -> Result<(), E> {
         match self {
             Expr::Tokens(set) => f(set),
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) => Ok(()),
+            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) | Expr::Text(_) => {
+                Ok(())
+            }
             Expr::Seq(items) | Expr::Alt(items) => items
                 .iter_mut()
                 .try_for_each(|e| e.try_each_token_set_mut(f)),
@@ -359,6 +385,29 @@ fn at(location: &Option<Location>) -> String {
 }
 
 impl Grammar {
+    /// Appends this grammar's rules to `rules` (references shifted, names
+    /// prefixed, located at `location` when given, else where they were) and
+    /// returns its root there: how a front-end embeds one grammar in another
+    /// (`%json` in Lark, a document's members, a structural tag's parts).
+    pub fn splice_into(
+        self,
+        prefix: &str,
+        location: Option<Location>,
+        rules: &mut Vec<Rule>,
+    ) -> RuleId {
+        let base = rules.len() as u32;
+        for rule in self.rules {
+            let mut expr = rule.expr;
+            expr.shift_refs(base);
+            rules.push(Rule {
+                name: format!("{prefix}{}", rule.name),
+                expr,
+                location: location.or(rule.location),
+            });
+        }
+        RuleId(self.root.0 + base)
+    }
+
     pub fn rule(&self, id: RuleId) -> &Rule {
         &self.rules[id.index()]
     }
@@ -516,7 +565,7 @@ impl Grammar {
 
 fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
     match expr {
-        Expr::Empty | Expr::Regex(_) | Expr::Ref(_) | Expr::Tokens(_) => Ok(()),
+        Expr::Empty | Expr::Regex(_) | Expr::Ref(_) | Expr::Tokens(_) | Expr::Text(_) => Ok(()),
         Expr::Excluding(e) if !hir_is_infinite(&e.regex) => {
             Err(GrammarError::ExcludingFromFinite {
                 rule: rule.name.clone(),
@@ -619,6 +668,7 @@ pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
         // Infinitely many strings minus finitely many.
         Expr::Excluding(e) => hir_is_infinite(&e.regex),
         Expr::Tokens(set) => !set.is_empty(),
+        Expr::Text(text) => text.is_productive(),
         Expr::Ref(r) => productive_rules[r.index()],
         Expr::Seq(items) => items.iter().all(|e| expr_productive(e, productive_rules)),
         Expr::Alt(items) => items.iter().any(|e| expr_productive(e, productive_rules)),
@@ -665,6 +715,7 @@ fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
         },
         Expr::Ref(r) => out.push_str(&grammar.rule(*r).name),
         Expr::Tokens(set) => out.push_str(&set.to_string()),
+        Expr::Text(text) => out.push_str(&text.describe()),
         Expr::Excluding(e) => {
             // The excluded strings first: the leaf is often long and opaque.
             out.push_str("except(");

@@ -33,6 +33,7 @@ mod classes;
 mod counted;
 mod excluding;
 mod fingerprint;
+mod free_text;
 mod literal_prefix;
 mod minimize;
 #[cfg(test)]
@@ -42,6 +43,7 @@ mod tokens;
 use crate::bits::ByteSet;
 use classes::{bytes_by_class, only_bytes_of};
 use counted::Counter;
+pub use free_text::any_utf8;
 use minimize::minimize;
 
 pub(crate) use classes::class_bytes;

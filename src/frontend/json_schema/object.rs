@@ -643,7 +643,11 @@ fn expr_hir(e: &Expr) -> Option<Hir> {
     Some(match e {
         Expr::Empty => Hir::empty(),
         Expr::Regex(h) => h.clone(),
-        Expr::Ref(_) | Expr::Permutation(_) | Expr::Excluding(_) | Expr::Tokens(_) => return None,
+        Expr::Ref(_)
+        | Expr::Permutation(_)
+        | Expr::Excluding(_)
+        | Expr::Tokens(_)
+        | Expr::Text(_) => return None,
         Expr::Seq(items) => Hir::concat(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Alt(items) => Hir::alternation(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Repeat { expr, min, max } => Hir::repetition(regex_syntax::hir::Repetition {

@@ -62,7 +62,7 @@ pub(crate) fn parse(
         match &member.body {
             Body::Lark(text) => {
                 let lowered = lower_text(text, options, cache).map_err(in_member)?;
-                roots.push(json::splice(lowered.grammar, &prefix, None, &mut rules));
+                roots.push(lowered.grammar.splice_into(&prefix, None, &mut rules));
                 for reference in lowered.references {
                     let rule = RuleId(reference.rule.0 + base);
                     references.push((index, Reference { rule, ..reference }));
@@ -85,7 +85,7 @@ pub(crate) fn parse(
                         pointer: format!("/grammars/{index}/json_schema"),
                         message: format!("failed to compile JSON schema: {message}"),
                     })?;
-                roots.push(json::splice(grammar, &prefix, None, &mut rules));
+                roots.push(grammar.splice_into(&prefix, None, &mut rules));
                 report
                     .warnings
                     .extend(warnings.into_iter().map(|w| LarkWarning {

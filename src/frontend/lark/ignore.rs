@@ -93,7 +93,8 @@ impl Transform<'_> {
             | Expr::Regex(_)
             | Expr::Excluding(_)
             | Expr::Permutation(_)
-            | Expr::Tokens(_) => Shape::Lexeme,
+            | Expr::Tokens(_)
+            | Expr::Text(_) => Shape::Lexeme,
             Expr::Seq(items) if items.len() == 2 => match (&items[0], &items[1]) {
                 (Expr::Ref(r), lexeme)
                     if self.ignores.contains(r) && !has_structure(lexeme, self) =>

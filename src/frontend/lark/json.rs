@@ -14,7 +14,6 @@
 use serde_json::Value;
 
 use crate::frontend::json_schema::{JsonSchemaOptions, Whitespace};
-use crate::grammar::{Expr, Grammar, Location, Rule, RuleId};
 
 /// The options for one schema: `base` with its `x-guidance` applied, and the
 /// schema without that key.
@@ -69,44 +68,6 @@ pub(crate) fn options_for(
         object.remove("x-guidance");
     }
     Ok((options, schema))
-}
-
-/// Appends `grammar`'s rules to `rules` (references shifted, names prefixed,
-/// located at `location` when given, else where they were) and returns its root
-/// there.
-pub(crate) fn splice(
-    grammar: Grammar,
-    prefix: &str,
-    location: Option<Location>,
-    rules: &mut Vec<Rule>,
-) -> RuleId {
-    let base = rules.len() as u32;
-    for rule in grammar.rules {
-        let mut expr = rule.expr;
-        shift_refs(&mut expr, base);
-        rules.push(Rule {
-            name: format!("{prefix}{}", rule.name),
-            expr,
-            location: location.or(rule.location),
-        });
-    }
-    RuleId(grammar.root.0 + base)
-}
-
-fn shift_refs(expr: &mut Expr, by: u32) {
-    match expr {
-        Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) => {}
-        Expr::Ref(r) => r.0 += by,
-        Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(|e| shift_refs(e, by)),
-        Expr::Repeat { expr, .. } => shift_refs(expr, by),
-        Expr::Permutation(p) => {
-            p.members.iter_mut().for_each(|e| shift_refs(e, by));
-            if let Some(extra) = &mut p.extra {
-                shift_refs(extra, by);
-            }
-            shift_refs(&mut p.separator, by);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -629,12 +629,7 @@ impl<'a> Lowering<'a> {
             "{}json@{}:{}/",
             self.scopes[scope].prefix, location.line, location.column
         );
-        Ok(json::splice(
-            grammar,
-            &prefix,
-            Some(location),
-            &mut self.rules,
-        ))
+        Ok(grammar.splice_into(&prefix, Some(location), &mut self.rules))
     }
 
     // ---- terminal bodies ----
