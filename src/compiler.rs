@@ -42,6 +42,7 @@ use crate::automaton::{AutomatonCache, CompileError, CompileOptions, CompiledGra
 use crate::frontend::gbnf::{self, GbnfOptions};
 use crate::frontend::json_schema::{self, JsonSchemaOptions, PatternCache, Warning};
 use crate::frontend::lark::{self, LarkOptions, LarkReport};
+use crate::frontend::structural_tag::{self, StructuralTagOptions};
 use crate::frontend::{self, FrontendError, Limits};
 use crate::grammar::{Grammar, GrammarError};
 use crate::tables::{SharedTables, TokenTables};
@@ -172,6 +173,18 @@ impl Compiler {
     ) -> Result<(Arc<TokenTables>, LarkReport), Error> {
         let (grammar, report) = lark::parse_with_warnings(source, options, &self.patterns)?;
         Ok((self.compile_grammar(&grammar)?, report))
+    }
+
+    /// A structural tag (XGrammar's JSON, `{"type": "structural_tag", "format":
+    /// ...}`): free text, tags, triggers and token delimiters, its token names
+    /// bound to this compiler's vocabulary.
+    pub fn compile_structural_tag(
+        &self,
+        tag: &Value,
+        options: &StructuralTagOptions,
+    ) -> Result<Arc<TokenTables>, Error> {
+        let grammar = structural_tag::parse(tag, options, &self.patterns)?;
+        self.compile_grammar(&grammar)
     }
 
     /// A regex that the whole output must match.

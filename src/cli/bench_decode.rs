@@ -254,6 +254,7 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         lark: None,
         regex: None,
         schema: Some(args.schema.clone()),
+        structural_tag: None,
         property_order: super::grammar::PropertyOrderArg::Schema,
         whitespace: Some(super::grammar::WhitespaceArg::Compact),
         strict: false,

@@ -1,5 +1,5 @@
 //! The grammar flags shared by `check`, `generate` and `bench`: one of `--gbnf`,
-//! `--lark`, `--regex`, `--schema` (with its JSON Schema options, which also apply
+//! `--lark`, `--regex`, `--schema`, `--structural-tag` (with the JSON Schema options, which also apply
 //! to a Lark grammar's `%json` schemas), compiled the same way everywhere so a
 //! grammar that checks is the grammar that generates.
 
@@ -10,6 +10,7 @@ use clap::Args;
 use stencil::automaton::{CompileOptions, CompiledGrammar};
 use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
 use stencil::frontend::lark::LarkOptions;
+use stencil::frontend::structural_tag::StructuralTagOptions;
 use stencil::frontend::{self, gbnf::GbnfOptions};
 use stencil::grammar::{Grammar, GrammarError};
 use stencil::tables::TokenTables;
@@ -33,6 +34,10 @@ pub struct GrammarArgs {
     /// JSON Schema the text must validate against (drafts 4 to 2020-12).
     #[arg(long, value_name = "FILE", group = "grammar")]
     pub schema: Option<String>,
+    /// Structural tag (XGrammar's JSON: `{"type": "structural_tag", "format": ...}`):
+    /// free text, tags, triggers, tool calls.
+    #[arg(long, value_name = "FILE", group = "grammar")]
+    pub structural_tag: Option<String>,
     /// Object property order for --schema: as declared, or any.
     #[arg(long, value_enum, default_value = "schema")]
     pub property_order: PropertyOrderArg,
@@ -96,6 +101,18 @@ impl GrammarArgs {
         }
     }
 
+    /// Options for a structural tag: XGrammar's JSON defaults (no undeclared
+    /// properties, bounded whitespace) unless `--whitespace` says otherwise.
+    pub fn structural_tag_options(&self) -> StructuralTagOptions {
+        let mut options = StructuralTagOptions::default();
+        if self.whitespace.is_some() {
+            options.json.whitespace = self.schema_options().whitespace;
+        }
+        options.json.lenient = self.lenient;
+        options.json.plain_integers = self.for_generation;
+        options
+    }
+
     /// Options for a Lark grammar: its `%json` schemas take the JSON Schema
     /// flags, and llguidance's whitespace unless `--whitespace` says otherwise.
     pub fn lark_options(&self) -> LarkOptions {
@@ -141,7 +158,7 @@ impl GrammarArgs {
 
     /// Where the chosen grammar comes from, for messages.
     pub fn origin(&self, fallback_gbnf: Option<&str>) -> String {
-        let given = [&self.schema, &self.lark, &self.gbnf]
+        let given = [&self.schema, &self.structural_tag, &self.lark, &self.gbnf]
             .into_iter()
             .find_map(|path| path.clone());
         match (given, &self.regex, fallback_gbnf) {
@@ -163,6 +180,11 @@ impl GrammarArgs {
             let schema = json_schema::parse_schema_text(&text, self.max_nesting)
                 .map_err(|e| format!("{path}:{e}"))?;
             GrammarSource::Schema(path.clone(), schema)
+        } else if let Some(path) = &self.structural_tag {
+            let text = read(path)?;
+            let tag = serde_json::from_str(&text)
+                .map_err(|e| format!("{path}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
+            GrammarSource::StructuralTag(path.clone(), tag)
         } else if let Some(regex) = &self.regex {
             GrammarSource::Regex(regex.clone())
         } else if let Some(path) = &self.lark {
@@ -196,6 +218,12 @@ impl GrammarArgs {
                 frontend::regex::parse(regex, &frontend::Limits::default())
                     .map_err(|e| e.to_string())?
             }
+            GrammarSource::StructuralTag(origin, tag) => frontend::structural_tag::parse(
+                tag,
+                &self.structural_tag_options(),
+                &Default::default(),
+            )
+            .map_err(|e| format!("{origin}: {e}"))?,
             GrammarSource::Gbnf(origin, text) => {
                 let options = GbnfOptions {
                     root: self.root.clone(),
@@ -229,6 +257,7 @@ pub enum GrammarSource {
     Regex(String),
     Gbnf(String, String),
     Lark(String, String),
+    StructuralTag(String, serde_json::Value),
 }
 
 /// What the command line does with rule attributes it cannot enforce, one line

@@ -8,6 +8,7 @@ pub mod gbnf;
 pub mod json_schema;
 pub mod lark;
 pub mod regex;
+pub mod structural_tag;
 pub mod tokens;
 
 use crate::grammar::{GrammarError, Location};
@@ -50,7 +51,8 @@ pub enum FrontendError {
     Regex { offset: usize, message: String },
     #[error(transparent)]
     Grammar(#[from] GrammarError),
-    /// A grammars document's shape is wrong at `pointer` (a JSON pointer).
+    /// A JSON request (a grammars document, a structural tag) is wrong at
+    /// `pointer` (a JSON pointer into it).
     #[error("{pointer}: {message}")]
     Document { pointer: String, message: String },
     /// An error inside one grammar of a grammars document (`grammars[1] (args)`);

@@ -153,6 +153,9 @@ fn default_prompt(args: &GenerateArgs) -> Result<String, String> {
         gbnf_prompt(read(path)?.trim(), &g.root)
     } else if let Some(path) = &g.lark {
         lark_prompt(read(path)?.trim())
+    } else if let Some(path) = &g.structural_tag {
+        let tag = serde_json::from_str(&read(path)?).map_err(|e| format!("{path}: {e}"))?;
+        structural_tag_prompt(&tag)
     } else if let Some(regex) = &g.regex {
         regex_prompt(regex)
     } else {
@@ -170,6 +173,13 @@ pub(super) fn gbnf_prompt(grammar: &str, root: &str) -> String {
 
 pub(super) fn lark_prompt(grammar: &str) -> String {
     format!("Write text in the language of this Lark grammar (start rule `start`). Reply with the text only.\n\n{grammar}")
+}
+
+pub(super) fn structural_tag_prompt(tag: &serde_json::Value) -> String {
+    format!(
+        "Write text in the format this structural tag describes (XGrammar's format: free text, tags between their begin and end strings). Reply with the text only.\n\n{}",
+        serde_json::to_string_pretty(tag).unwrap_or_default()
+    )
 }
 
 pub(super) fn regex_prompt(regex: &str) -> String {

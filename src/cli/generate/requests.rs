@@ -25,7 +25,8 @@ use stencil::tables::TokenTables;
 use stencil::Compiler;
 
 use super::request::{
-    build_request, gbnf_prompt, lark_prompt, regex_prompt, schema_prompt, GenerateArgs,
+    build_request, gbnf_prompt, lark_prompt, regex_prompt, schema_prompt, structural_tag_prompt,
+    GenerateArgs,
 };
 use crate::cli::grammar::{GrammarSource, JSON_GBNF};
 
@@ -37,6 +38,7 @@ pub struct RequestLine {
     pub schema: Option<Value>,
     pub gbnf: Option<String>,
     pub lark: Option<String>,
+    pub structural_tag: Option<Value>,
     pub regex: Option<String>,
     pub json: Option<bool>,
     pub raw: Option<bool>,
@@ -109,6 +111,8 @@ impl RequestLine {
             Some(GrammarSource::Gbnf(origin, text.clone()))
         } else if let Some(text) = &self.lark {
             Some(GrammarSource::Lark(origin, text.clone()))
+        } else if let Some(tag) = &self.structural_tag {
+            Some(GrammarSource::StructuralTag(origin, tag.clone()))
         } else if let Some(regex) = &self.regex {
             Some(GrammarSource::Regex(regex.clone()))
         } else if self.json == Some(true) {
@@ -151,6 +155,7 @@ fn default_prompt(source: &GrammarSource, root: &str) -> String {
         }
         GrammarSource::Gbnf(_, text) => gbnf_prompt(text.trim(), root),
         GrammarSource::Lark(_, text) => lark_prompt(text.trim()),
+        GrammarSource::StructuralTag(_, tag) => structural_tag_prompt(tag),
         GrammarSource::Regex(regex) => regex_prompt(regex),
     }
 }

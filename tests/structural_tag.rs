@@ -1,0 +1,236 @@
+//! Structural tags against XGrammar's test vectors (vendored in
+//! `tests/fixtures/structural_tag/`): every `structural_tag` and legacy case's
+//! accept and reject strings, the invalid formats refused (with a JSON pointer),
+//! and the token-level cases that carry a vocabulary fed token by token under the
+//! mask. Cases that need what is not built yet, or whose verdict comes from
+//! XGrammar's different semantics, are listed in [`KNOWN`] with the reason; the
+//! test fails when an unlisted case fails or a listed one passes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use stencil::frontend::json_schema::PatternCache;
+use stencil::frontend::structural_tag::{parse, StructuralTagOptions};
+use stencil::grammar::TokenItem;
+use stencil::matcher::TokenMatcher;
+use stencil::vocab::Vocabulary;
+use stencil::{CompileOptions, CompiledGrammar, Compiler, Matcher};
+
+const FILE: &str = "xgrammar.structural_tag.cases.json";
+
+fn cases() -> Vec<Value> {
+    let path = format!(
+        "{}/tests/fixtures/structural_tag/{FILE}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str::<Vec<Value>>(&text).unwrap()
+}
+
+/// Why listed cases fail.
+const XML: &str = "needs the XML parameter styles of `json_schema` (qwen_xml, minimax_xml, deepseek_xml, glm_xml, cohere_xml, kimi_k3_xml) or `qwen_xml_parameter`, not built yet";
+const BUDGET: &str = "needs `any_text`'s `max_tokens` / `max_chars`, not built yet";
+const WHITESPACE: &str = "needs `max_whitespace_cnt`, not built yet";
+
+/// Cases that fail for a known reason: (case id, reason).
+const KNOWN: &[(&str, &str)] = &[
+    ("test_from_structural_tag_with_structural_tag_instance#1", "stencil's strict JSON closes every object (no undeclared keys); XGrammar closes only objects that declare properties, so `{\"type\": \"object\"}` takes any key there"),
+    ("test_json_schema_format_any_order#0", "any order: stencil takes each declared property at most once (a duplicate key is refused); XGrammar's `any_order` accepts duplicates"),
+    ("test_any_text_length_budgets#0", BUDGET),
+    ("test_any_text_max_tokens_forces_multitoken_end#0", BUDGET),
+    ("test_any_text_zero_token_budget_forces_immediate_end#0", BUDGET),
+    ("test_any_text_zero_token_budget_forces_immediate_end#1", BUDGET),
+    ("test_any_text_token_and_character_budgets_combine#0", BUDGET),
+    ("docs:any_text_2#0", BUDGET),
+    ("test_structural_tag_per_tag_whitespace_independent#0", WHITESPACE),
+    ("test_structural_tag_max_whitespace_cnt_compile_cache#1", WHITESPACE),
+];
+
+/// Whether a case uses an XML style (all listed under [`XML`]).
+fn uses_xml(case: &Value) -> bool {
+    let text = case["format"].to_string();
+    text.contains("_xml") || text.contains("qwen_xml_parameter")
+}
+
+fn strings(case: &Value, key: &str) -> Vec<String> {
+    case[key]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs one case; `Err` says what went wrong.
+fn run(case: &Value) -> Result<(), String> {
+    let kind = case["kind"].as_str().unwrap();
+    let format = if case["format_is_json_text"] == true {
+        match serde_json::from_str::<Value>(case["format"].as_str().unwrap()) {
+            Ok(v) => v,
+            Err(_) => {
+                return if kind == "structural_tag_invalid" {
+                    Ok(())
+                } else {
+                    Err("bad JSON".into())
+                }
+            }
+        }
+    } else {
+        case["format"].clone()
+    };
+    let parsed = parse(
+        &format,
+        &StructuralTagOptions::default(),
+        &PatternCache::default(),
+    );
+    if kind == "structural_tag_invalid" {
+        // Refused when read, or (token names without a vocabulary) when compiled.
+        return match parsed {
+            Err(e) if e.to_string().contains(": ") => Ok(()),
+            Err(e) => Err(format!("refused without a place: {e}")),
+            Ok(grammar) => match CompiledGrammar::compile(&grammar, &CompileOptions::default()) {
+                Err(_) => Ok(()),
+                Ok(_) => Err("accepted an invalid format".into()),
+            },
+        };
+    }
+    let grammar = parsed.map_err(|e| format!("refused: {e}"))?;
+    if let Some(vocab) = case["vocab"].as_array() {
+        let tokens: Vec<String> = vocab
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        let eos: Vec<u32> = case["stop_token_ids"]
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_u64().unwrap() as u32).collect())
+            .unwrap_or_default();
+        let specials = eos
+            .iter()
+            .map(|&id| (id, tokens[id as usize].clone()))
+            .collect();
+        let vocab = Arc::new(Vocabulary::from_token_bytes(
+            tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
+            specials,
+            eos,
+        ));
+        let id = |t: &str| tokens.iter().position(|x| x == t).unwrap() as u32;
+        let compiler = Compiler::new(Arc::clone(&vocab));
+        let tables = compiler
+            .compile_grammar(&grammar)
+            .map_err(|e| format!("compile: {e}"))?;
+        let feed = |seq: &[Value]| -> bool {
+            let mut m = TokenMatcher::new(Arc::clone(&tables));
+            let mut mask = vec![0u32; vocab.len().div_ceil(32)];
+            for t in seq {
+                let t = id(t.as_str().unwrap());
+                m.fill_next_token_bitmask(&mut mask);
+                if mask[t as usize / 32] >> (t % 32) & 1 == 0 || m.consume_token(t).is_err() {
+                    return false;
+                }
+            }
+            m.is_accepting()
+        };
+        for (key, want) in [("accept_token_seqs", true), ("reject_token_seqs", false)] {
+            for seq in case[key].as_array().into_iter().flatten() {
+                if feed(seq.as_array().unwrap()) != want {
+                    return Err(format!("{key}: {seq}"));
+                }
+            }
+        }
+        return Ok(());
+    }
+    if grammar.has_token_sets() {
+        // Tokens without a vocabulary in the case: bind them to one that has
+        // them (names as special tokens), so the format is compiled whole.
+        let mut names = Vec::new();
+        for rule in &grammar.rules {
+            rule.expr.for_each_token_set(&mut |set| {
+                for item in &set.items {
+                    if let TokenItem::Named(name) = item {
+                        names.push(name.clone());
+                    }
+                }
+            });
+        }
+        // Text tokens for the ids the cases use (all below 1000), end of
+        // sequence last, the named tokens after it.
+        let mut tokens: Vec<Vec<u8>> = (0..999).map(|i| format!("t{i}").into_bytes()).collect();
+        tokens.push(b"<eos>".to_vec());
+        let mut specials = vec![(999, "<eos>".to_string())];
+        for name in names {
+            specials.push((tokens.len() as u32, name.clone()));
+            tokens.push(name.into_bytes());
+        }
+        let vocab = Vocabulary::from_token_bytes(tokens, specials, vec![999]);
+        Compiler::new(Arc::new(vocab))
+            .compile_grammar(&grammar)
+            .map_err(|e| format!("compile: {e}"))?;
+        if !strings(case, "accept").is_empty() || !strings(case, "reject").is_empty() {
+            return Err("strings over a format with tokens: not checked here".into());
+        }
+        return Ok(());
+    }
+    let compiled = Arc::new(
+        CompiledGrammar::compile(&grammar, &CompileOptions::default())
+            .map_err(|e| format!("compile: {e}"))?,
+    );
+    let verdict = |s: &str| {
+        let mut m = Matcher::new(Arc::clone(&compiled));
+        m.consume_bytes(s.as_bytes()).is_ok() && m.is_accepting()
+    };
+    for s in strings(case, "accept") {
+        if !verdict(&s) {
+            return Err(format!("rejected {s:?}"));
+        }
+    }
+    for s in strings(case, "reject") {
+        if verdict(&s) {
+            return Err(format!("accepted {s:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn xgrammar_structural_tag_cases() {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let (mut passed, mut listed, mut failures) = (0, 0, Vec::new());
+    let mut skipped = 0;
+    for case in cases() {
+        let test_fn = case["test_fn"].as_str().unwrap().to_string();
+        let n = seen.entry(test_fn.clone()).or_insert(0);
+        let id = format!("{test_fn}#{n}");
+        *n += 1;
+        // Built-in model formats (`get_model_structural_tag`) and XGrammar's own
+        // EBNF builtins are the tool-calling formats' part, not this front-end's.
+        if matches!(
+            case["kind"].as_str(),
+            Some("builtin_model" | "ebnf_tag_dispatch")
+        ) {
+            skipped += 1;
+            continue;
+        }
+        let outcome = run(&case);
+        let known = KNOWN
+            .iter()
+            .find(|(c, _)| *c == id)
+            .map(|(_, why)| *why)
+            .or(uses_xml(&case).then_some(XML));
+        match (outcome, known) {
+            (Ok(()), None) => passed += 1,
+            (Ok(()), Some(why)) => failures.push(format!("{id}: listed ({why}) but passes now")),
+            (Err(_), Some(_)) => listed += 1,
+            (Err(e), None) => failures.push(format!("{id}: {e}")),
+        }
+    }
+    println!("{FILE}: {passed} pass, {listed} listed as known failures, {skipped} skipped (builtin formats)");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
