@@ -23,6 +23,14 @@ for i, case in enumerate(json.load(open(sys.argv[1]))):
 PY
 done
 
+# lark_parse: grammars documents and special tokens too.
+cat > "$c/lark_parse/document-0" <<'JSON'
+{"grammars": [{"lark_grammar": "start: \"call \" @args \";\" @2 <think> @1"},
+ {"name": "args", "json_schema": {"type": "array", "items": {"type": "integer"}}},
+ {"lark_grammar": "start: \"A\" \"!\"\n%ignore /[ \\t]+/"}]}
+JSON
+printf '%s\n' 'start: <think> x </think> y <[0-3]>' 'x[lazy]: /.*/ "."' 'y[stop="\n", capture]: /[a-z]+/' > "$c/lark_parse/tokens-0"
+
 # regex_parse: a few patterns in the dialect the front-end accepts.
 i=0
 for p in '^[a-z]{1,8}@[a-z]+\.(com|org)$' '\d{3}-\d{4}' '(ab|cd)*e?' '[^\x00-\x1F"]{0,100}' \
