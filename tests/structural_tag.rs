@@ -6,6 +6,10 @@
 //! XGrammar's different semantics, are listed in [`KNOWN`] with the reason; the
 //! test fails when an unlisted case fails or a listed one passes.
 
+#[path = "support/oracle.rs"]
+#[allow(dead_code)]
+mod oracle;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -233,4 +237,49 @@ fn xgrammar_structural_tag_cases() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Masks of free text, tags and triggers equal the brute-force definition on
+/// GPT-2's vocabulary, at prefixes all along real outputs (inside the free text,
+/// across a trigger, inside the JSON, at the ends), cold and then cached.
+#[test]
+fn masks_match_the_oracle_on_gpt2() {
+    let path = format!(
+        "{}/tests/fixtures/tokenizers/gpt2/tokenizer.json.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let vocab = Arc::new(Vocabulary::from_tokenizer_file(&path).unwrap());
+    let compiler = Compiler::new(Arc::clone(&vocab));
+    let call = serde_json::json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "excludes": ["<|im_end|>"], "tags": [{
+            "begin": "<tool_call>", "end": "</tool_call>",
+            "content": {"type": "json_schema", "json_schema": {"type": "object",
+                "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]}]}});
+    let overlapping = serde_json::json!({"type": "structural_tag", "format":
+        {"type": "tag", "begin": "[", "content": {"type": "any_text", "excludes": ["x"]}, "end": ["aab", "]]"]}});
+    let cases = [
+        (call, "<think>a < b, so <tool call></think>Sure. <tool_call>{\"city\": \"Paris\"}</tool_call> ok <tool_call>{\"city\":\"Nice\"}</tool_call>"),
+        (overlapping, "[aaaa]a]]"),
+    ];
+    for (tag, text) in cases {
+        let tables = compiler
+            .compile_structural_tag(&tag, &StructuralTagOptions::default())
+            .unwrap();
+        let width = tables.mask_words();
+        for round in ["cold", "cached"] {
+            for p in oracle::prefix_positions(text.as_bytes(), 40) {
+                let prefix = &text.as_bytes()[..p];
+                let fast = oracle::fast_mask(&tables, prefix, width);
+                let slow = oracle::oracle_mask(&tables, prefix, width);
+                let diff = oracle::differences(&fast, &slow);
+                assert!(
+                    diff.is_empty(),
+                    "{round}, after {:?}: tokens {:?} differ",
+                    String::from_utf8_lossy(prefix),
+                    &diff[..diff.len().min(8)]
+                );
+            }
+        }
+    }
 }

@@ -321,3 +321,65 @@ fn minimal_automata_merge_equivalent_states() {
     }
     assert!(t.is_dead(t.next(t.start(), b'z')));
 }
+
+/// [`FreeText`]'s definition, directly: no exclude inside before the end; with
+/// stops, the first position where one completes is the end.
+fn free_text_accepts(text: &crate::grammar::FreeText, s: &[u8]) -> bool {
+    if std::str::from_utf8(s).is_err() {
+        return false;
+    }
+    let ends_at = |i: usize, pats: &[Vec<u8>]| {
+        pats.iter()
+            .any(|p| !p.is_empty() && i >= p.len() && s[i - p.len()..i] == p[..])
+    };
+    for i in 1..=s.len() {
+        if ends_at(i, &text.stops) {
+            return i == s.len();
+        }
+        if ends_at(i, &text.excludes) {
+            return false;
+        }
+    }
+    text.stops.is_empty()
+}
+
+#[test]
+fn free_text_is_its_definition() {
+    use crate::grammar::FreeText;
+    let base = terminal(&super::any_utf8().to_string());
+    let b = |items: &[&str]| {
+        items
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect::<Vec<_>>()
+    };
+    for text in [
+        // A stop that overlaps itself: the first completion ends the text.
+        FreeText {
+            excludes: b(&[]),
+            stops: b(&["aa"]),
+        },
+        FreeText {
+            excludes: b(&["ba"]),
+            stops: b(&["aab", "c"]),
+        },
+        // A stop and an exclude completing at the same byte: the stop wins.
+        FreeText {
+            excludes: b(&["bc"]),
+            stops: b(&["c"]),
+        },
+        FreeText::excluding(b(&["ab", "b\u{e9}"])),
+        FreeText::excluding(b(&[])),
+    ] {
+        let t = Terminal::free_text(String::new(), &base, &text, &LexerLimits::default()).unwrap();
+        for s in strings_up_to(b"abc\xc3\xa9\xff", 6) {
+            assert_eq!(
+                accepts(&t, &s),
+                free_text_accepts(&text, &s),
+                "{} on {:?}",
+                text.describe(),
+                String::from_utf8_lossy(&s)
+            );
+        }
+    }
+}
