@@ -134,6 +134,29 @@ impl Dfa {
         })
     }
 
+    /// Whether `other` matches exactly the strings `self` does: no reachable pair
+    /// of states disagrees on acceptance.
+    pub fn same_language(&self, other: &Dfa, max_states: usize) -> Result<bool, String> {
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut stack = vec![(0u32, 0u32)];
+        seen.insert((0u32, 0u32));
+        while let Some((a, b)) = stack.pop() {
+            if self.accepting[a as usize] != other.accepting[b as usize] {
+                return Ok(false);
+            }
+            for byte in 0..=255u8 {
+                let pair = (self.step(a, byte), other.step(b, byte));
+                if seen.insert(pair) {
+                    if seen.len() > max_states {
+                        return Err(format!("the automaton has more than {max_states} states"));
+                    }
+                    stack.push(pair);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// The strings of the language with no proper prefix in it (what a lazy
     /// lexeme can match: it ends as soon as it can).
     pub fn shortest_matches(mut self) -> Dfa {

@@ -10,10 +10,12 @@
 //! * An upper-case terminal becomes one IR rule built from its regex tree
 //!   ([`Rx`]), with no `%ignore` inside (a terminal is one lexeme). Terminals must
 //!   not refer to themselves, directly or not.
-//! * A rule with `lazy` or `suffix=` is a terminal too (its body must be regular);
-//!   it matches the shortest strings of its language ([`Dfa::shortest_matches`]).
-//!   `stop=`, `max_tokens=`, `temperature=`, `capture` and `stop_capture` are
-//!   refused with their location: nothing downstream implements them yet.
+//! * A rule with `lazy`, `suffix=` or `stop=` is a terminal too (its body must be
+//!   regular); it matches the shortest strings of its language
+//!   ([`Dfa::shortest_matches`]), or, when it is any text up to a literal (the
+//!   tool-calling shape), one free-text terminal ([`FreeText`]). `max_tokens=`
+//!   above 0 is refused with its location; `capture`, `stop_capture`,
+//!   `temperature=` and stop text to hide are reported as annotations.
 //! * Names are resolved lazily from `start`, as llguidance does: a rule nobody
 //!   reaches is parsed but not lowered.
 //!
@@ -42,7 +44,7 @@ use super::terminal::{self, Rx, TermId};
 use super::{LarkOptions, LarkReport, LarkWarning, RuleAnnotation};
 use crate::frontend::json_schema::{self, PatternCache};
 use crate::frontend::{regex, FrontendError};
-use crate::grammar::{Expr, Grammar, Location, Rule, RuleId};
+use crate::grammar::{Expr, FreeText, Grammar, Location, Rule, RuleId};
 
 type Result<T> = std::result::Result<T, FrontendError>;
 
@@ -434,6 +436,10 @@ impl<'a> Lowering<'a> {
             let body = self
                 .term_expansions(scope, &def.body)
                 .map_err(|e| self.lexeme_rule_error(e, &def.name))?;
+            if let Some(text) = self.free_text(&body, stop, def.at)? {
+                self.rules[id.index()].expr = Expr::Text(Box::new(text));
+                return Ok(());
+            }
             let rx = match stop {
                 Some(stop) if !empty_stop => Rx::Seq(vec![body, self.term_value(scope, stop)?]),
                 _ => body,
@@ -483,6 +489,59 @@ impl<'a> Lowering<'a> {
         {
             self.report.annotations.push(annotation);
         }
+    }
+
+    /// A lazy rule that is "any text up to a literal stop" (`TEXT "</end>"`, the
+    /// shape of tool-calling grammars) as one free-text terminal, whose masks
+    /// are table lookups, instead of the lazy automaton's rules (parsed a byte
+    /// at a time). Bodies: any text, or any text but newlines (the stop holding
+    /// no newline before its last byte). `None` for anything else.
+    fn free_text(
+        &mut self,
+        body: &Rx,
+        stop: Option<&Value>,
+        at: usize,
+    ) -> Result<Option<FreeText>> {
+        let Some(Value::Literal {
+            text,
+            insensitive: false,
+            ..
+        }) = stop
+        else {
+            return Ok(None);
+        };
+        let stop = text.as_bytes().to_vec();
+        if stop.is_empty() || body.needs_automaton() {
+            return Ok(None);
+        }
+        let Some(hir) = self.rx_to_hir(body, at, 0)? else {
+            return Ok(None);
+        };
+        let max = self.options.max_dfa_states;
+        let Ok(body) = Dfa::from_hir(&hir, max) else {
+            return Ok(None);
+        };
+        let same = |pattern: &str| -> bool {
+            let hir = regex_syntax::ParserBuilder::new()
+                .dot_matches_new_line(true)
+                .build()
+                .parse(pattern)
+                .expect("a valid regex");
+            Dfa::from_hir(&hir, max)
+                .and_then(|d| body.same_language(&d, 4 * max))
+                .unwrap_or(false)
+        };
+        if same(".*") {
+            return Ok(Some(FreeText::until(vec![stop])));
+        }
+        let newline_inside = stop[..stop.len() - 1].contains(&b'\n');
+        if !newline_inside && same("[^\n]*") {
+            return Ok(Some(FreeText {
+                excludes: vec![b"\n".to_vec()],
+                stops: vec![stop],
+            }));
+        }
+        Ok(None)
     }
 
     /// Says why a lazy rule's body failed as a terminal.

@@ -378,3 +378,54 @@ fn grammars_documents_link_sub_grammars() {
     );
     assert_eq!(at.map(|a| a.0), Some(2));
 }
+
+#[test]
+fn lazy_text_up_to_a_literal_is_one_free_text_terminal() {
+    use crate::grammar::{Expr, FreeText};
+    let text_of = |grammar: &str| {
+        let g = parse(grammar, &LarkOptions::default()).unwrap();
+        g.rules
+            .iter()
+            .find(|r| r.name == "x")
+            .map(|r| r.expr.clone())
+            .unwrap()
+    };
+    let until = |excludes: &[&str], stop: &str| {
+        Expr::Text(Box::new(FreeText {
+            excludes: excludes.iter().map(|e| e.as_bytes().to_vec()).collect(),
+            stops: vec![stop.as_bytes().to_vec()],
+        }))
+    };
+    assert_eq!(
+        text_of("start: x\nx[stop=\"</a>\"]: /(.|\\n)*/"),
+        until(&[], "</a>")
+    );
+    assert_eq!(
+        text_of("start: x\nx[suffix=\"</a>\"]: /[\\s\\S]*/"),
+        until(&[], "</a>")
+    );
+    assert_eq!(
+        text_of("start: x\nx[stop=\"\\n\"]: /.*/"),
+        until(&["\n"], "\n")
+    );
+    // Not any text: the lazy automaton, as before.
+    assert!(!matches!(
+        text_of("start: x\nx[stop=\"</a>\"]: /[a-z]*/"),
+        Expr::Text(_)
+    ));
+    assert!(!matches!(
+        text_of("start: x\nx[stop=\"a\\nb\"]: /.*/"),
+        Expr::Text(_)
+    ));
+    // The same languages either way.
+    language(
+        "start: x \"!\"\nx[stop=\"</a>\"]: /(.|\\n)*/",
+        &["</a>!", "a\n<b></a>!"],
+        &["</a></a>!", "a</a", "!"],
+    );
+    language(
+        "start: x \"!\"\nx[stop=\"\\n\"]: /.*/",
+        &["\n!", "abc\n!"],
+        &["abc!", "a\nb\n!"],
+    );
+}
