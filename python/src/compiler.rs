@@ -110,8 +110,10 @@ impl Compiler {
     /// A JSON Schema (a `str` of JSON, or a `dict`). `whitespace`: "compact" (none),
     /// "bounded" or "pretty"; `property_order`: "any" or "schema"; `strict`: the
     /// OpenAI-style profile (no undeclared properties); `lenient`: keywords that
-    /// cannot be enforced become `Grammar.warnings` instead of errors.
-    #[pyo3(signature = (schema, whitespace = "compact", property_order = "any", strict = false, lenient = false))]
+    /// cannot be enforced become `Grammar.warnings` instead of errors;
+    /// `plain_integers`: integers written without a fraction and, where the schema
+    /// sets no bound, within +-(2^53 - 1) (off: the spec's integers, `1.0` too).
+    #[pyo3(signature = (schema, whitespace = "compact", property_order = "any", strict = false, lenient = false, plain_integers = false))]
     fn compile_json_schema(
         &self,
         py: Python<'_>,
@@ -120,6 +122,7 @@ impl Compiler {
         property_order: &str,
         strict: bool,
         lenient: bool,
+        plain_integers: bool,
     ) -> PyResult<Grammar> {
         guard(|| {
             let options = JsonSchemaOptions {
@@ -127,6 +130,7 @@ impl Compiler {
                 property_order: self::property_order(property_order)?,
                 strict,
                 lenient,
+                plain_integers,
                 ..JsonSchemaOptions::default()
             };
             let text: String = if schema.is_instance_of::<PyString>() {
