@@ -114,6 +114,8 @@ impl Compiler {
     /// `plain_integers`: integers written without a fraction and, where the schema
     /// sets no bound, within +-(2^53 - 1) (off: the spec's integers, `1.0` too).
     #[pyo3(signature = (schema, whitespace = "compact", property_order = "any", strict = false, lenient = false, plain_integers = false))]
+    // One Rust argument per Python keyword argument: the signature is the API.
+    #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
         py: Python<'_>,

@@ -71,5 +71,6 @@ fn _stencil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bitmask::allocate_token_bitmask, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(matcher::_time_rust_fill_ns, m)?)?;
     Ok(())
 }

@@ -286,10 +286,36 @@ pub(crate) fn fill_next_token_bitmask_batch(
                 jobs.push((matcher, row));
             }
             py.detach(|| {
+                // Rayon's adaptive splitting: rows whose masks are cached take under
+                // a microsecond, a new position's can take milliseconds; idle
+                // threads steal what is left.
                 jobs.into_par_iter()
-                    .with_max_len(1)
                     .try_for_each(|(matcher, row)| matcher.fill_row(row))
             })
+        })
+    })
+}
+
+/// For `benches/overhead.py`: the Rust call alone, `repeats` times on row 0 of
+/// `bitmask`, each timed in nanoseconds (what a fill from Python is compared with).
+#[pyfunction]
+pub(crate) fn _time_rust_fill_ns(
+    matcher: &Matcher,
+    bitmask: &Bound<'_, PyAny>,
+    repeats: usize,
+) -> PyResult<Vec<u64>> {
+    guard(|| {
+        with_mask(bitmask, |words, _, width| {
+            matcher.check_words(width)?;
+            let row = &mut words[..width];
+            let mut state = matcher.state()?;
+            Ok((0..repeats)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    state.fill_next_token_bitmask(row);
+                    start.elapsed().as_nanos() as u64
+                })
+                .collect())
         })
     })
 }
