@@ -334,3 +334,28 @@ def test_numpy_alone():
         check=True,
     )
     assert out.stdout.strip() == "False"
+
+
+def test_type_stub_matches_the_module():
+    """stencil/_stencil.pyi declares exactly the native module's classes and
+    functions, and each class's public methods."""
+    import ast
+    from pathlib import Path
+
+    from stencil import _stencil
+
+    stub = ast.parse((Path(stencil.__file__).parent / "_stencil.pyi").read_text())
+    declared = {}
+    for node in stub.body:
+        if isinstance(node, ast.ClassDef):
+            declared[node.name] = {
+                f.name for f in node.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("__")
+            }
+        elif isinstance(node, ast.FunctionDef):
+            declared[node.name] = None
+    public = {n for n in dir(_stencil) if not n.startswith("__")}
+    assert set(declared) == public
+    for name, methods in declared.items():
+        if methods is not None:
+            actual = {m for m in dir(getattr(_stencil, name)) if not m.startswith("__")}
+            assert methods == actual, name
