@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use stencil::frontend::json_schema::{
     parse_schema_text, JsonSchemaOptions, PropertyOrder, Whitespace, DEFAULT_MAX_NESTING,
 };
+use stencil::frontend::structural_tag::StructuralTagOptions;
 use stencil::tables::TokenTables;
 use stencil::CompilerOptions;
 
@@ -182,11 +182,33 @@ impl Compiler {
         })
     }
 
-    /// Structural tags (tool calls, reasoning spans) come with issue 27.
-    fn compile_structural_tag(&self, _tag: &Bound<'_, PyAny>) -> PyResult<Grammar> {
-        Err(PyNotImplementedError::new_err(
-            "compile_structural_tag is not built yet (stencil issue 27: structural tags)",
-        ))
+    /// A structural tag (XGrammar's format, a `str` of JSON or a `dict`:
+    /// `{"type": "structural_tag", "format": {...}}`, or the legacy
+    /// `structures` + `triggers`): free text, tags, triggers, token delimiters.
+    /// Errors name the JSON pointer in the tag.
+    fn compile_structural_tag(&self, py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<Grammar> {
+        guard(|| {
+            let text: String = if tag.is_instance_of::<PyString>() {
+                tag.extract()?
+            } else {
+                py.import("json")?
+                    .call_method1("dumps", (tag,))?
+                    .extract()?
+            };
+            let tables = py.detach(|| {
+                let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                    value_error(format!(
+                        "{}:{}: the structural tag is not JSON: {e}",
+                        e.line(),
+                        e.column()
+                    ))
+                })?;
+                self.compiler
+                    .compile_structural_tag(&value, &StructuralTagOptions::default())
+                    .map_err(value_error)
+            })?;
+            Ok(self.grammar(tables, Vec::new()))
+        })
     }
 
     /// Bytes kept for the grammars compiled so far.

@@ -58,9 +58,15 @@ def test_bad_options(gpt2_compiler):
         gpt2_compiler.compile_json_schema({}, property_order="sorted")
 
 
-def test_structural_tag_names_issue_27(gpt2_compiler):
-    with pytest.raises(NotImplementedError, match="issue 27"):
+def test_structural_tag_errors_name_the_pointer(gpt2_compiler):
+    with pytest.raises(ValueError, match="needs `format`"):
         gpt2_compiler.compile_structural_tag({"type": "structural_tag"})
+    with pytest.raises(ValueError, match="/format/elements/0/value"):
+        gpt2_compiler.compile_structural_tag(
+            {"type": "structural_tag", "format": {"type": "sequence", "elements": [{"type": "const_string"}]}}
+        )
+    with pytest.raises(ValueError, match="not JSON"):
+        gpt2_compiler.compile_structural_tag('{"type": ')
 
 
 def test_panic_becomes_runtime_error():

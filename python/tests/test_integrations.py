@@ -108,10 +108,20 @@ def test_vllm_request_types(kind, spec, good, bad):
     assert not grammar.accept_tokens("r", hf.encode(bad) + [EOS])
 
 
-def test_vllm_structural_tag_names_issue_27():
-    backend = vl.StencilBackend(vllm_config=None, tokenizer=HfTokenizer(), vocab_size=PADDED_VOCAB)
-    with pytest.raises(NotImplementedError, match="issue 27"):
-        backend.compile_grammar(vl.StructuredOutputOptions.STRUCTURAL_TAG, "{}")
+def test_vllm_structural_tag():
+    hf = HfTokenizer()
+    backend = vl.StencilBackend(vllm_config=None, tokenizer=hf, vocab_size=PADDED_VOCAB)
+    tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<call>"],
+           "tags": [{"begin": "<call>", "end": "</call>",
+                     "content": {"type": "json_schema", "json_schema": {"type": "integer"}}}]}}
+    grammar = backend.compile_grammar(vl.StructuredOutputOptions.STRUCTURAL_TAG, json.dumps(tag))
+    assert grammar.accept_tokens("r", hf.encode("ok <call>42</call> done") + [EOS])
+    assert grammar.is_terminated()
+    grammar.reset()
+    # A trigger always starts a tag: free text cannot swallow a bad call.
+    assert not grammar.accept_tokens("r", hf.encode("ok <call>x</call>") + [EOS])
+    with pytest.raises(ValueError, match="/format"):
+        backend.compile_grammar(vl.StructuredOutputOptions.STRUCTURAL_TAG, '{"format": {}}')
 
 
 def test_sglang_scheduler_order():

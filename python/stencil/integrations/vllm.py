@@ -3,8 +3,8 @@ grammars, allocates the bitmask) and ``StencilGrammar`` (one request's matcher).
 
 vLLM's request types map to stencil's compilers: JSON (a schema), JSON_OBJECT (any
 object), REGEX, GRAMMAR (Lark when the text defines ``start:``, else GBNF), CHOICE
-(a JSON list of strings: exactly one of them); STRUCTURAL_TAG waits for stencil's
-issue 27 and raises NotImplementedError. ``accept_tokens`` is all or nothing: on a
+(a JSON list of strings: exactly one of them), STRUCTURAL_TAG (XGrammar's format, or
+the legacy ``structures`` + ``triggers``). ``accept_tokens`` is all or nothing: on a
 refusal the request's state is as before the call.
 """
 
