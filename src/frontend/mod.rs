@@ -10,6 +10,7 @@ pub mod lark;
 pub mod regex;
 pub mod structural_tag;
 pub mod tokens;
+pub mod tool_calls;
 
 use crate::grammar::{GrammarError, Location};
 

@@ -1,0 +1,234 @@
+//! Tool calling: OpenAI's `tools`, `tool_choice` and `parallel_tool_calls` as the
+//! structural tag of a model family's own tool-call format.
+//!
+//! A model calls tools in the format it was trained on (Hermes and Qwen write
+//! `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`); forcing any
+//! other shape (a bare JSON array for `tool_choice: "required"`) fights the
+//! model. So each family maps the request to a structural tag over its own
+//! delimiters ([`super::structural_tag`]), where the arguments follow each tool's
+//! `parameters` schema (strict: declared properties only) and a trigger always
+//! starts a call that parses:
+//!
+//! * `auto`: free text with calls (`triggered_tags`); `required`: calls only, at
+//!   least one; a named function: that call only; `none`: free text holding no
+//!   trigger.
+//! * `parallel_tool_calls: false`: at most one call (`stop_after_first`).
+//!
+//! Families so far: [`ToolCallFormat::Hermes`]. The others of the chat templates
+//! in the test data (Qwen3-Coder's XML parameters, Llama 3.x JSON, Mistral's
+//! `[TOOL_CALLS]`, DeepSeek, gpt-oss harmony) are to come.
+
+use serde_json::{json, Value};
+
+use super::FrontendError;
+
+/// A model family's tool-call format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCallFormat {
+    /// `<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>`: Hermes 2
+    /// Pro and 3, Qwen2.5, Qwen3 (non-coder), IBM Granite 4, Reka.
+    Hermes,
+}
+
+impl ToolCallFormat {
+    /// The format a chat template renders tool calls in, when it is one of
+    /// these (read from the template's text).
+    pub fn detect(template: &str) -> Option<ToolCallFormat> {
+        let hermes = template.contains("<tool_call>")
+            && !template.contains("<tool_calls>")
+            && template.contains("\"name\"")
+            && template.contains("\"arguments\"")
+            && !template.contains("<function=")
+            && !template.contains("<arg_key>");
+        hermes.then_some(ToolCallFormat::Hermes)
+    }
+
+    /// The format by name: `hermes` (also `qwen`, `qwen2.5`, `qwen3`).
+    pub fn by_name(name: &str) -> Option<ToolCallFormat> {
+        match name {
+            "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
+            _ => None,
+        }
+    }
+}
+
+/// One callable tool: its name and its arguments' JSON Schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub parameters: Value,
+}
+
+/// OpenAI's `tool_choice`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    None,
+    Auto,
+    Required,
+    Function(String),
+}
+
+fn error(pointer: &str, message: impl Into<String>) -> FrontendError {
+    FrontendError::Document {
+        pointer: pointer.into(),
+        message: message.into(),
+    }
+}
+
+/// Reads OpenAI's `tools` (`[{"type": "function", "function": {"name",
+/// "parameters", ...}}]`; the bare `{"name", "parameters"}` form too). Errors
+/// name the JSON pointer under `/tools`.
+pub fn read_tools(tools: &Value) -> Result<Vec<Tool>, FrontendError> {
+    let Value::Array(items) = tools else {
+        return Err(error("/tools", "must be an array of tools"));
+    };
+    let mut out: Vec<Tool> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("/tools/{i}");
+        let function = match item.get("function") {
+            Some(f) => {
+                if item.get("type").is_some_and(|t| t != "function") {
+                    return Err(error(&format!("{at}/type"), "must be \"function\""));
+                }
+                f
+            }
+            None => item,
+        };
+        let at_function = if item.get("function").is_some() {
+            format!("{at}/function")
+        } else {
+            at.clone()
+        };
+        let Some(name) = function.get("name").and_then(Value::as_str) else {
+            return Err(error(
+                &format!("{at_function}/name"),
+                "a tool needs a name (a string)",
+            ));
+        };
+        if name.is_empty() || out.iter().any(|t| t.name == name) {
+            return Err(error(
+                &format!("{at_function}/name"),
+                format!("tool names must be non-empty and distinct ({name:?})"),
+            ));
+        }
+        let parameters = match function.get("parameters") {
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(p @ (Value::Object(_) | Value::Bool(_))) => p.clone(),
+            Some(_) => {
+                return Err(error(
+                    &format!("{at_function}/parameters"),
+                    "must be a JSON Schema (an object)",
+                ))
+            }
+        };
+        out.push(Tool {
+            name: name.to_string(),
+            parameters,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads OpenAI's `tool_choice` (`"none"`, `"auto"`, `"required"`, or
+/// `{"type": "function", "function": {"name": ...}}`); absent is `auto`.
+pub fn read_tool_choice(
+    choice: Option<&Value>,
+    tools: &[Tool],
+) -> Result<ToolChoice, FrontendError> {
+    let choice = match choice {
+        None | Some(Value::Null) => return Ok(ToolChoice::Auto),
+        Some(c) => c,
+    };
+    match choice {
+        Value::String(s) => match s.as_str() {
+            "none" => Ok(ToolChoice::None),
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Required),
+            other => Err(error(
+                "/tool_choice",
+                format!("unknown tool_choice {other:?} (none, auto, required, or a function)"),
+            )),
+        },
+        Value::Object(_) => {
+            let Some(name) = choice
+                .pointer("/function/name")
+                .or_else(|| choice.get("name"))
+                .and_then(Value::as_str)
+            else {
+                return Err(error(
+                    "/tool_choice/function/name",
+                    "a named tool choice needs the function's name",
+                ));
+            };
+            if !tools.iter().any(|t| t.name == name) {
+                return Err(error(
+                    "/tool_choice/function/name",
+                    format!("no tool named {name:?} in `tools`"),
+                ));
+            }
+            Ok(ToolChoice::Function(name.to_string()))
+        }
+        _ => Err(error("/tool_choice", "must be a string or an object")),
+    }
+}
+
+/// The structural tag that constrains a reply of `format` to `tools` as
+/// `choice` and `parallel` say.
+pub fn structural_tag(
+    format: ToolCallFormat,
+    tools: &[Tool],
+    choice: &ToolChoice,
+    parallel: bool,
+) -> Result<Value, FrontendError> {
+    let ToolCallFormat::Hermes = format;
+    let trigger = "<tool_call>";
+    let tag = |tool: &Tool| {
+        // The name and key spelled as the templates render them (`json.dumps`).
+        let name = serde_json::to_string(&tool.name).expect("a string");
+        json!({
+            "type": "tag",
+            "begin": format!("<tool_call>\n{{\"name\": {name}, \"arguments\": "),
+            "content": {"type": "json_schema", "json_schema": tool.parameters},
+            "end": ["}\n</tool_call>", "}</tool_call>"],
+        })
+    };
+    let chosen: Vec<&Tool> = match choice {
+        ToolChoice::Function(name) => tools.iter().filter(|t| &t.name == name).collect(),
+        _ => tools.iter().collect(),
+    };
+    if chosen.is_empty() && !matches!(choice, ToolChoice::None) {
+        return match choice {
+            ToolChoice::Auto => {
+                Ok(json!({"type": "structural_tag", "format": {"type": "any_text"}}))
+            }
+            _ => Err(error(
+                "/tools",
+                "tool_choice asks for a call, but there are no tools",
+            )),
+        };
+    }
+    let format = match choice {
+        ToolChoice::None => json!({"type": "any_text", "excludes": [trigger]}),
+        ToolChoice::Auto => json!({
+            "type": "triggered_tags",
+            "triggers": [trigger],
+            "tags": chosen.iter().map(|t| tag(t)).collect::<Vec<_>>(),
+            "stop_after_first": !parallel,
+        }),
+        ToolChoice::Required | ToolChoice::Function(_) => {
+            // Calls only: one, or (parallel) several, back to back or a line apart.
+            let call = json!({"type": "or", "elements": chosen.iter().map(|t| tag(t)).collect::<Vec<_>>()});
+            if parallel {
+                let gap =
+                    json!({"type": "optional", "content": {"type": "const_string", "value": "\n"}});
+                json!({"type": "sequence", "elements": [
+                    call.clone(),
+                    {"type": "star", "content": {"type": "sequence", "elements": [gap, call]}},
+                ]})
+            } else {
+                call
+            }
+        }
+    };
+    Ok(json!({"type": "structural_tag", "format": format}))
+}

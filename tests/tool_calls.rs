@@ -1,0 +1,180 @@
+//! Tool-call formats on real model outputs: llama.cpp's tool-call parsing vectors
+//! (`../shared/data/chat-templates/tool_call_parsing.cases.json`, over the 70 chat
+//! templates beside it). For every vector whose template renders a format stencil
+//! builds, the model output must be accepted under the structural tag made from
+//! the vector's tools (a streamed prefix: continuable), in `auto`, `required` and
+//! named-function modes, and refused once a call names a function that is not a
+//! tool, or under `tool_choice: "none"`. Skipped, with a message, when `../shared`
+//! is absent.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use stencil::frontend::json_schema::PatternCache;
+use stencil::frontend::structural_tag::{self, StructuralTagOptions};
+use stencil::frontend::tool_calls::{self, ToolCallFormat, ToolChoice};
+use stencil::{CompileOptions, CompiledGrammar, Matcher};
+
+fn data() -> Option<PathBuf> {
+    let dir = std::env::var("STENCIL_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")));
+    dir.join("chat-templates")
+        .is_dir()
+        .then_some(dir.join("chat-templates"))
+}
+
+fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
+    let mut m = Matcher::new(Arc::clone(grammar));
+    m.consume_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+}
+
+/// Whether `text` can still be continued into an accepted output.
+fn viable(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
+    Matcher::new(Arc::clone(grammar))
+        .consume_bytes(text.as_bytes())
+        .is_ok()
+}
+
+#[test]
+fn real_outputs_are_accepted_in_their_models_format() {
+    let Some(dir) = data() else {
+        eprintln!("../shared/data/chat-templates not found: skipped");
+        return;
+    };
+    let cases: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("tool_call_parsing.cases.json")).unwrap(),
+    )
+    .unwrap();
+    let (mut checked, mut templates) = (0, std::collections::BTreeSet::new());
+    for case in &cases {
+        let template = case["template"].as_str().unwrap();
+        let text = std::fs::read_to_string(dir.join(template)).unwrap();
+        let Some(format) = ToolCallFormat::detect(&text) else {
+            continue;
+        };
+        let calls = case["expect"]["tool_calls"].as_array().unwrap();
+        let input = case["input"].as_str().unwrap();
+        // Reasoning spans are the reasoning part's (not built yet).
+        if calls.is_empty() || input.contains("</think>") {
+            continue;
+        }
+        let tools = tool_calls::read_tools(&case["tools"]).unwrap();
+        let parallel = case["params"]["parallel_tool_calls"]
+            .as_bool()
+            .unwrap_or(calls.len() > 1);
+        let compile = |choice: &ToolChoice| {
+            let tag = tool_calls::structural_tag(format, &tools, choice, parallel).unwrap();
+            let grammar = structural_tag::parse(
+                &tag,
+                &StructuralTagOptions::default(),
+                &PatternCache::default(),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}\n{tag}", case["id"]));
+            Arc::new(CompiledGrammar::compile(&grammar, &CompileOptions::default()).unwrap())
+        };
+        let auto = compile(&ToolChoice::Auto);
+        if case["params"]["is_partial"] == true {
+            // A streamed prefix: it must be continuable.
+            assert!(
+                viable(&auto, input),
+                "{}: auto refuses the prefix {input:?}",
+                case["id"]
+            );
+            checked += 1;
+            continue;
+        }
+        assert!(
+            accepts(&auto, input),
+            "{}: auto refuses {input:?}",
+            case["id"]
+        );
+        let name = calls[0]["name"].as_str().unwrap();
+        if input.starts_with("<tool_call>") {
+            let required = compile(&ToolChoice::Required);
+            assert!(
+                accepts(&required, input),
+                "{}: required refuses {input:?}",
+                case["id"]
+            );
+            if calls.len() == 1 {
+                let named = compile(&ToolChoice::Function(name.to_string()));
+                assert!(
+                    accepts(&named, input),
+                    "{}: named refuses {input:?}",
+                    case["id"]
+                );
+            }
+        } else {
+            let required = compile(&ToolChoice::Required);
+            assert!(
+                !accepts(&required, input),
+                "{}: required takes text before the call",
+                case["id"]
+            );
+        }
+        // Broken calls: a function that is not a tool, arguments off the schema.
+        let unknown = input.replacen(&format!("\"{name}\""), "\"no_such_tool\"", 1);
+        assert!(
+            !accepts(&auto, &unknown),
+            "{}: auto takes {unknown:?}",
+            case["id"]
+        );
+        let none = compile(&ToolChoice::None);
+        assert!(
+            !accepts(&none, input),
+            "{}: tool_choice none takes a call",
+            case["id"]
+        );
+        checked += 1;
+        templates.insert(template.to_string());
+    }
+    println!("{checked} outputs with tool calls checked, templates: {templates:?}");
+    assert!(checked >= 8, "only {checked} vectors in a built format");
+}
+
+#[test]
+fn requests_with_mistakes_are_located() {
+    let cases = [
+        (
+            serde_json::json!({"x": 1}),
+            None,
+            "/tools: must be an array",
+        ),
+        (
+            serde_json::json!([{"type": "function", "function": {"parameters": {}}}]),
+            None,
+            "/tools/0/function/name",
+        ),
+        (
+            serde_json::json!([{"name": "a"}, {"name": "a"}]),
+            None,
+            "/tools/1/name: tool names must be non-empty and distinct",
+        ),
+        (
+            serde_json::json!([{"name": "a", "parameters": 3}]),
+            None,
+            "/tools/0/parameters",
+        ),
+        (
+            serde_json::json!([{"name": "a"}]),
+            Some(serde_json::json!("always")),
+            "/tool_choice: unknown tool_choice",
+        ),
+        (
+            serde_json::json!([{"name": "a"}]),
+            Some(serde_json::json!({"type": "function", "function": {"name": "b"}})),
+            "/tool_choice/function/name: no tool named \"b\"",
+        ),
+    ];
+    for (tools, choice, needle) in cases {
+        let error = tool_calls::read_tools(&tools)
+            .and_then(|t| tool_calls::read_tool_choice(choice.as_ref(), &t).map(|_| ()))
+            .expect_err(needle);
+        assert!(
+            error.to_string().starts_with(needle),
+            "{error} (wanted {needle})"
+        );
+    }
+}
