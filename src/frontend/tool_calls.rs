@@ -14,9 +14,10 @@
 //!   trigger.
 //! * `parallel_tool_calls: false`: at most one call (`stop_after_first`).
 //!
-//! Families so far: [`ToolCallFormat::Hermes`]. The others of the chat templates
-//! in the test data (Qwen3-Coder's XML parameters, Llama 3.x JSON, Mistral's
-//! `[TOOL_CALLS]`, DeepSeek, gpt-oss harmony) are to come.
+//! Families so far: Hermes (`<tool_call>` JSON) and Mistral's three
+//! `[TOOL_CALLS]` shapes ([`ToolCallFormat`]). The others of the chat templates in
+//! the test data (Qwen3-Coder's XML parameters, Llama 3.x JSON, DeepSeek, Kimi,
+//! gpt-oss harmony, ...) are to come, and so are reasoning spans.
 
 use serde_json::{json, Value};
 
@@ -28,6 +29,14 @@ pub enum ToolCallFormat {
     /// `<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>`: Hermes 2
     /// Pro and 3, Qwen2.5, Qwen3 (non-coder), IBM Granite 4, Reka.
     Hermes,
+    /// `[TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "a1b2c3d4e"}]`: Mistral
+    /// Nemo (one block; parallel calls are items of its array).
+    MistralNemo,
+    /// `[TOOL_CALLS]f[ARGS]{...}`, once per call: Devstral, Ministral 3.
+    MistralArgs,
+    /// `[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{...}`, once per call: Mistral
+    /// Small 3.2.
+    MistralCallId,
 }
 
 impl ToolCallFormat {
@@ -40,15 +49,64 @@ impl ToolCallFormat {
             && template.contains("\"arguments\"")
             && !template.contains("<function=")
             && !template.contains("<arg_key>");
-        hermes.then_some(ToolCallFormat::Hermes)
+        if hermes {
+            return Some(ToolCallFormat::Hermes);
+        }
+        if template.contains("[TOOL_CALLS][") {
+            return Some(ToolCallFormat::MistralNemo);
+        }
+        if template.contains("[TOOL_CALLS]") && template.contains("[ARGS]") {
+            return Some(if template.contains("[CALL_ID]") {
+                ToolCallFormat::MistralCallId
+            } else {
+                ToolCallFormat::MistralArgs
+            });
+        }
+        None
     }
 
-    /// The format by name: `hermes` (also `qwen`, `qwen2.5`, `qwen3`).
+    /// The format by name: `hermes` (also `qwen`, `qwen2.5`, `qwen3`),
+    /// `mistral-nemo`, `mistral-args` (`devstral`), `mistral-call-id`.
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
+            "mistral-nemo" => Some(ToolCallFormat::MistralNemo),
+            "mistral-args" | "devstral" => Some(ToolCallFormat::MistralArgs),
+            "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
             _ => None,
         }
+    }
+
+    /// The text that opens the calls (the trigger).
+    fn trigger(self) -> &'static str {
+        match self {
+            ToolCallFormat::Hermes => "<tool_call>",
+            _ => "[TOOL_CALLS]",
+        }
+    }
+}
+
+fn seq(elements: Vec<Value>) -> Value {
+    json!({"type": "sequence", "elements": elements})
+}
+
+fn text(value: &str) -> Value {
+    json!({"type": "const_string", "value": value})
+}
+
+fn one_of(elements: Vec<Value>) -> Value {
+    json!({"type": "or", "elements": elements})
+}
+
+/// `item`, then (parallel) more of it, each after `gap`.
+fn repeated(item: Value, gap: Value, parallel: bool) -> Value {
+    if parallel {
+        seq(vec![
+            item.clone(),
+            json!({"type": "star", "content": seq(vec![gap, item])}),
+        ])
+    } else {
+        item
     }
 }
 
@@ -180,55 +238,102 @@ pub fn structural_tag(
     choice: &ToolChoice,
     parallel: bool,
 ) -> Result<Value, FrontendError> {
-    let ToolCallFormat::Hermes = format;
-    let trigger = "<tool_call>";
-    let tag = |tool: &Tool| {
-        // The name and key spelled as the templates render them (`json.dumps`).
-        let name = serde_json::to_string(&tool.name).expect("a string");
-        json!({
-            "type": "tag",
-            "begin": format!("<tool_call>\n{{\"name\": {name}, \"arguments\": "),
-            "content": {"type": "json_schema", "json_schema": tool.parameters},
-            "end": ["}\n</tool_call>", "}</tool_call>"],
-        })
-    };
+    let trigger = format.trigger();
     let chosen: Vec<&Tool> = match choice {
         ToolChoice::Function(name) => tools.iter().filter(|t| &t.name == name).collect(),
         _ => tools.iter().collect(),
     };
-    if chosen.is_empty() && !matches!(choice, ToolChoice::None) {
+    let free = json!({"type": "any_text", "excludes": [trigger]});
+    if let ToolChoice::None = choice {
+        return Ok(json!({"type": "structural_tag", "format": free}));
+    }
+    if chosen.is_empty() {
         return match choice {
-            ToolChoice::Auto => {
-                Ok(json!({"type": "structural_tag", "format": {"type": "any_text"}}))
-            }
+            ToolChoice::Auto => Ok(json!({"type": "structural_tag", "format": free})),
             _ => Err(error(
                 "/tools",
                 "tool_choice asks for a call, but there are no tools",
             )),
         };
     }
+    // Names and keys spelled as the templates render them (`json.dumps`).
+    let quoted = |tool: &Tool| serde_json::to_string(&tool.name).expect("a string");
+    let arguments = |tool: &Tool| json!({"type": "json_schema", "json_schema": tool.parameters});
+    let id = json!({"type": "regex", "pattern": "[a-zA-Z0-9]{9}"});
+    let calls = match format {
+        ToolCallFormat::Hermes => {
+            let tags: Vec<Value> = chosen
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "tag",
+                        "begin": format!("<tool_call>\n{{\"name\": {}, \"arguments\": ", quoted(t)),
+                        "content": arguments(t),
+                        "end": ["}\n</tool_call>", "}</tool_call>"],
+                    })
+                })
+                .collect();
+            if let ToolChoice::Auto = choice {
+                // Free text around the calls; every `<tool_call>` starts one.
+                return Ok(json!({"type": "structural_tag", "format": {
+                    "type": "triggered_tags",
+                    "triggers": [trigger],
+                    "tags": tags,
+                    "stop_after_first": !parallel,
+                }}));
+            }
+            let gap = json!({"type": "optional", "content": text("\n")});
+            return Ok(
+                json!({"type": "structural_tag", "format": repeated(one_of(tags), gap, parallel)}),
+            );
+        }
+        ToolCallFormat::MistralNemo => {
+            let item = one_of(
+                chosen
+                    .iter()
+                    .map(|t| {
+                        seq(vec![
+                            text(&format!("{{\"name\": {}, \"arguments\": ", quoted(t))),
+                            arguments(t),
+                            text(", \"id\": \""),
+                            id.clone(),
+                            text("\"}"),
+                        ])
+                    })
+                    .collect(),
+            );
+            seq(vec![
+                text("["),
+                repeated(item, text(", "), parallel),
+                text("]"),
+            ])
+        }
+        ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => {
+            let call = one_of(
+                chosen
+                    .iter()
+                    .map(|t| {
+                        let mut parts = vec![text(&t.name)];
+                        if format == ToolCallFormat::MistralCallId {
+                            parts.extend([text("[CALL_ID]"), id.clone()]);
+                        }
+                        parts.extend([text("[ARGS]"), arguments(t)]);
+                        seq(parts)
+                    })
+                    .collect(),
+            );
+            repeated(call, text(trigger), parallel)
+        }
+    };
+    // The calls' block after its trigger; in `auto`, free text before it.
     let format = match choice {
-        ToolChoice::None => json!({"type": "any_text", "excludes": [trigger]}),
         ToolChoice::Auto => json!({
             "type": "triggered_tags",
             "triggers": [trigger],
-            "tags": chosen.iter().map(|t| tag(t)).collect::<Vec<_>>(),
-            "stop_after_first": !parallel,
+            "tags": [{"type": "tag", "begin": trigger, "content": calls, "end": ""}],
+            "stop_after_first": true,
         }),
-        ToolChoice::Required | ToolChoice::Function(_) => {
-            // Calls only: one, or (parallel) several, back to back or a line apart.
-            let call = json!({"type": "or", "elements": chosen.iter().map(|t| tag(t)).collect::<Vec<_>>()});
-            if parallel {
-                let gap =
-                    json!({"type": "optional", "content": {"type": "const_string", "value": "\n"}});
-                json!({"type": "sequence", "elements": [
-                    call.clone(),
-                    {"type": "star", "content": {"type": "sequence", "elements": [gap, call]}},
-                ]})
-            } else {
-                call
-            }
-        }
+        _ => seq(vec![text(trigger), calls]),
     };
     Ok(json!({"type": "structural_tag", "format": format}))
 }
