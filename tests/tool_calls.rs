@@ -181,3 +181,46 @@ fn requests_with_mistakes_are_located() {
         );
     }
 }
+
+/// On Qwen3's real vocabulary, `<tool_call>` is one added token (not special):
+/// a model writes it as that token, and the Hermes format's mask allows it there,
+/// then every token of the call, to an accepted end.
+#[test]
+fn qwen3_writes_its_tool_call_token_under_the_mask() {
+    let Some(dir) = data() else {
+        eprintln!("../shared/data not found: skipped");
+        return;
+    };
+    let path = dir.join("../tokenizers/qwen3/tokenizer.json");
+    let vocab = Arc::new(stencil::vocab::Vocabulary::from_tokenizer_file(&path).unwrap());
+    let tokenizer = stencil::vocab::load_tokenizer(&path).unwrap();
+    let tools = tool_calls::read_tools(&serde_json::json!([{"type": "function", "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
+    .unwrap();
+    let tag = tool_calls::structural_tag(ToolCallFormat::Hermes, &tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let tables = stencil::Compiler::new(Arc::clone(&vocab))
+        .compile_structural_tag(&tag, &StructuralTagOptions::default())
+        .unwrap();
+    let text = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    let ids = tokenizer.encode(text, false).unwrap().get_ids().to_vec();
+    let call = vocab.ids_named("<tool_call>");
+    assert_eq!(call.len(), 1, "one <tool_call> token");
+    assert!(
+        ids.contains(&call[0]),
+        "the tokenizer writes <tool_call> as its one token"
+    );
+    let mut matcher = stencil::matcher::TokenMatcher::new(tables);
+    let mut mask = vec![0u32; vocab.len().div_ceil(32)];
+    for &id in &ids {
+        matcher.fill_next_token_bitmask(&mut mask);
+        assert!(
+            mask[id as usize / 32] >> (id % 32) & 1 == 1,
+            "token {id} ({:?}) masked",
+            vocab.token_text(id)
+        );
+        matcher.consume_token(id).unwrap();
+    }
+    assert!(matcher.is_accepting());
+}

@@ -151,11 +151,21 @@ impl Vocabulary {
         let table = byte_level_table();
 
         let mut tokens = vec![Vec::new(); size];
+        // Added tokens the tokenizer marks special (`<|im_end|>`, `<|eot_id|>`) are
+        // read whole and no text spells them. The others (Qwen's `<tool_call>` and
+        // `<think>`) are text the tokenizer writes as one token and decodes to its
+        // content: they keep that content as their bytes, so a grammar's
+        // `<tool_call>` accepts the model's own token.
         let mut special: Vec<(u32, String)> = added
             .iter()
+            .filter(|(_, t)| t.special || t.content.is_empty())
             .map(|(&id, t)| (id, t.content.clone()))
             .collect();
-        special.sort();
+        for (&id, t) in &added {
+            if !t.special && !t.content.is_empty() {
+                tokens[id as usize] = t.content.clone().into_bytes();
+            }
+        }
         for (text, &id) in &vocab {
             if added.contains_key(&id) {
                 continue;
@@ -198,6 +208,15 @@ impl Vocabulary {
                 eos.push(id);
             }
         }
+        // An end-of-sequence token is read whole, whatever the tokenizer says.
+        for &id in &eos {
+            if let Some(t) = added.get(&id) {
+                if !special.iter().any(|&(s, _)| s == id) {
+                    special.push((id, t.content.clone()));
+                }
+            }
+        }
+        special.sort();
         Ok(Vocabulary::from_token_bytes(tokens, special, eos))
     }
 }
