@@ -3,7 +3,8 @@
 //! The pipeline, one module per stage, dependencies pointing one way:
 //!
 //! ```text
-//! frontend (GBNF, regex) -> grammar (IR) -> automaton (lexer DFAs + CFG)
+//! frontend (GBNF, Lark, regex, JSON Schema, structural tags, tool calls) -> grammar (IR)
+//!   -> automaton (lexer DFAs + CFG)
 //!   -> vocab (token bytes) + tables (per-lexer-configuration token masks) -> matcher
 //!   -> sampling (logits processors, selectors, counter-based RNG, trace)
 //!   -> decode (candle models, chat templates, the batched generation loop)
@@ -14,7 +15,7 @@
 //!
 //! A [`Compiler`] is what an engine holds per vocabulary: it owns what grammars
 //! share (automata, token tables, parsed patterns) within a memory limit, and
-//! compiles JSON Schema, GBNF and regexes into [`TokenTables`](tables::TokenTables):
+//! compiles JSON Schema, GBNF, Lark, regexes and structural tags into [`TokenTables`](tables::TokenTables):
 //! a front-end parses the source into the [`grammar`] IR, [`automaton`] compiles it
 //! into an immutable [`CompiledGrammar`] shared by all
 //! requests, bound to the [`Vocabulary`](vocab::Vocabulary). A

@@ -1,8 +1,12 @@
 //! Front-ends: user-facing grammar languages lowered to the grammar IR.
 //!
-//! Each front-end owns its syntax and its error locations (line:column for texts,
-//! byte offsets in a pattern) and produces a validated [`Grammar`](crate::grammar::Grammar).
-//! Nothing past this module sees source text.
+//! One module per language: `gbnf`, `lark` (llguidance's dialect and grammars
+//! documents), `regex`, `json_schema`, `structural_tag` (XGrammar's JSON format),
+//! and `tool_calls` (OpenAI tools in a model family's own format, as a structural
+//! tag); `tokens` is the `<[id]>` syntax GBNF and Lark share. Each owns its syntax
+//! and its error locations (line:column for texts, byte offsets in a pattern, JSON
+//! pointers in JSON requests) and produces a validated
+//! [`Grammar`](crate::grammar::Grammar). Nothing past this module sees source text.
 
 pub mod gbnf;
 pub mod json_schema;
