@@ -17,7 +17,8 @@
 //! Families so far: Hermes (`<tool_call>` JSON) and Mistral's three
 //! `[TOOL_CALLS]` shapes ([`ToolCallFormat`]). The others of the chat templates in
 //! the test data (Qwen3-Coder's XML parameters, Llama 3.x JSON, DeepSeek, Kimi,
-//! gpt-oss harmony, ...) are to come, and so are reasoning spans.
+//! gpt-oss harmony, ...) are to come. A reasoning span before the reply
+//! ([`Reasoning`], [`with_reasoning`]) is free text up to its close.
 
 use serde_json::{json, Value};
 
@@ -108,6 +109,36 @@ fn repeated(item: Value, gap: Value, parallel: bool) -> Value {
     } else {
         item
     }
+}
+
+/// A reasoning span before the reply: `<think>...</think>`, `[THINK]...[/THINK]`.
+/// Its text is free (a model may think about a call without making it); the
+/// reply's format starts after `close` (and any whitespace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reasoning {
+    /// What opens the span, when the model writes it; `None` when the prompt
+    /// already opened it (Qwen3's template ends with `<think>\n`).
+    pub open: Option<String>,
+    pub close: String,
+    /// The model may skip the span (only where it writes `open` itself).
+    pub optional: bool,
+}
+
+/// `tag` (a structural tag) with `reasoning` before its format.
+pub fn with_reasoning(tag: &Value, reasoning: &Reasoning) -> Value {
+    let span = json!({
+        "type": "tag",
+        "begin": reasoning.open.clone().unwrap_or_default(),
+        "content": {"type": "any_text"},
+        "end": reasoning.close,
+    });
+    let span = if reasoning.optional && reasoning.open.is_some() {
+        json!({"type": "optional", "content": span})
+    } else {
+        span
+    };
+    let gap = json!({"type": "regex", "pattern": "[ \\t\\r\\n]*"});
+    json!({"type": "structural_tag", "format": seq(vec![span, gap, tag["format"].clone()])})
 }
 
 /// One callable tool: its name and its arguments' JSON Schema.
