@@ -557,3 +557,56 @@ fn bench_runs_lark_grammars() {
     let out = stencil(&["bench", "--tokenizer", GPT2, "--lark", grammar], b"");
     assert_eq!(out.status.code(), Some(2), "--lark needs --input");
 }
+
+/// `bench --structural-tag`: stencil's masks over the shipped tool-call input; a
+/// bad tag is the user's error with its JSON pointer.
+#[test]
+fn bench_runs_structural_tags() {
+    let out = stencil(
+        &[
+            "bench",
+            "--tokenizer",
+            GPT2,
+            "--structural-tag",
+            "benches/inputs/tool-calls.structural_tag.json",
+            "--input",
+            "benches/inputs/tool-calls.txt",
+            "--no-peers",
+            "--json",
+        ],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["instances"]["valid_rejected"], 0, "{v}");
+    assert!(v["masks"].as_u64().unwrap() > 100, "{v}");
+
+    let dir = TempDir::new("bench-tag");
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"type": "structural_tag", "format": {"type": "tag"}}"#,
+    )
+    .unwrap();
+    let out = stencil(
+        &[
+            "bench",
+            "--tokenizer",
+            GPT2,
+            "--structural-tag",
+            bad.to_str().unwrap(),
+            "--input",
+            "benches/inputs/tool-calls.txt",
+            "--no-peers",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/format/begin"), "{err}");
+}

@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 
 use stencil::frontend::json_schema::{JsonSchemaOptions, PropertyOrder};
 use stencil::frontend::lark::LarkOptions;
+use stencil::frontend::structural_tag::StructuralTagOptions;
 use stencil::matcher::TokenMatcher;
 use stencil::vocab::Vocabulary;
 use stencil::{Compiler, CompilerOptions};
@@ -52,11 +53,20 @@ pub struct BenchArgs {
         conflicts_with_all = ["maskbench", "gbnf"]
     )]
     lark: Option<String>,
+    /// Structural tag to measure (XGrammar's JSON format; with --input). stencil
+    /// only: no peer reads the format.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "input",
+        conflicts_with_all = ["maskbench", "gbnf", "lark"]
+    )]
+    structural_tag: Option<String>,
     /// Text the grammar accepts; its tokenization is the token sequence.
     #[arg(long, value_name = "FILE")]
     input: Option<String>,
     /// MaskBench `*.jsonl.gz` files (JSON schemas with instances).
-    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present_any = ["gbnf", "lark"])]
+    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present_any = ["gbnf", "lark", "structural_tag"])]
     maskbench: Vec<String>,
     /// Take every Nth MaskBench record.
     #[arg(long, default_value_t = 1)]
@@ -150,6 +160,9 @@ impl Engine for Stencil {
         let tables = match grammar {
             GrammarSpec::Gbnf(text) => compiler.compile_gbnf(text),
             GrammarSpec::Lark(text) => compiler.compile_lark(text),
+            GrammarSpec::StructuralTag(tag) => {
+                compiler.compile_structural_tag(tag, &StructuralTagOptions::default())
+            }
             GrammarSpec::JsonSchema(schema) => {
                 // MaskBench instances are compact JSON in arbitrary key order.
                 let options = JsonSchemaOptions {
@@ -391,13 +404,25 @@ fn run_peers(
     let wanted = |name: &str| args.peers.iter().any(|p| p == name);
     let mut results = PeerResults::default();
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
-    if wanted("llguidance") {
+    let structural = workloads
+        .iter()
+        .any(|w| matches!(w.grammar, GrammarSpec::StructuralTag(_)));
+    let reads_no_structural_tag = json!("it reads no structural tag (XGrammar's format)");
+    if wanted("llguidance") && structural {
+        results
+            .skipped
+            .insert("llguidance".into(), reads_no_structural_tag.clone());
+    } else if wanted("llguidance") {
         engines.push(Box::new(
             super::peers::Llguidance::new(vocab).map_err(|e| format!("llguidance: {e}"))?,
         ));
     }
     // outlines-core reads JSON Schema and regular expressions, no GBNF or Lark.
-    if wanted("outlines-core") {
+    if wanted("outlines-core") && structural {
+        results
+            .skipped
+            .insert("outlines-core".into(), reads_no_structural_tag);
+    } else if wanted("outlines-core") {
         if workloads
             .iter()
             .any(|w| matches!(w.grammar, GrammarSpec::JsonSchema(_)))
@@ -481,6 +506,23 @@ fn disagreements(a: &Tally, b: &Tally) -> usize {
 }
 
 fn load_workloads(args: &BenchArgs, vocab: &Arc<Vocabulary>) -> Result<Vec<Workload>, String> {
+    if let Some(path) = &args.structural_tag {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let tag: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{path}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
+        // Read once, untimed: a mistake is the user's error, with its pointer.
+        Compiler::new(Arc::clone(vocab))
+            .compile_structural_tag(&tag, &StructuralTagOptions::default())
+            .map_err(|e| format!("{path}: {e}"))?;
+        let input_path = args.input.as_deref().unwrap_or_default();
+        let input =
+            std::fs::read(input_path).map_err(|e| format!("cannot read {input_path}: {e}"))?;
+        return Ok(vec![Workload {
+            name: path.clone(),
+            grammar: GrammarSpec::StructuralTag(tag),
+            instances: vec![(input, true)],
+        }]);
+    }
     let grammar_file = match (&args.gbnf, &args.lark) {
         (Some(path), _) => Some((path, false)),
         (None, Some(path)) => Some((path, true)),

@@ -11,6 +11,8 @@ pub(super) enum GrammarSpec {
     /// Lark text in llguidance's dialect, given to every engine unchanged.
     Lark(String),
     JsonSchema(Value),
+    /// XGrammar's structural tag (stencil only: llguidance reads no such format).
+    StructuralTag(Value),
 }
 
 /// A constraint engine under measurement.

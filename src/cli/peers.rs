@@ -113,6 +113,9 @@ impl Engine for Llguidance {
             }
             // Lark is llguidance's own input: the very text stencil reads.
             GrammarSpec::Lark(text) => TopLevelGrammar::from_lark(text.clone()),
+            GrammarSpec::StructuralTag(_) => {
+                return Err("llguidance reads no structural tag".into())
+            }
             GrammarSpec::JsonSchema(schema) => TopLevelGrammar::from_json_schema(schema.clone()),
         };
         let parser = self
@@ -187,7 +190,7 @@ impl OutlinesCore {
                 outlines_core::json_schema::regex_from_value(schema, None, None)
                     .map_err(|e| e.to_string())
             }
-            GrammarSpec::Gbnf(_) | GrammarSpec::Lark(_) => {
+            GrammarSpec::Gbnf(_) | GrammarSpec::Lark(_) | GrammarSpec::StructuralTag(_) => {
                 Err("outlines-core reads no context-free grammar".into())
             }
         }
