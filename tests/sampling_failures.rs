@@ -123,6 +123,8 @@ fn parameter_domains() {
         (json!({"eta_cutoff": 0.0}), "eta_cutoff"),
         (json!({"top_n_sigma": 0.0}), "top_n_sigma"),
         (json!({"repetition_penalty": 0.0}), "repetition_penalty"),
+        // The texts take r >= 1 (§3.5): below 1 it would reward repetition.
+        (json!({"repetition_penalty": 0.8}), "repetition_penalty"),
         (json!({"logit_bias": {"x": 1.0}}), "logit_bias"),
         (json!({"no_repeat_ngram_size": 0}), "no_repeat_ngram_size"),
         (json!({"banned_sequences": [[]]}), "banned_sequences"),

@@ -292,3 +292,38 @@ pub fn entropy_nats(p: &[f64]) -> f64 {
         .map(|&x| x * x.ln())
         .sum::<f64>()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Large logits do not overflow: `[1000, 999]` is `[1/(1+e^-1), e^-1/(1+e^-1)]`.
+    #[test]
+    fn softmax_and_log_sum_exp_are_stable_on_large_logits() {
+        let p = softmax_f32(&[1000.0, 999.0]);
+        let e = (-1.0f64).exp();
+        assert!((p[0] - 1.0 / (1.0 + e)).abs() < 1e-12, "{p:?}");
+        assert!((p[1] - e / (1.0 + e)).abs() < 1e-12, "{p:?}");
+        let lse = log_sum_exp([1000.0f32, 999.0].into_iter());
+        assert!((lse - (1000.0 + (1.0 + e).ln())).abs() < 1e-9, "{lse}");
+        // At the edge of f32: the max subtracted first, nothing overflows.
+        let p = softmax_f32(&[f32::MAX, f32::MAX]);
+        assert_eq!(p, vec![0.5, 0.5]);
+        let p = softmax_f32(&[-f32::MAX, -f32::MAX, -f32::MAX]);
+        assert!(p.iter().all(|&x| (x - 1.0 / 3.0).abs() < 1e-15), "{p:?}");
+    }
+
+    /// `-inf` entries get probability 0 and leave the others exact; a row of only
+    /// `-inf` has no log-sum-exp (`-inf`), never NaN.
+    #[test]
+    fn negative_infinity_is_probability_zero() {
+        let p = softmax_f32(&[f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY, 0.0]);
+        assert_eq!(p, vec![0.0, 0.5, 0.0, 0.5]);
+        assert_eq!(
+            log_sum_exp([f32::NEG_INFINITY, f32::NEG_INFINITY].into_iter()),
+            f64::NEG_INFINITY
+        );
+        let lse = log_sum_exp([f32::NEG_INFINITY, 0.0].into_iter());
+        assert_eq!(lse, 0.0);
+    }
+}

@@ -133,11 +133,13 @@ fn penalty_stages(cfg: &SamplingConfig, special: &BTreeSet<u32>, built: &mut Bui
         add(K::LogitBias, Box::new(p::logit_bias::LogitBias { bias }));
     }
     if let Some(theta) = cfg.repetition_penalty {
-        if !(theta.is_finite() && theta > 0.0) {
+        // The texts take r >= 1 (§3.5): below 1 the "penalty" would raise the
+        // logits of repeated tokens.
+        if !(theta.is_finite() && theta >= 1.0) {
             return Err(invalid(
                 "repetition_penalty",
                 theta,
-                "a finite value > 0 (1 = off)",
+                "a finite value >= 1 (1 = off)",
             ));
         }
         let scope = cfg.repetition_scope.unwrap_or(CountScope {
