@@ -250,6 +250,13 @@ impl Processor for Epsilon {
 }
 
 /// η sampling (Hewitt et al.; HF `EtaLogitsWarper`): `η = min(ε, √ε · e^{-H})`, H in nats.
+///
+/// The second specification text's table writes `η = min(ε, √ε, e^{-H})` (three
+/// terms). We follow the paper and Hugging Face, whose threshold is the product
+/// `√ε · e^{-H}`: it is what the method was defined and tuned as (the cut falls as
+/// the entropy rises, scaled by `√ε`), and a model trained or evaluated with
+/// `eta_cutoff` elsewhere then keeps the same tokens here. The three-term reading
+/// would make the cut for a flat distribution as large as `e^{-H}` alone.
 #[derive(Debug, Clone)]
 pub struct Eta {
     pub epsilon: f64,
