@@ -133,6 +133,18 @@ fn parameter_domains() {
             "mirostat.tau",
         ),
         (
+            json!({"mirostat": {"tau": 1.0, "eta": 0.1, "version": 3}}),
+            "mirostat.version",
+        ),
+        (
+            json!({"mirostat": {"tau": 1.0, "eta": 0.1, "m": 10}}),
+            "mirostat.m",
+        ),
+        (
+            json!({"mirostat": {"tau": 1.0, "eta": 0.1, "version": 1, "m": 0}}),
+            "mirostat.m",
+        ),
+        (
             json!({"watermark": {"gamma": 1.0, "delta": 2.0}}),
             "watermark.gamma",
         ),

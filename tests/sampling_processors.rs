@@ -98,6 +98,24 @@ fn mirostat_v2_truncates_by_surprise_and_adapts_mu() {
     assert_eq!(o2.support.ids, [0, 1], "-log2(0.0861) = 3.54 > 2.5");
 }
 
+/// Mirostat v1 on an exact Zipf row (`p_i ∝ 1/(i+1)^2`, so ŝ = 2 and ε̂ = 1):
+/// `k = (2^μ / (1 - 1/N))^(1/2)` with N = 6: μ = 2τ = 2 gives k = 2.19 -> 2
+/// tokens; τ = 2 (μ = 4) gives 4.38 -> 4. μ then moves as in v2.
+#[test]
+fn mirostat_v1_keeps_the_zipf_top_k() {
+    let row: Vec<f32> = (0..6).map(|i| -2.0 * ((i + 1) as f32).ln()).collect();
+    for (tau, kept) in [(1.0, 2), (2.0, 4)] {
+        let s = sampler(json!({"mirostat": {"tau": tau, "eta": 0.5, "version": 1}}));
+        let st: DecoderState<Unconstrained> = s.new_state(vec![], Some(1), None);
+        let o = s.step(&st, &row, &StepOptions::default()).unwrap();
+        assert_eq!(o.support.ids, (0..kept).collect::<Vec<u32>>(), "tau {tau}");
+        let p = o.selection.prob(o.token);
+        let mu = 2.0 * tau - 0.5 * (-p.log2() - tau);
+        let got = o.commit.processor_state.mirostat_mu.unwrap();
+        assert!((got - mu).abs() < 1e-12, "{got} vs {mu}");
+    }
+}
+
 #[test]
 fn watermark_is_detected_only_when_applied() {
     let width = 500;

@@ -41,6 +41,12 @@ pub enum MinLengthPriority {
 pub struct MirostatConfig {
     pub tau: f64,
     pub eta: f64,
+    /// 1 (the paper's adaptive top-k) or 2 (a surprise bound; the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u8>,
+    /// Version 1: tokens the Zipf exponent is estimated from (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub m: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

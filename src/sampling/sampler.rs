@@ -47,7 +47,7 @@ pub struct Sampler {
     order: Order,
     processors: Vec<Box<dyn Processor>>,
     strategy: Strategy,
-    mirostat: Option<p::mirostat::MirostatV2>,
+    mirostat: Option<p::mirostat::Mirostat>,
     seed: u64,
     special: BTreeSet<u32>,
     stop: StopMatcher,

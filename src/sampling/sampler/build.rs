@@ -265,7 +265,7 @@ fn shaping_stages(cfg: &SamplingConfig, built: &mut Built) -> Result<()> {
 fn adaptive_stages(
     cfg: &SamplingConfig,
     built: &mut Built,
-) -> Result<Option<p::mirostat::MirostatV2>> {
+) -> Result<Option<p::mirostat::Mirostat>> {
     let mut add = |k, b: Box<dyn Processor>| built.push((k, b));
     use ProcessorKind as K;
     let mirostat = match cfg.mirostat {
@@ -276,9 +276,24 @@ fn adaptive_stages(
             if !(m.eta.is_finite() && m.eta > 0.0) {
                 return Err(invalid("mirostat.eta", m.eta, "a finite value > 0"));
             }
-            let mv = p::mirostat::MirostatV2 {
+            let version = match (m.version.unwrap_or(2), m.m) {
+                (2, None) => p::mirostat::MirostatVersion::V2,
+                (2, Some(m)) => {
+                    return Err(invalid("mirostat.m", m, "only with version 1"));
+                }
+                (1, m) => {
+                    let m = m.unwrap_or(100);
+                    if m == 0 {
+                        return Err(invalid("mirostat.m", m, "at least 1"));
+                    }
+                    p::mirostat::MirostatVersion::V1 { m }
+                }
+                (v, _) => return Err(invalid("mirostat.version", v, "1 or 2")),
+            };
+            let mv = p::mirostat::Mirostat {
                 tau: m.tau,
                 eta: m.eta,
+                version,
             };
             add(K::Mirostat, Box::new(mv.clone()));
             Some(mv)
