@@ -36,6 +36,8 @@ pub mod frontend;
 pub mod grammar;
 pub mod matcher;
 pub mod sampling;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod tables;
 pub mod vocab;
 

@@ -14,6 +14,8 @@ mod grammar;
 mod memory;
 #[cfg(feature = "peers")]
 mod peers;
+#[cfg(feature = "serve")]
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -47,6 +49,9 @@ enum Command {
     /// Decode tokens/s: unconstrained vs constrained vs jump-forward, same run.
     #[cfg(feature = "decode")]
     BenchDecode(bench_decode::BenchDecodeArgs),
+    /// An OpenAI-compatible server (chat, completions, responses, tools).
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
 }
 
 pub fn run() -> i32 {
@@ -73,5 +78,7 @@ pub fn run() -> i32 {
         Command::Generate(args) => generate::run(&args),
         #[cfg(feature = "decode")]
         Command::BenchDecode(args) => bench_decode::run(&args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::run(&args),
     }
 }

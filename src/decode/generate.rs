@@ -141,8 +141,11 @@ pub struct Generator {
     tokenizer: ModelTokenizer,
 }
 
-/// Per-request running state.
-struct Running {
+/// A request between [`Generator::begin`] and [`Generator::end`]: everything that
+/// decides its tokens. A scheduler advances it one step at a time
+/// ([`Generator::advance`]), so requests can join and leave a running batch between
+/// steps.
+pub struct ActiveRequest {
     session: Session,
     sampler: Sampler,
     state: DecoderState,
@@ -197,27 +200,42 @@ impl Generator {
     ) -> Result<Vec<Generation>, DecodeError> {
         let mut running = requests
             .into_iter()
-            .map(|r| self.start(r))
+            .map(|r| self.begin(r))
             .collect::<Result<Vec<_>, _>>()?;
         loop {
             let mut any = false;
             for (index, r) in running.iter_mut().enumerate() {
-                if r.done.is_some() {
+                if r.is_finished() {
                     continue;
                 }
                 any = true;
-                if let Err(e) = self.step(r, index, on_event) {
-                    r.done = Some((FinishReason::Error, Some(e.to_string())));
-                }
+                self.advance(r, index, on_event);
             }
             if !any {
                 break;
             }
         }
-        Ok(running.into_iter().map(|r| self.finish(r)).collect())
+        Ok(running.into_iter().map(|r| self.end(r)).collect())
     }
 
-    fn start(&self, request: Request) -> Result<Running, DecodeError> {
+    /// Advances `r` by one step: a forward pass, a sampled token, any forced
+    /// continuation. Text is reported as `index`'s. A failure finishes the request
+    /// (`FinishReason::Error`, reported by [`end`](Self::end)).
+    pub fn advance(
+        &self,
+        r: &mut ActiveRequest,
+        index: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) {
+        if r.done.is_none() {
+            if let Err(e) = self.step(r, index, on_event) {
+                r.done = Some((FinishReason::Error, Some(e.to_string())));
+            }
+        }
+    }
+
+    /// Starts a request: its session, sampler, decoder state and matcher.
+    pub fn begin(&self, request: Request) -> Result<ActiveRequest, DecodeError> {
         let eos: Vec<u32> = self.tokenizer.vocab().eos_ids().to_vec();
         let Some(&first_eos) = eos.first() else {
             return Err(DecodeError::Tokenizer {
@@ -235,7 +253,7 @@ impl Generator {
         let matcher = request
             .grammar
             .map(|tables| TokenMatcher::with_policy(tables, request.stop_policy));
-        let mut r = Running {
+        let mut r = ActiveRequest {
             session: self.model.session()?,
             sampler,
             state,
@@ -273,7 +291,7 @@ impl Generator {
     /// forced continuation.
     fn step(
         &self,
-        r: &mut Running,
+        r: &mut ActiveRequest,
         index: usize,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), DecodeError> {
@@ -379,7 +397,7 @@ impl Generator {
     }
 
     /// Tokens left before `max_tokens` (EOS counts as a token).
-    fn budget(r: &Running) -> usize {
+    fn budget(r: &ActiveRequest) -> usize {
         r.max_tokens
             .saturating_sub(r.state.selected_token_ids().len())
     }
@@ -406,7 +424,7 @@ impl Generator {
 
     /// Budget steering: when committing `token` would leave too few tokens to close
     /// the output, the closing tokens (and EOS) from here instead. `None`: go on.
-    fn steer(&self, r: &mut Running, token: u32) -> Result<Option<Vec<u32>>, DecodeError> {
+    fn steer(&self, r: &mut ActiveRequest, token: u32) -> Result<Option<Vec<u32>>, DecodeError> {
         if !r.budget_steering || self.tokenizer.vocab().is_eos(token) {
             return Ok(None);
         }
@@ -445,7 +463,7 @@ impl Generator {
     /// Commits a token to the decoder state, the grammar and the output.
     fn commit(
         &self,
-        r: &mut Running,
+        r: &mut ActiveRequest,
         token: u32,
         forced: bool,
         index: usize,
@@ -481,7 +499,7 @@ impl Generator {
     /// request when the grammar accepts and nothing may follow.
     fn jump_forward(
         &self,
-        r: &mut Running,
+        r: &mut ActiveRequest,
         index: usize,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), DecodeError> {
@@ -545,7 +563,8 @@ impl Generator {
         Ok(())
     }
 
-    fn finish(&self, mut r: Running) -> Generation {
+    /// The finished (or abandoned) request's result.
+    pub fn end(&self, mut r: ActiveRequest) -> Generation {
         let (finish_reason, error) = r.done.take().unwrap_or((FinishReason::Error, None));
         let grammar_complete = r
             .matcher
@@ -565,6 +584,26 @@ impl Generator {
             error,
             logprobs: r.logprob_records,
             trace: r.trace.unwrap_or_default(),
+        }
+    }
+}
+
+impl ActiveRequest {
+    /// The request stopped, ran out of tokens or failed.
+    pub fn is_finished(&self) -> bool {
+        self.done.is_some()
+    }
+
+    /// Output tokens so far (EOS excluded).
+    pub fn output_tokens(&self) -> usize {
+        self.output.len()
+    }
+
+    /// Ends the request here (a client went away, a stop string was written):
+    /// [`Generator::end`] then reports `reason`.
+    pub fn stop_early(&mut self, reason: FinishReason) {
+        if self.done.is_none() {
+            self.done = Some((reason, None));
         }
     }
 }

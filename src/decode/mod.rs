@@ -19,9 +19,9 @@ pub mod model;
 pub mod template;
 pub mod tokenizer;
 
-pub use generate::{Event, FinishReason, Generation, Generator, Request, Timings};
+pub use generate::{ActiveRequest, Event, FinishReason, Generation, Generator, Request, Timings};
 pub use model::{Model, Session};
-pub use template::{render_chat, Message};
+pub use template::{render_chat, render_chat_json, Message};
 pub use tokenizer::ModelTokenizer;
 
 /// What can go wrong between a model file and a finished generation.

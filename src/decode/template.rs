@@ -3,6 +3,7 @@
 //! servers do. Python string methods used by real templates (`.strip()`,
 //! `.startswith()`...) come from `minijinja-contrib`'s pycompat layer.
 
+use minijinja::value::Serde;
 use minijinja::{context, Environment, Error, ErrorKind};
 use serde::Serialize;
 
@@ -31,6 +32,21 @@ pub fn render_chat(
     bos_token: Option<&str>,
     eos_token: Option<&str>,
 ) -> Result<String, DecodeError> {
+    let messages =
+        serde_json::to_value(messages).map_err(|e| DecodeError::Template(e.to_string()))?;
+    render_chat_json(template, &messages, None, bos_token, eos_token)
+}
+
+/// Renders OpenAI-shaped `messages` (assistant `tool_calls`, `tool` results: the
+/// JSON as a client sent it) and `tools` (`None`: the template sees no `tools`)
+/// through `template`, ending with the assistant's turn opened.
+pub fn render_chat_json(
+    template: &str,
+    messages: &serde_json::Value,
+    tools: Option<&serde_json::Value>,
+    bos_token: Option<&str>,
+    eos_token: Option<&str>,
+) -> Result<String, DecodeError> {
     let mut env = Environment::new();
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.add_function(
@@ -40,15 +56,13 @@ pub fn render_chat(
         },
     );
     let to_error = |e: Error| DecodeError::Template(format!("{e:#}"));
-    let messages: Vec<minijinja::Value> = messages
-        .iter()
-        .map(|m| context! { role => m.role.clone(), content => m.content.clone() })
-        .collect();
     env.add_template("chat", template).map_err(to_error)?;
+    let tools = tools.map(|t| minijinja::Value::from(Serde(t)));
     env.get_template("chat")
         .and_then(|t| {
             t.render(context! {
-                messages => messages,
+                messages => minijinja::Value::from(Serde(messages)),
+                tools => tools,
                 add_generation_prompt => true,
                 bos_token => bos_token.unwrap_or(""),
                 eos_token => eos_token.unwrap_or(""),

@@ -20,9 +20,13 @@
 //! gpt-oss harmony, ...) are to come. A reasoning span before the reply
 //! ([`Reasoning`], [`with_reasoning`]) is free text up to its close.
 
+mod parse;
+
 use serde_json::{json, Value};
 
 use super::FrontendError;
+
+pub use parse::{content_prefix_len, parse_reply, ParsedCall, ParsedReply};
 
 /// A model family's tool-call format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +83,7 @@ impl ToolCallFormat {
     }
 
     /// The text that opens the calls (the trigger).
-    fn trigger(self) -> &'static str {
+    pub fn trigger(self) -> &'static str {
         match self {
             ToolCallFormat::Hermes => "<tool_call>",
             _ => "[TOOL_CALLS]",

@@ -1,0 +1,212 @@
+//! Reading a reply back: the text a model wrote in its tool-call format, split
+//! into the content a user sees and the calls an agent runs.
+//!
+//! The inverse of the structural tags in [`super`]: a reply generated under one
+//! of them always parses here, and a reply written freely (no constraint) parses
+//! as far as it follows the format. A call whose arguments are not a JSON object
+//! stays in the content rather than being dropped or guessed at.
+
+use serde_json::{Deserializer, Value};
+
+use super::ToolCallFormat;
+
+/// One call read from a reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedCall {
+    pub name: String,
+    /// The arguments, a JSON object, as the model wrote them (re-serialized
+    /// compactly: clients parse them with `json.loads`).
+    pub arguments: String,
+    /// The call id the model wrote (Mistral's formats), if any.
+    pub id: Option<String>,
+}
+
+/// A reply: what is left as content, and the calls.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedReply {
+    pub content: String,
+    pub calls: Vec<ParsedCall>,
+}
+
+/// The first JSON value at the start of `text` (after whitespace) and the bytes
+/// it spans, whitespace included.
+fn leading_json(text: &str) -> Option<(Value, usize)> {
+    let mut values = Deserializer::from_str(text).into_iter::<Value>();
+    let value = values.next()?.ok()?;
+    Some((value, values.byte_offset()))
+}
+
+fn call(name: &str, arguments: &Value, id: Option<String>) -> Option<ParsedCall> {
+    arguments.is_object().then(|| ParsedCall {
+        name: name.to_string(),
+        arguments: arguments.to_string(),
+        id,
+    })
+}
+
+/// Splits `text` into content and calls as `format` writes them.
+pub fn parse_reply(format: ToolCallFormat, text: &str) -> ParsedReply {
+    match format {
+        ToolCallFormat::Hermes => parse_hermes(text),
+        _ => parse_mistral(format, text),
+    }
+}
+
+/// `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks anywhere in
+/// the reply; the text around them is the content.
+fn parse_hermes(text: &str) -> ParsedReply {
+    const OPEN: &str = "<tool_call>";
+    const CLOSE: &str = "</tool_call>";
+    let mut reply = ParsedReply::default();
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let body = &rest[start + OPEN.len()..];
+        let parsed = leading_json(body).and_then(|(value, used)| {
+            let after = body[used..].trim_start();
+            let tail = after
+                .strip_prefix(CLOSE)
+                .or(after.is_empty().then_some(after))?;
+            let name = value.get("name")?.as_str()?;
+            let arguments = value.get("arguments")?;
+            Some((call(name, arguments, None)?, body.len() - tail.len()))
+        });
+        match parsed {
+            Some((c, consumed)) => {
+                reply.content.push_str(&rest[..start]);
+                reply.calls.push(c);
+                rest = &body[consumed..];
+            }
+            None => {
+                // Not a call: keep it as text and look further.
+                reply.content.push_str(&rest[..start + OPEN.len()]);
+                rest = body;
+            }
+        }
+    }
+    reply.content.push_str(rest);
+    reply.content = reply.content.trim().to_string();
+    reply
+}
+
+/// `[TOOL_CALLS]` and what follows it, in one of Mistral's three shapes; the
+/// text before the first `[TOOL_CALLS]` is the content.
+fn parse_mistral(format: ToolCallFormat, text: &str) -> ParsedReply {
+    const TRIGGER: &str = "[TOOL_CALLS]";
+    let Some(start) = text.find(TRIGGER) else {
+        return ParsedReply {
+            content: text.trim().to_string(),
+            calls: Vec::new(),
+        };
+    };
+    let mut reply = ParsedReply {
+        content: text[..start].trim().to_string(),
+        calls: Vec::new(),
+    };
+    let mut rest = &text[start + TRIGGER.len()..];
+    let complete = match format {
+        ToolCallFormat::MistralNemo => (|| {
+            let (value, used) = leading_json(rest)?;
+            for item in value.as_array()? {
+                let id = item.get("id").and_then(Value::as_str).map(str::to_string);
+                reply.calls.push(call(
+                    item.get("name")?.as_str()?,
+                    item.get("arguments")?,
+                    id,
+                )?);
+            }
+            rest = &rest[used..];
+            Some(())
+        })(),
+        _ => (|| loop {
+            let args_at = rest.find("[ARGS]")?;
+            let (name, id) = match rest[..args_at].split_once("[CALL_ID]") {
+                Some((name, id)) => (name, Some(id.to_string())),
+                None => (&rest[..args_at], None),
+            };
+            let body = &rest[args_at + "[ARGS]".len()..];
+            let (arguments, used) = leading_json(body)?;
+            reply.calls.push(call(name.trim(), &arguments, id)?);
+            rest = &body[used..];
+            match rest.trim_start().strip_prefix(TRIGGER) {
+                Some(next) => rest = next,
+                None => return Some(()),
+            }
+        })(),
+    };
+    if complete.is_none() {
+        // A block that does not parse is the model's text, not a call.
+        return ParsedReply {
+            content: text.trim().to_string(),
+            calls: Vec::new(),
+        };
+    }
+    let trailing = rest.trim();
+    if !trailing.is_empty() {
+        if !reply.content.is_empty() {
+            reply.content.push('\n');
+        }
+        reply.content.push_str(trailing);
+    }
+    reply
+}
+
+/// Where a trigger of `format` starts in `text`, or where a prefix of one might
+/// start at its end: text before it is content that can be streamed at once.
+pub fn content_prefix_len(format: ToolCallFormat, text: &str) -> usize {
+    let trigger = format.trigger();
+    if let Some(at) = text.find(trigger) {
+        return at;
+    }
+    (1..trigger.len())
+        .rev()
+        .find(|&n| text.ends_with(&trigger[..n]))
+        .map_or(text.len(), |n| text.len() - n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hermes_calls_and_content() {
+        let text = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"t\", \"arguments\": {}}\n</tool_call>";
+        let r = parse_reply(ToolCallFormat::Hermes, text);
+        assert_eq!(r.content, "Let me check.");
+        assert_eq!(r.calls.len(), 2);
+        assert_eq!(r.calls[0].name, "get_weather");
+        assert_eq!(r.calls[0].arguments, r#"{"city":"Paris"}"#);
+        assert_eq!(r.calls[1].arguments, "{}");
+    }
+
+    #[test]
+    fn a_broken_block_stays_text() {
+        let text = "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call>";
+        let r = parse_reply(ToolCallFormat::Hermes, text);
+        assert!(r.calls.is_empty());
+        assert_eq!(r.content, text);
+    }
+
+    #[test]
+    fn mistral_shapes() {
+        let nemo = r#"[TOOL_CALLS][{"name": "f", "arguments": {"a": 1}, "id": "abcdefghi"}]"#;
+        let r = parse_reply(ToolCallFormat::MistralNemo, nemo);
+        assert_eq!(r.calls[0].id.as_deref(), Some("abcdefghi"));
+        assert_eq!(r.calls[0].arguments, r#"{"a":1}"#);
+        let args = r#"Sure[TOOL_CALLS]f[ARGS]{"a": 1}[TOOL_CALLS]g[CALL_ID]123456789[ARGS]{}"#;
+        let r = parse_reply(ToolCallFormat::MistralCallId, args);
+        assert_eq!(r.content, "Sure");
+        assert_eq!(
+            r.calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["f", "g"]
+        );
+        assert_eq!(r.calls[1].id.as_deref(), Some("123456789"));
+    }
+
+    #[test]
+    fn content_is_held_back_at_a_trigger_prefix() {
+        let f = ToolCallFormat::Hermes;
+        assert_eq!(content_prefix_len(f, "Hello <tool"), 6);
+        assert_eq!(content_prefix_len(f, "Hello <tool_call>{"), 6);
+        assert_eq!(content_prefix_len(f, "Hello"), 5);
+    }
+}

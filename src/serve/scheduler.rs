@@ -1,0 +1,333 @@
+//! Continuous batching: one decode thread runs every admitted request, one step
+//! each per round; new requests join between rounds and a finished, stopped or
+//! abandoned one leaves at once, so a long generation never holds a short one
+//! back and a slot is free the round after its client goes away.
+//!
+//! The HTTP side never touches the model: it submits [`Job`]s and reads
+//! [`JobEvent`]s from a channel per job. Dropping that channel's receiver (the
+//! client disconnected, its future was dropped) cancels the job at the next
+//! round. The queue in front of the batch is bounded: past `max_queue` waiting
+//! jobs, [`Scheduler::submit`] refuses (the server answers 429).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+use super::error::ApiError;
+use super::metrics::Metrics;
+use crate::decode::{ActiveRequest, Event, FinishReason, Generation, Generator, Request};
+
+/// One generation to run.
+pub struct Job {
+    pub request: Request,
+    /// Text that ends the output where it first appears (not included).
+    pub stop: Vec<String>,
+    /// Which of the request's `n` choices this is (events carry it).
+    pub choice: usize,
+    pub events: EventSender,
+}
+
+/// What a job reports, in order: text as it is written, then the end.
+#[derive(Debug)]
+pub enum JobEvent {
+    Text(String),
+    /// The finished generation; its `text` is what was streamed (cut at a stop
+    /// string).
+    Done(Box<Generation>),
+}
+
+/// The handle the HTTP side submits through.
+#[derive(Clone)]
+pub struct Scheduler {
+    queue: mpsc::Sender<Job>,
+    waiting: Arc<AtomicUsize>,
+    max_queue: usize,
+    metrics: Arc<Metrics>,
+}
+
+/// Where a request's jobs report: `(choice, event)`.
+pub type EventSender = UnboundedSender<(usize, JobEvent)>;
+/// What the HTTP side reads a request's events from.
+pub type EventReceiver = UnboundedReceiver<(usize, JobEvent)>;
+
+/// A channel for one request's events.
+pub fn job_channel() -> (EventSender, EventReceiver) {
+    tokio::sync::mpsc::unbounded_channel()
+}
+
+impl Scheduler {
+    /// Starts the decode thread: at most `max_batch` requests run at once, at
+    /// most `max_queue` wait.
+    pub fn start(
+        generator: Arc<Generator>,
+        max_batch: usize,
+        max_queue: usize,
+        metrics: Arc<Metrics>,
+    ) -> Scheduler {
+        let (queue, jobs) = mpsc::channel();
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let worker = Worker {
+            generator,
+            jobs,
+            waiting: Arc::clone(&waiting),
+            max_batch: max_batch.max(1),
+            metrics: Arc::clone(&metrics),
+            active: Vec::new(),
+        };
+        std::thread::Builder::new()
+            .name("stencil-decode".into())
+            .spawn(move || worker.run())
+            .expect("spawning the decode thread");
+        Scheduler {
+            queue,
+            waiting,
+            max_queue,
+            metrics,
+        }
+    }
+
+    /// Queues `jobs` together (the `n` choices of one request), or none of them
+    /// when the queue has no room for all.
+    pub fn submit(&self, jobs: Vec<Job>) -> Result<(), ApiError> {
+        let n = jobs.len();
+        let before = self.waiting.fetch_add(n, Ordering::SeqCst);
+        if before + n > self.max_queue {
+            self.waiting.fetch_sub(n, Ordering::SeqCst);
+            return Err(ApiError::queue_full());
+        }
+        self.metrics
+            .queue_depth
+            .store(before + n, Ordering::Relaxed);
+        for job in jobs {
+            if self.queue.send(job).is_err() {
+                return Err(ApiError::internal("the decode thread has stopped"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A running job.
+struct Slot {
+    active: ActiveRequest,
+    text: StopText,
+    choice: usize,
+    events: EventSender,
+    cancelled: bool,
+}
+
+struct Worker {
+    generator: Arc<Generator>,
+    jobs: Receiver<Job>,
+    waiting: Arc<AtomicUsize>,
+    max_batch: usize,
+    metrics: Arc<Metrics>,
+    active: Vec<Slot>,
+}
+
+impl Worker {
+    fn run(mut self) {
+        loop {
+            if self.active.is_empty() {
+                match self.jobs.recv() {
+                    Ok(job) => self.admit(job),
+                    // Every handle is gone: the server has shut down.
+                    Err(_) => return,
+                }
+            }
+            while self.active.len() < self.max_batch {
+                match self.jobs.try_recv() {
+                    Ok(job) => self.admit(job),
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            }
+            self.metrics
+                .batch_size
+                .store(self.active.len(), Ordering::Relaxed);
+            self.round();
+        }
+    }
+
+    fn admit(&mut self, job: Job) {
+        let left = self.waiting.fetch_sub(1, Ordering::SeqCst) - 1;
+        self.metrics.queue_depth.store(left, Ordering::Relaxed);
+        match self.generator.begin(job.request) {
+            Ok(active) => self.active.push(Slot {
+                active,
+                text: StopText::new(job.stop),
+                choice: job.choice,
+                events: job.events,
+                cancelled: false,
+            }),
+            Err(e) => {
+                // Requests are checked before they are queued; this is a fault.
+                let generation = Generation {
+                    text: String::new(),
+                    finish_reason: FinishReason::Error,
+                    grammar_complete: false,
+                    tokens: Vec::new(),
+                    timings: Default::default(),
+                    error: Some(e.to_string()),
+                    logprobs: Vec::new(),
+                    trace: Vec::new(),
+                };
+                let _ = job
+                    .events
+                    .send((job.choice, JobEvent::Done(Box::new(generation))));
+            }
+        }
+    }
+
+    /// One step of every running job, then the finished ones leave.
+    fn round(&mut self) {
+        for slot in &mut self.active {
+            if slot.events.is_closed() {
+                slot.cancelled = true;
+                slot.active.stop_early(FinishReason::Stop);
+                continue;
+            }
+            let Slot {
+                active,
+                text,
+                events,
+                choice,
+                ..
+            } = slot;
+            self.generator
+                .advance(active, 0, &mut |Event::Text { text: piece, .. }| {
+                    let ready = text.push(piece);
+                    if !ready.is_empty() {
+                        let _ = events.send((*choice, JobEvent::Text(ready)));
+                    }
+                });
+            self.metrics.steps.fetch_add(1, Ordering::Relaxed);
+            if text.stopped {
+                active.stop_early(FinishReason::Stop);
+            }
+        }
+        let mut i = 0;
+        while i < self.active.len() {
+            if !self.active[i].active.is_finished() {
+                i += 1;
+                continue;
+            }
+            let mut slot = self.active.swap_remove(i);
+            let rest = slot.text.flush();
+            let mut generation = self.generator.end(slot.active);
+            self.metrics.record(&generation);
+            if slot.cancelled {
+                self.metrics.count("cancelled");
+                continue;
+            }
+            if !rest.is_empty() {
+                let _ = slot.events.send((slot.choice, JobEvent::Text(rest)));
+            }
+            if slot.text.stopped {
+                generation.finish_reason = FinishReason::Stop;
+            }
+            generation.text = slot.text.text;
+            let _ = slot
+                .events
+                .send((slot.choice, JobEvent::Done(Box::new(generation))));
+        }
+        self.metrics
+            .batch_size
+            .store(self.active.len(), Ordering::Relaxed);
+    }
+}
+
+/// Output text cut at the first stop string. Text that might be the start of a
+/// stop string is held back until the next piece shows it is not.
+struct StopText {
+    stop: Vec<String>,
+    /// Everything written so far (cut at a stop string once one appears).
+    text: String,
+    /// Bytes of `text` already handed out.
+    emitted: usize,
+    stopped: bool,
+}
+
+impl StopText {
+    fn new(stop: Vec<String>) -> StopText {
+        StopText {
+            stop: stop.into_iter().filter(|s| !s.is_empty()).collect(),
+            text: String::new(),
+            emitted: 0,
+            stopped: false,
+        }
+    }
+
+    /// Adds `piece`; returns the text now safe to hand out.
+    fn push(&mut self, piece: &str) -> String {
+        if self.stopped {
+            return String::new();
+        }
+        let search_from = self.emitted;
+        self.text.push_str(piece);
+        let hit = self
+            .stop
+            .iter()
+            .filter_map(|s| self.text[search_from..].find(s.as_str()))
+            .min();
+        let safe = match hit {
+            Some(at) => {
+                self.text.truncate(search_from + at);
+                self.stopped = true;
+                self.text.len()
+            }
+            None => self.text.len() - self.held_back(),
+        };
+        let ready = self.text[self.emitted..safe].to_string();
+        self.emitted = safe.max(self.emitted);
+        ready
+    }
+
+    /// The longest end of the text that begins a stop string.
+    fn held_back(&self) -> usize {
+        let bytes = self.text.as_bytes();
+        self.stop
+            .iter()
+            .flat_map(|s| (1..s.len()).map(move |n| &s.as_bytes()[..n]))
+            .filter(|prefix| bytes.ends_with(prefix))
+            .map(<[u8]>::len)
+            .max()
+            .unwrap_or(0)
+            .min(self.text.len() - self.emitted)
+    }
+
+    /// What was held back, at the end of the output.
+    fn flush(&mut self) -> String {
+        let rest = self.text[self.emitted..].to_string();
+        self.emitted = self.text.len();
+        rest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_strings_cut_and_hold_back() {
+        let mut t = StopText::new(vec!["END".into()]);
+        assert_eq!(t.push("abc E"), "abc ");
+        assert_eq!(t.push("N"), "");
+        assert_eq!(t.push("x"), "ENx");
+        assert_eq!(t.push("yE"), "y");
+        assert_eq!(t.push("ND and more"), "");
+        assert!(t.stopped);
+        assert_eq!(t.text, "abc ENxy");
+        assert_eq!(t.flush(), "");
+    }
+
+    #[test]
+    fn held_text_comes_out_at_the_end() {
+        let mut t = StopText::new(vec!["<|end|>".into()]);
+        assert_eq!(t.push("é<|e"), "é");
+        assert_eq!(t.flush(), "<|e");
+        let mut none = StopText::new(vec![]);
+        assert_eq!(none.push("€"), "€");
+    }
+}

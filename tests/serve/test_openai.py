@@ -1,0 +1,374 @@
+"""`stencil serve` through the official `openai` SDK, unchanged: every
+structured output must validate, tool calls must parse, streams must assemble
+with the SDK's own helpers, and faults must raise the SDK's error classes."""
+
+import json
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import jsonschema
+import openai
+import pytest
+from pydantic import BaseModel
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 20},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "email": {"type": "string", "format": "email"},
+    },
+    "required": ["name", "age", "email"],
+    "additionalProperties": False,
+}
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "The current time in a time zone",
+        "parameters": {
+            "type": "object",
+            "properties": {"zone": {"type": "string"}},
+            "required": ["zone"],
+        },
+    },
+}
+
+ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tools."}]
+
+
+def person_format(strict=True):
+    return {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": strict}}
+
+
+def check_call(call, tools=(WEATHER, TIME)):
+    by_name = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    assert call.type == "function"
+    assert call.id
+    assert call.function.name in by_name, call.function.name
+    jsonschema.validate(json.loads(call.function.arguments), by_name[call.function.name])
+
+
+def test_plain_chat(client, server):
+    r = client.chat.completions.create(
+        model="anything", messages=[{"role": "user", "content": "Say hello."}], max_tokens=12, seed=1
+    )
+    assert r.object == "chat.completion"
+    assert r.model != "anything"  # a one-model server reports its own name
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].message.content
+    assert r.choices[0].finish_reason in ("stop", "length")
+    assert r.usage.completion_tokens <= 12
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    models = client.models.list()
+    assert [m.id for m in models.data] == [r.model]
+
+
+def test_json_schema_strict_validates(client):
+    for seed in range(3):
+        r = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "Invent a person."}],
+            response_format=person_format(),
+            max_tokens=80,
+            temperature=1.0,
+            seed=seed,
+        )
+        assert r.choices[0].finish_reason == "stop"
+        jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
+
+
+def test_json_object(client):
+    r = client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "A JSON object about a cat."}],
+        response_format={"type": "json_object"},
+        max_tokens=60,
+        seed=4,
+    )
+    assert isinstance(json.loads(r.choices[0].message.content), dict)
+
+
+class City(BaseModel):
+    name: str
+    country: str
+    population: int
+
+
+def test_parse_with_a_pydantic_model(client):
+    r = client.chat.completions.parse(
+        model="m",
+        messages=[{"role": "user", "content": "Describe Paris."}],
+        response_format=City,
+        max_tokens=80,
+        seed=2,
+    )
+    city = r.choices[0].message.parsed
+    assert isinstance(city, City)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "choice",
+    ["required", {"type": "function", "function": {"name": "get_time"}}, "auto"],
+    ids=["required", "named", "auto"],
+)
+def test_tool_calls(client, choice, stream):
+    kwargs = dict(model="m", messages=ASK, tools=[WEATHER, TIME], tool_choice=choice, max_tokens=120, seed=7)
+    if stream:
+        with client.chat.completions.stream(**kwargs) as s:
+            for _ in s:
+                pass
+            r = s.get_final_completion()
+    else:
+        r = client.chat.completions.create(**kwargs)
+    message = r.choices[0].message
+    calls = message.tool_calls or []
+    if choice == "auto":
+        # Free text or calls; whatever came must parse.
+        for call in calls:
+            check_call(call)
+        if not calls:
+            assert message.content
+        return
+    assert calls, message
+    assert r.choices[0].finish_reason == "tool_calls"
+    for call in calls:
+        check_call(call)
+    if isinstance(choice, dict):
+        assert {c.function.name for c in calls} == {"get_time"}
+
+
+def test_parallel_tool_calls_false_makes_one_call(client):
+    r = client.chat.completions.create(
+        model="m", messages=ASK, tools=[WEATHER], tool_choice="required",
+        parallel_tool_calls=False, max_tokens=120, seed=3,
+    )
+    assert len(r.choices[0].message.tool_calls) == 1
+    check_call(r.choices[0].message.tool_calls[0])
+
+
+def test_tool_results_go_back_into_the_conversation(client):
+    first = client.chat.completions.create(
+        model="m", messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=120, seed=5,
+    )
+    call = first.choices[0].message.tool_calls[0]
+    messages = ASK + [
+        {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+        {"role": "tool", "tool_call_id": call.id, "content": "18 degrees and sunny"},
+    ]
+    second = client.chat.completions.create(
+        model="m", messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=30, seed=5,
+    )
+    assert second.choices[0].message.tool_calls is None
+    assert second.choices[0].message.content
+
+
+def test_stream_with_usage(client):
+    chunks = list(
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Count to five."}], max_tokens=20,
+            stream=True, stream_options={"include_usage": True}, seed=1,
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert len(finishes) == 1
+
+
+def test_n_choices(client):
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Invent a person."}],
+        response_format=person_format(), n=2, max_tokens=80, temperature=1.0, seed=11,
+    )
+    assert [c.index for c in r.choices] == [0, 1]
+    for c in r.choices:
+        jsonschema.validate(json.loads(c.message.content), PERSON)
+
+
+def test_logprobs(client):
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
+        logprobs=True, top_logprobs=3, seed=1, temperature=0,
+    )
+    content = r.choices[0].logprobs.content
+    assert content and all(t.logprob <= 0 for t in content)
+    sampled = [t for t in content if t.top_logprobs]
+    assert sampled and all(len(t.top_logprobs) == 3 for t in sampled)
+
+
+def test_stop_string(client):
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "List three fruits, one per line."}],
+        max_tokens=40, stop=["\n"], seed=2, temperature=0,
+    )
+    assert "\n" not in r.choices[0].message.content
+
+
+def test_bad_schema_is_a_bad_request_naming_the_field(client):
+    bad = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"pattern": "("}}}}}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=ASK, response_format=bad)
+    assert e.value.body["param"] == "response_format"
+    assert "/properties/a/pattern" in e.value.body["message"]
+
+
+def test_wrong_types_and_the_context_are_bad_requests(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=ASK, temperature="hot")
+    assert e.value.body["param"] == "temperature"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=ASK, max_tokens=10**6)
+    assert e.value.body["param"] == "max_tokens"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=[{"role": "wizard", "content": "x"}])
+    assert e.value.body["param"] == "messages[0].role"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "nope"}})
+    assert e.value.body["param"] == "tool_choice"
+
+
+def test_stencil_grammar_extras(client):
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Pick a color."}], max_tokens=10,
+        extra_body={"grammar": {"regex": "(red|green|blue)"}}, seed=3,
+    )
+    assert r.choices[0].message.content in ("red", "green", "blue")
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Yes or no?"}], max_tokens=10,
+        extra_body={"grammar": {"lark": 'start: "yes" | "no"'}}, seed=3,
+    )
+    assert r.choices[0].message.content in ("yes", "no")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(
+            model="m", messages=ASK, extra_body={"grammar": {"gbnf": "root ::= missing"}}
+        )
+    assert e.value.body["param"] == "grammar.gbnf"
+
+
+def test_completions(client):
+    r = client.completions.create(
+        model="m", prompt="The capital of France is", max_tokens=8, seed=1,
+        extra_body={"grammar": {"regex": " [A-Z][a-z]+\\."}},
+    )
+    assert re.fullmatch(r" [A-Z][a-z]+\.", r.choices[0].text)
+    chunks = list(client.completions.create(model="m", prompt="One, two,", max_tokens=6, stream=True, seed=1))
+    assert "".join(c.choices[0].text for c in chunks if c.choices)
+
+
+def test_responses(client):
+    r = client.responses.create(
+        model="m", input="Invent a person.", max_output_tokens=80,
+        text={"format": {"type": "json_schema", "name": "person", "schema": PERSON, "strict": True}},
+    )
+    jsonschema.validate(json.loads(r.output_text), PERSON)
+    r = client.responses.create(
+        model="m", input="What is the weather in Paris?", tool_choice="required", max_output_tokens=120,
+        tools=[{"type": "function", **WEATHER["function"]}],
+    )
+    calls = [o for o in r.output if o.type == "function_call"]
+    assert calls and calls[0].name == "get_weather"
+    jsonschema.validate(json.loads(calls[0].arguments), WEATHER["function"]["parameters"])
+
+
+def test_sixteen_concurrent_clients_all_valid(client):
+    def one(i):
+        if i % 2:
+            r = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": f"Invent person {i}."}],
+                response_format=person_format(), max_tokens=80, seed=i,
+            )
+            jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
+        else:
+            r = client.chat.completions.create(
+                model="m", messages=ASK, tools=[WEATHER, TIME], tool_choice="required", max_tokens=120, seed=i,
+            )
+            for call in r.choices[0].message.tool_calls:
+                check_call(call)
+        return i
+
+    with ThreadPoolExecutor(16) as pool:
+        assert sorted(pool.map(one, range(16))) == list(range(16))
+
+
+def gauge(server, name):
+    return float(re.search(rf"^{name} (\S+)$", server.metrics(), re.M).group(1))
+
+
+def counter(server, outcome):
+    m = re.search(rf'^stencil_requests_total{{outcome="{outcome}"}} (\S+)$', server.metrics(), re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_a_client_that_disconnects_frees_its_slot(client, server):
+    cancelled = counter(server, "cancelled")
+    stream = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Write a long story."}], max_tokens=2000,
+        stream=True, seed=1,
+    )
+    for i, _ in enumerate(stream):
+        if i == 3:
+            break
+    stream.close()
+    test_sixteen_concurrent_clients_all_valid(client)
+    assert counter(server, "cancelled") == cancelled + 1
+    assert gauge(server, "stencil_batch_size") == 0
+    assert gauge(server, "stencil_queue_depth") == 0
+
+
+def test_api_key_and_a_full_queue(guarded):
+    from openai import OpenAI
+
+    wrong = OpenAI(base_url=guarded.url + "/v1", api_key="wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    right = OpenAI(base_url=guarded.url + "/v1", api_key="sekret", max_retries=0, timeout=600)
+    assert right.models.list().data
+    # Batch of one, queue of one: a third request at once is refused with 429.
+    outcomes = []
+    lock = threading.Lock()
+
+    def one():
+        try:
+            right.chat.completions.create(model="m", messages=ASK, max_tokens=60, seed=1)
+            result = "ok"
+        except openai.RateLimitError as e:
+            assert e.response.headers.get("retry-after")
+            result = "429"
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert "429" in outcomes and "ok" in outcomes, outcomes
+
+
+def test_metrics(server):
+    text = server.metrics()
+    for name in ["stencil_requests_total", "stencil_completion_tokens_total", "stencil_queue_depth",
+                 "stencil_batch_size", "stencil_mask_seconds_total", "stencil_forward_seconds_total"]:
+        assert name in text
