@@ -140,6 +140,32 @@ fn batch_composition_does_not_change_tokens() {
     }
 }
 
+/// A prompt fed in chunks (as `stencil serve` feeds it) takes a forward pass
+/// per chunk, and a request's text still does not depend on its batch.
+#[test]
+fn chunked_prefill_is_batch_independent() {
+    let model = Model::load(tiny_model(), &candle_core::Device::Cpu).unwrap();
+    let tokenizer =
+        ModelTokenizer::from_gguf(model.gguf_metadata().unwrap(), "tiny model").unwrap();
+    let chunked = Generator::new(model, tokenizer).with_prefill_chunk(2);
+    let schemas = schemas();
+    let requests: Vec<Request> = (0..4)
+        .map(|i| request(&schemas[i], Some(i as u64 + 7), "hf"))
+        .collect();
+    let prompt = requests[0].prompt.len();
+    assert!(prompt > 2, "the prompt must span chunks");
+    let alone: Vec<Generation> = requests
+        .iter()
+        .map(|r| chunked.generate(r.clone(), &mut |_| {}).unwrap())
+        .collect();
+    let batch = chunked.generate_batch(requests, &mut |_| {}).unwrap();
+    for (i, (a, b)) in alone.iter().zip(&batch).enumerate() {
+        assert_eq!(a.tokens, b.tokens, "request {i} changed inside the batch");
+        assert_tokens_allowed(&schemas[i], a);
+        assert!(a.timings.forward_passes >= prompt.div_ceil(2));
+    }
+}
+
 #[test]
 fn jump_forward_saves_forward_passes() {
     let schema = &schemas()[0];
@@ -637,4 +663,60 @@ fn device_flag_is_checked() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The batched forward pass gives each sequence exactly the logits candle's own
+/// quantized Llama gives it alone: prompts of different lengths in one batch,
+/// then single tokens and a multi-token continuation at different positions.
+#[test]
+fn batched_forward_matches_candles_model_bit_for_bit() {
+    use candle_core::quantized::gguf_file;
+    use candle_core::Device;
+    use candle_transformers::models::quantized_llama::ModelWeights;
+    use stencil::decode::Session;
+
+    let path = tiny_model();
+    let mut file = std::fs::File::open(path).unwrap();
+    let content = gguf_file::Content::read(&mut file).unwrap();
+    let reference = ModelWeights::from_gguf(content, &mut file, &Device::Cpu).unwrap();
+    let model = Model::load(path, &Device::Cpu).unwrap();
+    let feeds: [[&[u32]; 3]; 3] = [
+        [&[10, 20, 30, 40, 50], &[7, 8], &[9]],
+        [&[11], &[12, 13, 14], &[15]],
+        [&[16], &[17], &[18, 19]],
+    ];
+    let mut references: Vec<(ModelWeights, usize)> = (0..3)
+        .map(|_| {
+            let mut m = reference.clone();
+            m.clear_kv_cache();
+            (m, 0)
+        })
+        .collect();
+    let mut sessions: Vec<Session> = (0..3).map(|_| model.session().unwrap()).collect();
+    for feed in feeds {
+        let mut refs: Vec<&mut Session> = sessions.iter_mut().collect();
+        let rows = Session::forward_batch(&mut refs, &feed).unwrap();
+        for (i, row) in rows.iter().enumerate() {
+            let (m, position) = &mut references[i];
+            let input = candle_core::Tensor::new(feed[i], &Device::Cpu)
+                .unwrap()
+                .unsqueeze(0)
+                .unwrap();
+            let expected: Vec<f32> = m
+                .forward(&input, *position)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
+            *position += feed[i].len();
+            let got: Vec<f32> = row.to_vec1().unwrap();
+            assert_eq!(got.len(), expected.len());
+            let same = got
+                .iter()
+                .zip(&expected)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "sequence {i} differs from candle's model");
+        }
+    }
 }

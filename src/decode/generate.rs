@@ -2,11 +2,13 @@
 //!
 //! Each request owns everything that decides its tokens: a model session (KV cache),
 //! a grammar matcher, a validated sampler and a decoder state whose RNG is addressed
-//! by (seed, step, draw), its stop set and its budget. The batch is scheduled round
-//! robin, one step per request per round, so batch composition cannot change any
-//! request's tokens (tests/decode.rs checks it).
+//! by (seed, step, draw), its stop set and its budget. Each round, every unfinished
+//! request advances one step and their forward passes run as one batch
+//! ([`Session::forward_batch`]), whose logits per request do not depend on the batch;
+//! so batch composition cannot change any request's tokens (tests/decode.rs checks
+//! it), and a scheduler may add and remove requests between rounds.
 //!
-//! Per step, the grammar mask is computed on a second thread while the model's
+//! Per step, the grammar masks are computed on a second thread while the model's
 //! forward pass runs, then written into the logits row (on the device under `cuda`)
 //! before the sampling pipeline runs. Jump-forward: when the grammar forces bytes,
 //! their canonical tokens (all but the last, which might merge with what follows) are
@@ -28,6 +30,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use candle_core::Tensor;
+
 use super::model::{Model, Session};
 use super::tokenizer::ModelTokenizer;
 use super::DecodeError;
@@ -40,6 +44,10 @@ use crate::tables::TokenTables;
 
 /// Bytes the shortest-completion search (budget steering) may explore before giving up.
 const CLOSING_SEARCH_LIMIT: usize = 1 << 16;
+
+/// A batched step's logits rows, masks (with the time each took) and the
+/// forward pass's time.
+type BatchStep = (Vec<Tensor>, Vec<(Option<Vec<u32>>, Duration)>, Duration);
 
 /// One generation request.
 #[derive(Clone)]
@@ -139,6 +147,8 @@ pub enum Event<'a> {
 pub struct Generator {
     model: Model,
     tokenizer: ModelTokenizer,
+    /// Most prompt tokens one request feeds per step (`None`: all at once).
+    prefill_chunk: Option<usize>,
 }
 
 /// A request between [`Generator::begin`] and [`Generator::end`]: everything that
@@ -166,12 +176,27 @@ pub struct ActiveRequest {
     logprob_records: Vec<TokenLogprobs>,
     timings: Timings,
     first_forward_done: bool,
+    /// The bytes forced at the very start were committed (they ride along with
+    /// the prompt).
+    started: bool,
     done: Option<(FinishReason, Option<String>)>,
 }
 
 impl Generator {
     pub fn new(model: Model, tokenizer: ModelTokenizer) -> Generator {
-        Generator { model, tokenizer }
+        Generator {
+            model,
+            tokenizer,
+            prefill_chunk: None,
+        }
+    }
+
+    /// Feeds a long prompt `tokens` at a time, one step each, so that a request
+    /// joining a running batch does not stall the others for its whole prefill.
+    /// A request's text does not depend on the batch, but may on the chunk size.
+    pub fn with_prefill_chunk(mut self, tokens: usize) -> Generator {
+        self.prefill_chunk = Some(tokens.max(1));
+        self
     }
 
     pub fn model(&self) -> &Model {
@@ -202,36 +227,127 @@ impl Generator {
             .into_iter()
             .map(|r| self.begin(r))
             .collect::<Result<Vec<_>, _>>()?;
-        loop {
-            let mut any = false;
-            for (index, r) in running.iter_mut().enumerate() {
-                if r.is_finished() {
-                    continue;
-                }
-                any = true;
-                self.advance(r, index, on_event);
-            }
-            if !any {
-                break;
-            }
+        while running.iter().any(|r| !r.is_finished()) {
+            self.advance(&mut running, on_event);
         }
         Ok(running.into_iter().map(|r| self.end(r)).collect())
     }
 
-    /// Advances `r` by one step: a forward pass, a sampled token, any forced
-    /// continuation. Text is reported as `index`'s. A failure finishes the request
+    /// Advances every unfinished request of `batch` by one step: their forward
+    /// passes as one batch (their masks computed beside it), then for each a
+    /// sampled token and any forced continuation. Text is reported with the
+    /// request's index in `batch`. A failure finishes the request it belongs to
     /// (`FinishReason::Error`, reported by [`end`](Self::end)).
-    pub fn advance(
-        &self,
-        r: &mut ActiveRequest,
-        index: usize,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) {
-        if r.done.is_none() {
-            if let Err(e) = self.step(r, index, on_event) {
-                r.done = Some((FinishReason::Error, Some(e.to_string())));
+    pub fn advance(&self, batch: &mut [ActiveRequest], on_event: &mut dyn FnMut(Event<'_>)) {
+        for (index, r) in batch.iter_mut().enumerate() {
+            if r.done.is_none() && !r.started {
+                r.started = true;
+                // Bytes forced at the very start ride along with the prompt.
+                if r.jump_forward {
+                    if let Err(e) = self.jump_forward(r, index, on_event) {
+                        r.fail(e);
+                    }
+                }
             }
         }
+        let live: Vec<usize> = (0..batch.len())
+            .filter(|&i| batch[i].done.is_none())
+            .collect();
+        if live.is_empty() {
+            return;
+        }
+        let forward_started = Instant::now();
+        let chunk = self.prefill_chunk.unwrap_or(usize::MAX);
+        let pending: Vec<Vec<u32>> = live
+            .iter()
+            .map(|&i| {
+                let p = &mut batch[i].pending;
+                if p.len() > chunk {
+                    p.drain(..chunk).collect()
+                } else {
+                    std::mem::take(p)
+                }
+            })
+            .collect();
+        // A request still in its prefill feeds tokens but samples nothing.
+        let samples: Vec<bool> = live.iter().map(|&i| batch[i].pending.is_empty()).collect();
+        let (logits, masks, forward_time) = match self.forward_with_masks(batch, &pending, &samples)
+        {
+            Ok(step) => step,
+            Err(e) => {
+                for &i in &live {
+                    batch[i].fail(DecodeError::Forward(e.to_string()));
+                }
+                return;
+            }
+        };
+        let elapsed = forward_started.elapsed();
+        let waited = elapsed.saturating_sub(forward_time);
+        for (((&index, logits), (mask, mask_time)), &sample) in
+            live.iter().zip(logits).zip(masks).zip(&samples)
+        {
+            let r = &mut batch[index];
+            if !sample {
+                r.timings.prompt_ms += ms(elapsed);
+                continue;
+            }
+            r.timings.mask_ms += ms(mask_time);
+            r.timings.mask_wait_ms += ms(waited);
+            if r.first_forward_done {
+                r.timings.decode_ms += ms(elapsed);
+            } else {
+                r.first_forward_done = true;
+                r.timings.prompt_ms += ms(elapsed);
+            }
+            if let Err(e) = self.sample_and_commit(r, index, &logits, mask, on_event) {
+                r.fail(e);
+            }
+        }
+    }
+
+    /// One batched forward pass over the live requests' pending tokens, the
+    /// masks of those that sample this step computed on a second thread
+    /// meanwhile. Returns the logits rows,
+    /// the masks with their times, and the forward pass's time.
+    fn forward_with_masks(
+        &self,
+        batch: &mut [ActiveRequest],
+        pending: &[Vec<u32>],
+        samples: &[bool],
+    ) -> Result<BatchStep, DecodeError> {
+        let width = self.model.logits_width();
+        let started = Instant::now();
+        let mut matchers = Vec::with_capacity(pending.len());
+        let mut sessions = Vec::with_capacity(pending.len());
+        let live = batch.iter_mut().filter(|r| r.done.is_none());
+        for (r, &sample) in live.zip(samples) {
+            // No mask for a step that samples nothing.
+            matchers.push(r.matcher.as_mut().filter(|_| sample));
+            sessions.push(&mut r.session);
+        }
+        std::thread::scope(|scope| {
+            let mask_job = scope.spawn(move || {
+                matchers
+                    .into_iter()
+                    .map(|matcher| {
+                        let mask_started = Instant::now();
+                        let mask = matcher.map(|m| {
+                            let mut words = vec![0u32; mask_words(width)];
+                            m.fill_next_token_bitmask(&mut words);
+                            words
+                        });
+                        (mask, mask_started.elapsed())
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let tokens: Vec<&[u32]> = pending.iter().map(Vec::as_slice).collect();
+            let logits = Session::forward_batch(&mut sessions, &tokens);
+            let forward_time = started.elapsed();
+            let masks = mask_job
+                .join()
+                .map_err(|_| DecodeError::Forward("the mask thread panicked".into()))?;
+            Ok((logits?, masks, forward_time))
+        })
     }
 
     /// Starts a request: its session, sampler, decoder state and matcher.
@@ -275,6 +391,7 @@ impl Generator {
                 ..Timings::default()
             },
             first_forward_done: false,
+            started: false,
             done: None,
         };
         if r.pending.is_empty() {
@@ -287,58 +404,23 @@ impl Generator {
         Ok(r)
     }
 
-    /// One forward pass (overlapped with the mask), one sampled token, then any
-    /// forced continuation.
-    fn step(
+    /// Samples a token from `logits` under `mask`, commits it (or the closing
+    /// tokens budget steering chooses), then any forced continuation.
+    fn sample_and_commit(
         &self,
         r: &mut ActiveRequest,
         index: usize,
+        logits: &Tensor,
+        mask: Option<Vec<u32>>,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), DecodeError> {
-        if !r.first_forward_done && r.jump_forward {
-            // Bytes forced at the very start ride along with the prompt.
-            self.jump_forward(r, index, on_event)?;
-            if r.done.is_some() {
-                return Ok(());
-            }
-        }
-        let width = self.model.logits_width();
-        let forward_started = Instant::now();
-        let pending = std::mem::take(&mut r.pending);
-        let (logits, mask, mask_time, forward_time) = std::thread::scope(|scope| {
-            let matcher = r.matcher.as_mut();
-            let mask_job = scope.spawn(move || {
-                let started = Instant::now();
-                let mask = matcher.map(|m| {
-                    let mut words = vec![0u32; mask_words(width)];
-                    m.fill_next_token_bitmask(&mut words);
-                    words
-                });
-                (mask, started.elapsed())
-            });
-            let logits = r.session.forward_tensor(&pending);
-            let forward_time = forward_started.elapsed();
-            let (mask, mask_time) = mask_job
-                .join()
-                .map_err(|_| DecodeError::Forward("the mask thread panicked".into()))?;
-            Ok::<_, DecodeError>((logits?, mask, mask_time, forward_time))
-        })?;
-        let waited = forward_started.elapsed().saturating_sub(forward_time);
-        r.timings.mask_ms += ms(mask_time);
-        r.timings.mask_wait_ms += ms(waited);
-        if r.first_forward_done {
-            r.timings.decode_ms += ms(forward_started.elapsed());
-        } else {
-            r.first_forward_done = true;
-            r.timings.prompt_ms = ms(forward_started.elapsed());
-        }
         let sample_started = Instant::now();
 
         let raw_for_logprobs = (r.logprobs > 0)
             .then(|| logits.to_vec1::<f32>())
             .transpose()
             .map_err(|e| DecodeError::Forward(super::model::candle_message(&e)))?;
-        let row = super::mask::apply(&logits, mask.as_deref())?;
+        let row = super::mask::apply(logits, mask.as_deref())?;
         let opts = StepOptions::default();
         let outcome = r.sampler.run(&r.state.view(mask.as_deref()), &row, &opts)?;
         let token = outcome.token;
@@ -589,6 +671,10 @@ impl Generator {
 }
 
 impl ActiveRequest {
+    fn fail(&mut self, e: DecodeError) {
+        self.done = Some((FinishReason::Error, Some(e.to_string())));
+    }
+
     /// The request stopped, ran out of tokens or failed.
     pub fn is_finished(&self) -> bool {
         self.done.is_some()

@@ -14,6 +14,7 @@
 
 pub mod fetch;
 pub mod generate;
+pub mod llama;
 pub mod mask;
 pub mod model;
 pub mod template;

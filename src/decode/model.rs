@@ -5,7 +5,7 @@
 //! `Arc`s inside candle's tensors, which makes a session a cheap clone of the model
 //! with an empty cache.
 //!
-//! Supported: GGUF files of the Llama family (`quantized_llama`: Llama, Mistral,
+//! Supported: GGUF files of the Llama family (batched, [`super::llama`]: Llama, Mistral,
 //! SmolLM...), and safetensors folders (`config.json` + `*.safetensors`) of Llama and
 //! Qwen2 checkpoints.
 
@@ -14,14 +14,17 @@ use std::path::{Path, PathBuf};
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::{llama, quantized_llama, qwen2};
+use candle_transformers::models::{llama, qwen2};
 
+use super::llama::{BatchItem, BatchedLlama, KvCache};
 use super::DecodeError;
 
 /// Where the weights came from and which architecture runs them.
 #[derive(Clone)]
 enum Weights {
-    Gguf(quantized_llama::ModelWeights),
+    /// Batched: sessions of a GGUF model go through one forward pass together
+    /// ([`Model::forward_batch`]).
+    Gguf(std::sync::Arc<BatchedLlama>),
     Llama {
         model: llama::Llama,
         config: llama::Config,
@@ -60,7 +63,10 @@ pub struct Session {
 }
 
 enum SessionWeights {
-    Gguf(quantized_llama::ModelWeights),
+    Gguf {
+        model: std::sync::Arc<BatchedLlama>,
+        cache: KvCache,
+    },
     Llama {
         model: llama::Llama,
         cache: llama::Cache,
@@ -124,13 +130,13 @@ impl Model {
         let metadata = content.metadata.clone();
         let weights = if needs_requantization(&content) {
             let (content, mut rewritten) = requantize(content, &mut file).map_err(&err)?;
-            quantized_llama::ModelWeights::from_gguf(content, &mut rewritten, device)
+            BatchedLlama::from_gguf(&content, &mut rewritten, device)
         } else {
-            quantized_llama::ModelWeights::from_gguf(content, &mut file, device)
+            BatchedLlama::from_gguf(&content, &mut file, device)
         }
         .map_err(&err)?;
         Ok(Model {
-            weights: Weights::Gguf(weights),
+            weights: Weights::Gguf(std::sync::Arc::new(weights)),
             device: device.clone(),
             logits_width,
             gguf_metadata: Some(metadata),
@@ -228,11 +234,10 @@ impl Model {
     /// A fresh session with an empty KV cache.
     pub fn session(&self) -> Result<Session, DecodeError> {
         let weights = match &self.weights {
-            Weights::Gguf(m) => {
-                let mut m = m.clone();
-                m.clear_kv_cache();
-                SessionWeights::Gguf(m)
-            }
+            Weights::Gguf(m) => SessionWeights::Gguf {
+                model: std::sync::Arc::clone(m),
+                cache: KvCache::default(),
+            },
             Weights::Llama {
                 model,
                 config,
@@ -318,7 +323,9 @@ impl Session {
             .and_then(|t| t.unsqueeze(0))
             .map_err(to_error)?;
         let logits = match &mut self.weights {
-            SessionWeights::Gguf(m) => m.forward(&input, self.position),
+            SessionWeights::Gguf { model, cache } => model
+                .forward(&mut [BatchItem { cache, tokens }])
+                .and_then(|rows| rows.get(0)),
             SessionWeights::Llama { model, cache } => model.forward(&input, self.position, cache),
             SessionWeights::Qwen2(m) => m.forward(&input, self.position),
         }
@@ -329,6 +336,66 @@ impl Session {
             .flatten_all()
             .and_then(|t| t.to_dtype(DType::F32))
             .map_err(to_error)
+    }
+
+    /// Feeds each session its tokens (none may be empty) and returns each one's
+    /// logits row, on the device. Sessions of a GGUF model share one forward
+    /// pass (one matrix product per weight for the whole batch); the others run
+    /// one after another. A session's logits do not depend on the batch.
+    pub fn forward_batch(
+        sessions: &mut [&mut Session],
+        tokens: &[&[u32]],
+    ) -> Result<Vec<Tensor>, DecodeError> {
+        let to_error = |e: candle_core::Error| DecodeError::Forward(candle_message(&e));
+        let mut rows: Vec<Option<Tensor>> = vec![None; sessions.len()];
+        let mut batched: Vec<usize> = Vec::new();
+        for (i, session) in sessions.iter_mut().enumerate() {
+            if matches!(session.weights, SessionWeights::Gguf { .. }) {
+                batched.push(i);
+            } else {
+                rows[i] = Some(session.forward_tensor(tokens[i])?);
+            }
+        }
+        if let Some(&first) = batched.first() {
+            let SessionWeights::Gguf { model, .. } = &sessions[first].weights else {
+                unreachable!("filtered above")
+            };
+            let model = std::sync::Arc::clone(model);
+            let mut items = Vec::with_capacity(batched.len());
+            let mut ordered: Vec<(usize, &mut Session)> = sessions
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| batched.contains(i))
+                .map(|(i, s)| (i, &mut **s))
+                .collect();
+            for (i, session) in ordered.iter_mut() {
+                if tokens[*i].is_empty() {
+                    return Err(DecodeError::Forward("forward pass over no tokens".into()));
+                }
+                let SessionWeights::Gguf { cache, .. } = &mut session.weights else {
+                    unreachable!("filtered above")
+                };
+                items.push(BatchItem {
+                    cache,
+                    tokens: tokens[*i],
+                });
+            }
+            let logits = model.forward(&mut items).map_err(to_error)?;
+            drop(items);
+            for (row, (i, session)) in ordered.into_iter().enumerate() {
+                session.position += tokens[i].len();
+                session.forward_passes += 1;
+                let r = logits
+                    .get(row)
+                    .and_then(|t| t.to_dtype(DType::F32))
+                    .map_err(to_error)?;
+                rows[i] = Some(r);
+            }
+        }
+        Ok(rows
+            .into_iter()
+            .map(|r| r.expect("every session ran"))
+            .collect())
     }
 
     /// [`forward_tensor`](Self::forward_tensor), copied to the host.

@@ -85,7 +85,7 @@ fn published_dir(name: &str, fill: impl FnOnce(&Path)) -> PathBuf {
 pub fn tiny_model() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
-        published_dir("stencil-tiny", |dir| {
+        published_dir("stencil-tiny-q8", |dir| {
             write_tiny_model(&dir.join("tiny-llama.gguf"))
         })
         .join("tiny-llama.gguf")
@@ -161,7 +161,16 @@ fn write_tiny_model(path: &Path) {
     }
     let quantized: Vec<(String, QTensor)> = tensors
         .into_iter()
-        .map(|(name, t)| (name, QTensor::quantize(&t, GgmlDType::F32).unwrap()))
+        // Matrices in Q8_0 as real checkpoints are (the quantized kernels are
+        // what the batched forward pass must match row for row); norms in F32.
+        .map(|(name, t)| {
+            let dtype = if t.rank() == 2 {
+                GgmlDType::Q8_0
+            } else {
+                GgmlDType::F32
+            };
+            (name, QTensor::quantize(&t, dtype).unwrap())
+        })
         .collect();
 
     use gguf_file::Value as V;

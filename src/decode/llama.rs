@@ -1,0 +1,274 @@
+//! A GGUF Llama whose forward pass takes many sequences at once: the batch's new
+//! tokens go through every linear layer as one matrix (one product per weight,
+//! whatever the batch), while attention runs per sequence over its own KV cache
+//! at its own position. This is what lets a server decode 16 requests for little
+//! more than the weight traffic of one.
+//!
+//! The arithmetic per row is exactly that of candle's `quantized_llama` (the
+//! same kernels: a row of a quantized product, an RMS norm, a rotary embedding
+//! never depends on the other rows), so a sequence's logits are bit for bit the
+//! same alone or in any batch; `tests/decode.rs` checks it against candle's
+//! model.
+
+use candle_core::quantized::{gguf_file, QMatMul};
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::Embedding;
+use candle_transformers::quantized_nn::RmsNorm;
+
+struct Layer {
+    attention_norm: RmsNorm,
+    wq: QMatMul,
+    wk: QMatMul,
+    wv: QMatMul,
+    wo: QMatMul,
+    ffn_norm: RmsNorm,
+    /// The gate (`ffn_gate`), down (`ffn_down`) and up (`ffn_up`) projections.
+    w1: QMatMul,
+    w2: QMatMul,
+    w3: QMatMul,
+}
+
+/// The weights, shared by every sequence.
+pub struct BatchedLlama {
+    embeddings: Embedding,
+    layers: Vec<Layer>,
+    norm: RmsNorm,
+    output: QMatMul,
+    n_head: usize,
+    n_kv_head: usize,
+    head_dim: usize,
+    /// Rotary tables, one row per position.
+    cos: Tensor,
+    sin: Tensor,
+    device: Device,
+}
+
+/// One sequence's keys and values per layer, and how many positions it holds.
+#[derive(Clone, Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+    position: usize,
+}
+
+impl KvCache {
+    /// Positions fed so far.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+}
+
+/// One sequence's share of a batched forward pass.
+pub struct BatchItem<'a> {
+    pub cache: &'a mut KvCache,
+    pub tokens: &'a [u32],
+}
+
+impl BatchedLlama {
+    /// Loads the weights of a GGUF file of the `llama` architecture (dense: a
+    /// mixture of experts is refused).
+    pub fn from_gguf<R: std::io::Seek + std::io::Read>(
+        content: &gguf_file::Content,
+        reader: &mut R,
+        device: &Device,
+    ) -> Result<BatchedLlama> {
+        let md = |key: &str| match content.metadata.get(key) {
+            Some(v) => Ok(v),
+            None => candle_core::bail!("GGUF metadata lacks {key}"),
+        };
+        if md("llama.expert_count")
+            .and_then(|v| v.to_u32())
+            .unwrap_or(0)
+            > 1
+        {
+            candle_core::bail!("mixture-of-experts Llama models are not supported");
+        }
+        let n_head = md("llama.attention.head_count")?.to_u32()? as usize;
+        let n_kv_head = md("llama.attention.head_count_kv")?.to_u32()? as usize;
+        let blocks = md("llama.block_count")?.to_u32()? as usize;
+        let width = md("llama.embedding_length")?.to_u32()? as usize;
+        let rope_dim = md("llama.rope.dimension_count")?.to_u32()? as usize;
+        let eps = md("llama.attention.layer_norm_rms_epsilon")?.to_f32()? as f64;
+        let freq_base = md("llama.rope.freq_base")
+            .and_then(|v| v.to_f32())
+            .unwrap_or(10000.0);
+        let positions = md("llama.context_length")
+            .and_then(|v| v.to_u32())
+            .map_or(4096, |n| n as usize);
+        let mut tensor = |name: &str| content.tensor(reader, name, device);
+        let embeddings = tensor("token_embd.weight")?;
+        let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
+        let output = match tensor("output.weight") {
+            Ok(t) => QMatMul::from_qtensor(t)?,
+            Err(_) => QMatMul::from_qtensor(tensor("token_embd.weight")?)?,
+        };
+        let embeddings = Embedding::new(embeddings.dequantize(device)?, width);
+        let mut layers = Vec::with_capacity(blocks);
+        for i in 0..blocks {
+            let mut q =
+                |part: &str| QMatMul::from_qtensor(tensor(&format!("blk.{i}.{part}.weight"))?);
+            layers.push(Layer {
+                wq: q("attn_q")?,
+                wk: q("attn_k")?,
+                wv: q("attn_v")?,
+                wo: q("attn_output")?,
+                w1: q("ffn_gate")?,
+                w2: q("ffn_down")?,
+                w3: q("ffn_up")?,
+                attention_norm: RmsNorm::from_qtensor(
+                    tensor(&format!("blk.{i}.attn_norm.weight"))?,
+                    eps,
+                )?,
+                ffn_norm: RmsNorm::from_qtensor(tensor(&format!("blk.{i}.ffn_norm.weight"))?, eps)?,
+            });
+        }
+        let (cos, sin) = rotary_tables(rope_dim, freq_base, positions, device)?;
+        Ok(BatchedLlama {
+            embeddings,
+            layers,
+            norm,
+            output,
+            n_head,
+            n_kv_head,
+            head_dim: width / n_head,
+            cos,
+            sin,
+            device: device.clone(),
+        })
+    }
+
+    /// Positions a sequence may hold.
+    pub fn max_positions(&self) -> usize {
+        self.cos.dims()[0]
+    }
+
+    /// Feeds each item's tokens after what its cache holds; returns the logits
+    /// after each item's last token, one row per item (`[items, vocab]`).
+    pub fn forward(&self, items: &mut [BatchItem<'_>]) -> Result<Tensor> {
+        let lens: Vec<usize> = items.iter().map(|i| i.tokens.len()).collect();
+        if lens.contains(&0) {
+            candle_core::bail!("a sequence with no tokens in the batch");
+        }
+        for (item, &len) in items.iter().zip(&lens) {
+            if item.cache.position + len > self.max_positions() {
+                candle_core::bail!(
+                    "sequence of {} positions exceeds the model's {}",
+                    item.cache.position + len,
+                    self.max_positions()
+                );
+            }
+        }
+        let ids: Vec<u32> = items
+            .iter()
+            .flat_map(|i| i.tokens.iter().copied())
+            .collect();
+        let ids = Tensor::new(ids.as_slice(), &self.device)?;
+        let mut x = self.embeddings.forward(&ids)?;
+        for (l, layer) in self.layers.iter().enumerate() {
+            let residual = &x;
+            let h = layer.attention_norm.forward(&x)?;
+            let (q, k, v) = (
+                layer.wq.forward(&h)?,
+                layer.wk.forward(&h)?,
+                layer.wv.forward(&h)?,
+            );
+            let mut rows = Vec::with_capacity(items.len());
+            let mut start = 0;
+            for (item, &len) in items.iter_mut().zip(&lens) {
+                let part = |t: &Tensor, heads: usize| {
+                    t.narrow(0, start, len)?
+                        .reshape((1, len, heads, self.head_dim))?
+                        .transpose(1, 2)?
+                        .contiguous()
+                };
+                rows.push(self.attend(
+                    l,
+                    item.cache,
+                    part(&q, self.n_head)?,
+                    part(&k, self.n_kv_head)?,
+                    part(&v, self.n_kv_head)?,
+                )?);
+                start += len;
+            }
+            let attended = Tensor::cat(&rows, 0)?;
+            let x1 = (layer.wo.forward(&attended)? + residual)?;
+            let h = layer.ffn_norm.forward(&x1)?;
+            let gate = candle_nn::ops::silu(&layer.w1.forward(&h)?)?;
+            let mlp = layer.w2.forward(&(gate * layer.w3.forward(&h)?)?)?;
+            x = (mlp + &x1)?;
+        }
+        let mut last = Vec::with_capacity(items.len());
+        let mut end = 0u32;
+        for (item, &len) in items.iter_mut().zip(&lens) {
+            end += len as u32;
+            last.push(end - 1);
+            item.cache.position += len;
+        }
+        let last = Tensor::new(last.as_slice(), &self.device)?;
+        let x = self.norm.forward(&x.index_select(&last, 0)?)?;
+        self.output.forward(&x)
+    }
+
+    /// Attention of one sequence's new rows (`[1, heads, len, head_dim]`) over
+    /// its cache plus themselves; returns `[len, heads * head_dim]`.
+    fn attend(
+        &self,
+        layer: usize,
+        cache: &mut KvCache,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+    ) -> Result<Tensor> {
+        let (_, _, len, _) = q.dims4()?;
+        let position = cache.position;
+        let cos = self.cos.narrow(0, position, len)?;
+        let sin = self.sin.narrow(0, position, len)?;
+        let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
+        let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
+        if cache.layers.len() <= layer {
+            cache.layers.resize(layer + 1, None);
+        }
+        let (k, v) = match &cache.layers[layer] {
+            Some((k_cache, v_cache)) if position > 0 => (
+                Tensor::cat(&[k_cache, &k], 2)?,
+                Tensor::cat(&[v_cache, &v], 2)?,
+            ),
+            _ => (k, v),
+        };
+        cache.layers[layer] = Some((k.clone(), v.clone()));
+        let repeat = self.n_head / self.n_kv_head;
+        let k = candle_transformers::utils::repeat_kv(k, repeat)?;
+        let v = candle_transformers::utils::repeat_kv(v, repeat)?;
+        let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+        let scores = if len > 1 {
+            let mask = candle_transformers::utils::build_causal_mask(len, position, &self.device)?
+                .broadcast_as(scores.shape())?;
+            let neg_inf =
+                Tensor::new(f32::NEG_INFINITY, &self.device)?.broadcast_as(scores.shape())?;
+            mask.where_cond(&neg_inf, &scores)?
+        } else {
+            scores
+        };
+        let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+        let out = weights.matmul(&v.contiguous()?)?;
+        out.transpose(1, 2)?
+            .reshape((len, self.n_head * self.head_dim))
+    }
+}
+
+fn rotary_tables(
+    dim: usize,
+    freq_base: f32,
+    positions: usize,
+    device: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let theta: Vec<f32> = (0..dim)
+        .step_by(2)
+        .map(|i| 1f32 / freq_base.powf(i as f32 / dim as f32))
+        .collect();
+    let theta = Tensor::new(theta.as_slice(), device)?;
+    let angles = Tensor::arange(0, positions as u32, device)?
+        .to_dtype(DType::F32)?
+        .reshape((positions, 1))?
+        .matmul(&theta.reshape((1, theta.elem_count()))?)?;
+    Ok((angles.cos()?, angles.sin()?))
+}
