@@ -54,6 +54,16 @@ enum Command {
     Serve(serve::ServeArgs),
 }
 
+impl Command {
+    fn is_server(&self) -> bool {
+        #[cfg(feature = "serve")]
+        if let Command::Serve(_) = self {
+            return true;
+        }
+        false
+    }
+}
+
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -63,7 +73,9 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    if !cli.allocator_defaults {
+    // A server keeps the allocator's defaults: after a burst its memory must go
+    // back to its idle level, which matters more there than a first-touch fault.
+    if !cli.allocator_defaults && !cli.command.is_server() {
         let prefault = match cli.command {
             Command::Bench(_) => memory::BENCH_PREFAULT_BYTES,
             _ => 0,

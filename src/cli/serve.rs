@@ -45,6 +45,10 @@ pub struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(long, default_value_t = 4 << 20)]
     body_limit: usize,
+    /// Most prompt tokens a request feeds per step (a long prompt joins the
+    /// running batch in chunks).
+    #[arg(long, default_value_t = 64)]
+    prefill_chunk: usize,
     /// Tool-call format instead of the chat template's: hermes, mistral-nemo,
     /// mistral-args, mistral-call-id.
     #[arg(long)]
@@ -91,6 +95,7 @@ pub fn run(args: &ServeArgs) -> i32 {
         model_name,
         body_limit: args.body_limit,
         tool_format,
+        prefill_chunk: args.prefill_chunk,
     };
     match serve(generator, options) {
         Ok(()) => 0,

@@ -65,6 +65,9 @@ pub struct ServeOptions {
     pub body_limit: usize,
     /// The tool-call format to use instead of the chat template's.
     pub tool_format: Option<ToolCallFormat>,
+    /// Most prompt tokens a request feeds per step: a long prompt joins the
+    /// running batch in chunks instead of stalling it.
+    pub prefill_chunk: usize,
 }
 
 /// What every handler shares.
@@ -87,7 +90,7 @@ impl AppState {
 
 /// The router over `generator` (also what tests drive without a socket).
 pub fn router(generator: Generator, options: ServeOptions) -> Router {
-    let generator = Arc::new(generator);
+    let generator = Arc::new(generator.with_prefill_chunk(options.prefill_chunk));
     let metrics = Arc::new(Metrics::default());
     let scheduler = Scheduler::start(
         Arc::clone(&generator),

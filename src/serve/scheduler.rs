@@ -75,6 +75,7 @@ impl Scheduler {
             max_batch: max_batch.max(1),
             metrics: Arc::clone(&metrics),
             active: Vec::new(),
+            slots: Vec::new(),
         };
         std::thread::Builder::new()
             .name("stencil-decode".into())
@@ -109,9 +110,8 @@ impl Scheduler {
     }
 }
 
-/// A running job.
+/// A running job, beside its [`ActiveRequest`].
 struct Slot {
-    active: ActiveRequest,
     text: StopText,
     choice: usize,
     events: EventSender,
@@ -124,7 +124,9 @@ struct Worker {
     waiting: Arc<AtomicUsize>,
     max_batch: usize,
     metrics: Arc<Metrics>,
-    active: Vec<Slot>,
+    /// The running requests and, at the same index, their jobs.
+    active: Vec<ActiveRequest>,
+    slots: Vec<Slot>,
 }
 
 impl Worker {
@@ -154,13 +156,15 @@ impl Worker {
         let left = self.waiting.fetch_sub(1, Ordering::SeqCst) - 1;
         self.metrics.queue_depth.store(left, Ordering::Relaxed);
         match self.generator.begin(job.request) {
-            Ok(active) => self.active.push(Slot {
-                active,
-                text: StopText::new(job.stop),
-                choice: job.choice,
-                events: job.events,
-                cancelled: false,
-            }),
+            Ok(active) => {
+                self.active.push(active);
+                self.slots.push(Slot {
+                    text: StopText::new(job.stop),
+                    choice: job.choice,
+                    events: job.events,
+                    cancelled: false,
+                });
+            }
             Err(e) => {
                 // Requests are checked before they are queued; this is a fault.
                 let generation = Generation {
@@ -182,40 +186,43 @@ impl Worker {
 
     /// One step of every running job, then the finished ones leave.
     fn round(&mut self) {
-        for slot in &mut self.active {
+        let Worker {
+            generator,
+            active,
+            slots,
+            metrics,
+            ..
+        } = self;
+        for (request, slot) in active.iter_mut().zip(slots.iter_mut()) {
             if slot.events.is_closed() {
                 slot.cancelled = true;
-                slot.active.stop_early(FinishReason::Stop);
-                continue;
+                request.stop_early(FinishReason::Stop);
             }
-            let Slot {
-                active,
-                text,
-                events,
-                choice,
-                ..
-            } = slot;
-            self.generator
-                .advance(active, 0, &mut |Event::Text { text: piece, .. }| {
-                    let ready = text.push(piece);
-                    if !ready.is_empty() {
-                        let _ = events.send((*choice, JobEvent::Text(ready)));
-                    }
-                });
-            self.metrics.steps.fetch_add(1, Ordering::Relaxed);
-            if text.stopped {
-                active.stop_early(FinishReason::Stop);
+        }
+        let running = active.iter().filter(|r| !r.is_finished()).count();
+        generator.advance(active, &mut |Event::Text { request, text }| {
+            let slot = &mut slots[request];
+            let ready = slot.text.push(text);
+            if !ready.is_empty() {
+                let _ = slot.events.send((slot.choice, JobEvent::Text(ready)));
+            }
+        });
+        metrics.steps.fetch_add(running as u64, Ordering::Relaxed);
+        for (request, slot) in active.iter_mut().zip(slots.iter()) {
+            if slot.text.stopped {
+                request.stop_early(FinishReason::Stop);
             }
         }
         let mut i = 0;
         while i < self.active.len() {
-            if !self.active[i].active.is_finished() {
+            if !self.active[i].is_finished() {
                 i += 1;
                 continue;
             }
-            let mut slot = self.active.swap_remove(i);
+            let request = self.active.swap_remove(i);
+            let mut slot = self.slots.swap_remove(i);
             let rest = slot.text.flush();
-            let mut generation = self.generator.end(slot.active);
+            let mut generation = self.generator.end(request);
             self.metrics.record(&generation);
             if slot.cancelled {
                 self.metrics.count("cancelled");
