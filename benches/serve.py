@@ -95,8 +95,17 @@ def percentile(values, p):
 
 
 def level(url, concurrency, requests, max_tokens):
-    with httpx.Client(base_url=url, timeout=900) as client:
-        one(client, 10_000 + concurrency, 8)  # warm
+    # A fresh connection per request for both servers (llama-server closes a
+    # kept-alive connection after a few requests, which a reused one trips on).
+    limits = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(base_url=url, timeout=900, limits=limits) as client:
+        # Warm up; a server may answer /health before it takes requests.
+        for attempt in range(30):
+            try:
+                one(client, 10_000 + concurrency, 8)
+                break
+            except httpx.HTTPError:
+                time.sleep(1)
         started = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
             results = list(pool.map(lambda i: one(client, i, max_tokens), range(requests)))
@@ -108,7 +117,8 @@ def level(url, concurrency, requests, max_tokens):
 
 
 def run_server(name, command, url, levels, rounds, max_tokens):
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(f"/tmp/bench-{name}.log", "w")
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_healthy(url, process)
         rows = {}
