@@ -392,6 +392,42 @@ fn run_generate(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A structural tag alone is a grammar for `generate` (a regression: it was
+/// refused as "no grammar").
+#[test]
+fn generate_takes_a_structural_tag() {
+    let dir = std::env::temp_dir().join(format!("stencil-tag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tag_path = dir.join("tag.json");
+    let tag = json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "const_string", "value": "answer: "},
+        {"type": "json_schema", "json_schema": {"enum": ["yes", "no"]}}]}});
+    std::fs::write(&tag_path, tag.to_string()).unwrap();
+    let out = run_generate(&[
+        "--model",
+        tiny_model().to_str().unwrap(),
+        "--structural-tag",
+        tag_path.to_str().unwrap(),
+        "--raw",
+        "--prompt",
+        "Q:",
+        "--max-tokens",
+        "8",
+        "--output-json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text == r#"answer: "yes""# || text == r#"answer: "no""#,
+        "{text}"
+    );
+}
+
 /// `stencil generate` as users call it (the contract's flags and `--output-json` keys).
 #[test]
 fn generate_command_contract() {

@@ -62,7 +62,8 @@ fn bad_request(e: String) -> i32 {
 pub fn run(args: &GenerateArgs) -> i32 {
     if args.requests.is_none() && !args.has_grammar() {
         return bad_request(
-            "give one of --schema, --gbnf, --lark, --regex, --json (or --requests FILE)".into(),
+            "give one of --schema, --gbnf, --lark, --regex, --structural-tag, --json (or --requests FILE)"
+                .into(),
         );
     }
     // Grammars and request lines are checked before the model loads: a bad one fails

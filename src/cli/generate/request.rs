@@ -214,6 +214,7 @@ impl GenerateArgs {
             || g.gbnf.is_some()
             || g.lark.is_some()
             || g.regex.is_some()
+            || g.structural_tag.is_some()
     }
 }
 
