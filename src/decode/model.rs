@@ -348,43 +348,33 @@ impl Session {
     ) -> Result<Vec<Tensor>, DecodeError> {
         let to_error = |e: candle_core::Error| DecodeError::Forward(candle_message(&e));
         let mut rows: Vec<Option<Tensor>> = vec![None; sessions.len()];
-        let mut batched: Vec<usize> = Vec::new();
+        let mut model = None;
+        let mut items = Vec::new();
+        let mut batched = Vec::new();
         for (i, session) in sessions.iter_mut().enumerate() {
-            if matches!(session.weights, SessionWeights::Gguf { .. }) {
-                batched.push(i);
-            } else {
+            let SessionWeights::Gguf { .. } = session.weights else {
                 rows[i] = Some(session.forward_tensor(tokens[i])?);
-            }
-        }
-        if let Some(&first) = batched.first() {
-            let SessionWeights::Gguf { model, .. } = &sessions[first].weights else {
-                unreachable!("filtered above")
+                continue;
             };
-            let model = std::sync::Arc::clone(model);
-            let mut items = Vec::with_capacity(batched.len());
-            let mut ordered: Vec<(usize, &mut Session)> = sessions
-                .iter_mut()
-                .enumerate()
-                .filter(|(i, _)| batched.contains(i))
-                .map(|(i, s)| (i, &mut **s))
-                .collect();
-            for (i, session) in ordered.iter_mut() {
-                if tokens[*i].is_empty() {
-                    return Err(DecodeError::Forward("forward pass over no tokens".into()));
-                }
-                let SessionWeights::Gguf { cache, .. } = &mut session.weights else {
-                    unreachable!("filtered above")
-                };
-                items.push(BatchItem {
-                    cache,
-                    tokens: tokens[*i],
-                });
+            let SessionWeights::Gguf { model: m, cache } = &mut session.weights else {
+                unreachable!("matched above")
+            };
+            if tokens[i].is_empty() {
+                return Err(DecodeError::Forward("forward pass over no tokens".into()));
             }
+            model.get_or_insert_with(|| std::sync::Arc::clone(m));
+            items.push(BatchItem {
+                cache,
+                tokens: tokens[i],
+            });
+            batched.push(i);
+        }
+        if let Some(model) = model {
             let logits = model.forward(&mut items).map_err(to_error)?;
             drop(items);
-            for (row, (i, session)) in ordered.into_iter().enumerate() {
-                session.position += tokens[i].len();
-                session.forward_passes += 1;
+            for (row, i) in batched.into_iter().enumerate() {
+                sessions[i].position += tokens[i].len();
+                sessions[i].forward_passes += 1;
                 let r = logits
                     .get(row)
                     .and_then(|t| t.to_dtype(DType::F32))

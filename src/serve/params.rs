@@ -33,6 +33,12 @@ impl Body {
         }
     }
 
+    /// A body the server built itself (another endpoint's request read into
+    /// this shape).
+    pub fn from_map(map: Map<String, Value>) -> Body {
+        Body { map }
+    }
+
     /// A field, `null` as absent.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.map.get(name).filter(|v| !v.is_null())

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::constraint::ToolUse;
 use super::error::ApiError;
 use crate::decode::{render_chat_json, ModelTokenizer};
-use crate::frontend::tool_calls::ToolCallFormat;
+use crate::frontend::tool_calls::{self, ToolCallFormat};
 
 /// How the server's model takes tools.
 #[derive(Debug, Clone, Copy)]
@@ -75,14 +75,6 @@ fn text_of(content: &Value, at: &str) -> Result<String, ApiError> {
             "a string or an array of parts",
         )),
     }
-}
-
-/// A call as the Hermes format writes it.
-fn hermes_call(name: &str, arguments: &Value) -> String {
-    format!(
-        "<tool_call>\n{}\n</tool_call>",
-        json!({"name": name, "arguments": arguments})
-    )
 }
 
 /// The messages as templates read them.
@@ -151,7 +143,7 @@ pub fn flatten_messages(
                             if !content.is_empty() {
                                 content.push('\n');
                             }
-                            content.push_str(&hermes_call(name, &arguments));
+                            content.push_str(&tool_calls::hermes_call(name, &arguments));
                         }
                     }
                 }

@@ -133,7 +133,7 @@ fn as_chat(body: &Body) -> Result<Body, ApiError> {
             );
         }
     }
-    Body::parse(Value::Object(chat).to_string().as_bytes())
+    Ok(Body::from_map(chat))
 }
 
 async fn respond(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> {

@@ -91,6 +91,19 @@ impl ToolCallFormat {
     }
 }
 
+/// What opens a Hermes call, up to its arguments, as the templates render it
+/// (`json.dumps` spacing).
+fn hermes_head(name: &str) -> String {
+    let quoted = serde_json::to_string(name).expect("a string");
+    format!("<tool_call>\n{{\"name\": {quoted}, \"arguments\": ")
+}
+
+/// A whole Hermes call spelled as [`structural_tag`] constrains a reply to
+/// write it (compact arguments): for earlier calls written back into a prompt.
+pub fn hermes_call(name: &str, arguments: &Value) -> String {
+    format!("{}{arguments}}}\n</tool_call>", hermes_head(name))
+}
+
 fn seq(elements: Vec<Value>) -> Value {
     json!({"type": "sequence", "elements": elements})
 }
@@ -302,7 +315,7 @@ pub fn structural_tag(
                 .map(|t| {
                     json!({
                         "type": "tag",
-                        "begin": format!("<tool_call>\n{{\"name\": {}, \"arguments\": ", quoted(t)),
+                        "begin": hermes_head(&t.name),
                         "content": arguments(t),
                         "end": ["}\n</tool_call>", "}</tool_call>"],
                     })
