@@ -701,11 +701,12 @@ fn device_flag_is_checked() {
     );
 }
 
-/// The batched forward pass gives each sequence exactly the logits candle's own
-/// quantized Llama gives it alone: prompts of different lengths in one batch,
-/// then single tokens and a multi-token continuation at different positions.
+/// The batched forward pass gives each sequence exactly the logits it gets alone
+/// (prompts of different lengths in one batch, then single tokens and a
+/// multi-token continuation at different positions), and those are candle's own
+/// quantized Llama's up to the rounding of the quantized product.
 #[test]
-fn batched_forward_matches_candles_model_bit_for_bit() {
+fn batched_forward_is_batch_invariant_and_matches_candles_model() {
     use candle_core::quantized::gguf_file;
     use candle_core::Device;
     use candle_transformers::models::quantized_llama::ModelWeights;
@@ -729,10 +730,17 @@ fn batched_forward_matches_candles_model_bit_for_bit() {
         })
         .collect();
     let mut sessions: Vec<Session> = (0..3).map(|_| model.session().unwrap()).collect();
+    let mut alone: Vec<Session> = (0..3).map(|_| model.session().unwrap()).collect();
+    let mut worst = 0f32;
     for feed in feeds {
         let mut refs: Vec<&mut Session> = sessions.iter_mut().collect();
         let rows = Session::forward_batch(&mut refs, &feed).unwrap();
         for (i, row) in rows.iter().enumerate() {
+            let got: Vec<f32> = row.to_vec1().unwrap();
+            let single: Vec<f32> = alone[i].forward_tensor(feed[i]).unwrap().to_vec1().unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&single), "sequence {i} differs in a batch");
+
             let (m, position) = &mut references[i];
             let input = candle_core::Tensor::new(feed[i], &Device::Cpu)
                 .unwrap()
@@ -746,13 +754,20 @@ fn batched_forward_matches_candles_model_bit_for_bit() {
                 .to_vec1()
                 .unwrap();
             *position += feed[i].len();
-            let got: Vec<f32> = row.to_vec1().unwrap();
             assert_eq!(got.len(), expected.len());
-            let same = got
+            let spread = expected.iter().fold(0f32, |a, x| a.max(x.abs()));
+            let off = got
                 .iter()
                 .zip(&expected)
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "sequence {i} differs from candle's model");
+                .fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+            worst = worst.max(off / spread);
         }
     }
+    // Both quantize activations to 8 bits per 32-value block (candle per 256 in
+    // some products): logits agree to a few parts in a thousand of their range.
+    assert!(worst < 0.05, "logits off by {worst} of their range");
+    assert!(
+        worst > 0.0,
+        "identical to candle: is the packed product in use?"
+    );
 }

@@ -564,7 +564,7 @@ fn load_workloads(args: &BenchArgs, vocab: &Arc<Vocabulary>) -> Result<Vec<Workl
             .map_err(|e| format!("{path}: not a gzip file: {e}"))?;
         for (line_no, line) in text.lines().enumerate() {
             index += 1;
-            if (index - 1) % args.every.max(1) != 0 {
+            if !(index - 1).is_multiple_of(args.every.max(1)) {
                 continue;
             }
             let outer: Value =

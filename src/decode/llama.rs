@@ -4,28 +4,64 @@
 //! at its own position. This is what lets a server decode 16 requests for little
 //! more than the weight traffic of one.
 //!
-//! The arithmetic per row is exactly that of candle's `quantized_llama` (the
-//! same kernels: a row of a quantized product, an RMS norm, a rotary embedding
-//! never depends on the other rows), so a sequence's logits are bit for bit the
-//! same alone or in any batch; `tests/decode.rs` checks it against candle's
-//! model.
+//! The arithmetic per row never depends on the other rows (Q8_0 products in
+//! [`super::q8_matmul`], whose every output has one fixed order of operations;
+//! candle's RMS norm and rotary embedding are per row), so a sequence's logits are
+//! bit for bit the same alone or in any batch. The model is candle's
+//! `quantized_llama` up to the rounding of that product; `tests/decode.rs` checks
+//! both.
 
-use candle_core::quantized::{gguf_file, QMatMul};
+use super::q8_matmul::{PackedQ8_0, QuantizedRows};
+use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::Embedding;
 use candle_transformers::quantized_nn::RmsNorm;
 
 struct Layer {
     attention_norm: RmsNorm,
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
     ffn_norm: RmsNorm,
     /// The gate (`ffn_gate`), down (`ffn_down`) and up (`ffn_up`) projections.
-    w1: QMatMul,
-    w2: QMatMul,
-    w3: QMatMul,
+    w1: Linear,
+    w2: Linear,
+    w3: Linear,
+}
+
+/// A weight matrix: Q8_0 on the CPU through stencil's batch-invariant product,
+/// anything else (other quantizations, a GPU) through candle's.
+enum Linear {
+    Packed(PackedQ8_0),
+    Candle(QMatMul),
+}
+
+impl Linear {
+    fn new(weights: QTensor) -> Result<Linear> {
+        if weights.dtype() == GgmlDType::Q8_0 && weights.device().is_cpu() {
+            if let Ok((columns, k)) = weights.shape().dims2() {
+                let packed = PackedQ8_0::from_blocks(&weights.data()?, columns, k)
+                    .map_err(candle_core::Error::Msg)?;
+                return Ok(Linear::Packed(packed));
+            }
+        }
+        Ok(Linear::Candle(QMatMul::from_qtensor(weights)?))
+    }
+
+    /// `x` is `[rows, k]`; returns `[rows, columns]`.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Linear::Candle(m) => m.forward(x),
+            Linear::Packed(m) => {
+                let (rows, k) = x.dims2()?;
+                let data: Vec<f32> = x.flatten_all()?.to_vec1()?;
+                let mut out = vec![0f32; rows * m.columns()];
+                m.matmul(&QuantizedRows::new(&data, k), &mut out);
+                Tensor::from_vec(out, (rows, m.columns()), x.device())
+            }
+        }
+    }
 }
 
 /// The weights, shared by every sequence.
@@ -33,7 +69,7 @@ pub struct BatchedLlama {
     embeddings: Embedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
-    output: QMatMul,
+    output: Linear,
     n_head: usize,
     n_kv_head: usize,
     head_dim: usize,
@@ -98,14 +134,13 @@ impl BatchedLlama {
         let embeddings = tensor("token_embd.weight")?;
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
         let output = match tensor("output.weight") {
-            Ok(t) => QMatMul::from_qtensor(t)?,
-            Err(_) => QMatMul::from_qtensor(tensor("token_embd.weight")?)?,
+            Ok(t) => Linear::new(t)?,
+            Err(_) => Linear::new(tensor("token_embd.weight")?)?,
         };
         let embeddings = Embedding::new(embeddings.dequantize(device)?, width);
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
-            let mut q =
-                |part: &str| QMatMul::from_qtensor(tensor(&format!("blk.{i}.{part}.weight"))?);
+            let mut q = |part: &str| Linear::new(tensor(&format!("blk.{i}.{part}.weight"))?);
             layers.push(Layer {
                 wq: q("attn_q")?,
                 wk: q("attn_k")?,

@@ -17,6 +17,7 @@ pub mod generate;
 pub mod llama;
 pub mod mask;
 pub mod model;
+pub mod q8_matmul;
 pub mod template;
 pub mod tokenizer;
 

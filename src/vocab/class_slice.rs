@@ -130,7 +130,7 @@ impl ClassSlice {
             for (exit, members) in exit_bits.iter_mut().zip(&members_by_rank) {
                 *exit = !members;
             }
-            if let Some(last) = exit_bits.last_mut().filter(|_| tokens % 32 != 0) {
+            if let Some(last) = exit_bits.last_mut().filter(|_| !tokens.is_multiple_of(32)) {
                 *last &= (1u32 << (tokens % 32)) - 1;
             }
         }
@@ -226,7 +226,7 @@ fn by_id(vocab: &Vocabulary, by_rank: &[u32], count: usize) -> Vec<u32> {
     };
     for (w, &word) in by_rank.iter().enumerate() {
         let mut bits = if flip { !word } else { word };
-        if w == by_rank.len() - 1 && token_ids.len() % 32 != 0 {
+        if w == by_rank.len() - 1 && !token_ids.len().is_multiple_of(32) {
             bits &= (1 << (token_ids.len() % 32)) - 1;
         }
         while bits != 0 {

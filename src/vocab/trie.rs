@@ -413,7 +413,7 @@ fn short_ranks(nodes: &[TrieNode], tokens: usize, max_depth: usize) -> Vec<Vec<u
     });
     let mut by_len = up_to_len(ranks, tokens, lengths);
     let mut every = vec![u32::MAX; tokens.div_ceil(32)];
-    if tokens % 32 != 0 {
+    if !tokens.is_multiple_of(32) {
         every[tokens / 32] = (1u32 << (tokens % 32)) - 1;
     }
     by_len.push(every);
