@@ -14,6 +14,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const STACK_BYTES: usize = 1 << 30;
 
 fn main() {
+    #[cfg(feature = "decode")]
+    pin_thread_count();
     let code = std::thread::Builder::new()
         .name("stencil".into())
         .stack_size(STACK_BYTES)
@@ -22,4 +24,16 @@ fn main() {
         // No thread of that size (a tight address-space limit): run here.
         .unwrap_or_else(|_| cli::run());
     std::process::exit(code);
+}
+
+/// candle asks the OS for the number of cores on every float matrix product
+/// (reading `/proc/cpuinfo`: a tenth of a batched decode step) unless
+/// `RAYON_NUM_THREADS` is set. Set it once, to what candle would choose, while
+/// this is the only thread.
+#[cfg(feature = "decode")]
+fn pin_thread_count() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let threads = candle_core::utils::get_num_threads();
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
 }
