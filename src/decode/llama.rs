@@ -11,6 +11,7 @@
 //! `quantized_llama` up to the rounding of that product; `tests/decode.rs` checks
 //! both.
 
+use super::attention::{self, Heads, HostKv};
 use super::q8_matmul::{PackedQ8_0, QuantizedRows};
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
@@ -76,13 +77,19 @@ pub struct BatchedLlama {
     /// Rotary tables, one row per position.
     cos: Tensor,
     sin: Tensor,
+    /// The same tables, for the CPU's attention.
+    host_cos: Vec<f32>,
+    host_sin: Vec<f32>,
     device: Device,
 }
 
 /// One sequence's keys and values per layer, and how many positions it holds.
 #[derive(Clone, Default)]
 pub struct KvCache {
-    layers: Vec<Option<(Tensor, Tensor)>>,
+    /// On the CPU: plain rows, appended to in place.
+    host: Vec<HostKv>,
+    /// On a GPU: candle tensors, `[1, kv_heads, positions, head_dim]`.
+    device: Vec<Option<(Tensor, Tensor)>>,
     position: usize,
 }
 
@@ -156,7 +163,15 @@ impl BatchedLlama {
                 ffn_norm: RmsNorm::from_qtensor(tensor(&format!("blk.{i}.ffn_norm.weight"))?, eps)?,
             });
         }
+        if rope_dim != width / n_head {
+            candle_core::bail!(
+                "a rotary embedding over {rope_dim} of each head's {} values is not supported",
+                width / n_head
+            );
+        }
         let (cos, sin) = rotary_tables(rope_dim, freq_base, positions, device)?;
+        let host_cos = cos.flatten_all()?.to_vec1()?;
+        let host_sin = sin.flatten_all()?.to_vec1()?;
         Ok(BatchedLlama {
             embeddings,
             layers,
@@ -167,6 +182,8 @@ impl BatchedLlama {
             head_dim: width / n_head,
             cos,
             sin,
+            host_cos,
+            host_sin,
             device: device.clone(),
         })
     }
@@ -206,25 +223,29 @@ impl BatchedLlama {
                 layer.wk.forward(&h)?,
                 layer.wv.forward(&h)?,
             );
-            let mut rows = Vec::with_capacity(items.len());
-            let mut start = 0;
-            for (item, &len) in items.iter_mut().zip(&lens) {
-                let part = |t: &Tensor, heads: usize| {
-                    t.narrow(0, start, len)?
-                        .reshape((1, len, heads, self.head_dim))?
-                        .transpose(1, 2)?
-                        .contiguous()
-                };
-                rows.push(self.attend(
-                    l,
-                    item.cache,
-                    part(&q, self.n_head)?,
-                    part(&k, self.n_kv_head)?,
-                    part(&v, self.n_kv_head)?,
-                )?);
-                start += len;
-            }
-            let attended = Tensor::cat(&rows, 0)?;
+            let attended = if self.device.is_cpu() {
+                self.attend_on_host(l, items, &lens, &q, &k, &v)?
+            } else {
+                let mut rows = Vec::with_capacity(items.len());
+                let mut start = 0;
+                for (item, &len) in items.iter_mut().zip(&lens) {
+                    let part = |t: &Tensor, heads: usize| {
+                        t.narrow(0, start, len)?
+                            .reshape((1, len, heads, self.head_dim))?
+                            .transpose(1, 2)?
+                            .contiguous()
+                    };
+                    rows.push(self.attend(
+                        l,
+                        item.cache,
+                        part(&q, self.n_head)?,
+                        part(&k, self.n_kv_head)?,
+                        part(&v, self.n_kv_head)?,
+                    )?);
+                    start += len;
+                }
+                Tensor::cat(&rows, 0)?
+            };
             let x1 = (layer.wo.forward(&attended)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
             let gate = candle_nn::ops::silu(&layer.w1.forward(&h)?)?;
@@ -243,8 +264,64 @@ impl BatchedLlama {
         self.output.forward(&x)
     }
 
+    /// Every sequence's attention on the CPU ([`attention`]): `q`, `k`, `v` are
+    /// the batch's rows (`[tokens, heads * head_dim]`), the result too.
+    fn attend_on_host(
+        &self,
+        layer: usize,
+        items: &mut [BatchItem<'_>],
+        lens: &[usize],
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+    ) -> Result<Tensor> {
+        let heads = Heads {
+            query: self.n_head,
+            kv: self.n_kv_head,
+            dim: self.head_dim,
+        };
+        let mut q: Vec<f32> = q.flatten_all()?.to_vec1()?;
+        let mut k: Vec<f32> = k.flatten_all()?.to_vec1()?;
+        let v: Vec<f32> = v.flatten_all()?.to_vec1()?;
+        let mut out = vec![0f32; q.len()];
+        let (q_width, kv_width) = (heads.query * heads.dim, heads.kv * heads.dim);
+        let mut start = 0;
+        for (item, &len) in items.iter_mut().zip(lens) {
+            let cache = &mut item.cache.host;
+            if cache.len() <= layer {
+                cache.resize(layer + 1, HostKv::default());
+            }
+            let position = item.cache.position;
+            let (qs, ks) = (
+                start * q_width..(start + len) * q_width,
+                start * kv_width..(start + len) * kv_width,
+            );
+            let (cos, sin) = (&self.host_cos, &self.host_sin);
+            attention::rotate(
+                &mut q[qs.clone()],
+                heads.query,
+                heads.dim,
+                position,
+                cos,
+                sin,
+            );
+            attention::rotate(&mut k[ks.clone()], heads.kv, heads.dim, position, cos, sin);
+            attention::attend(
+                &mut cache[layer],
+                heads,
+                &q[qs.clone()],
+                &k[ks.clone()],
+                &v[ks],
+                &mut out[qs],
+            );
+            start += len;
+        }
+        Tensor::from_vec(out, (start, q_width), &self.device)
+    }
+
     /// Attention of one sequence's new rows (`[1, heads, len, head_dim]`) over
-    /// its cache plus themselves; returns `[len, heads * head_dim]`.
+    /// its cache plus themselves, with candle's ops (on a GPU); returns
+    /// `[len, heads * head_dim]`.
     fn attend(
         &self,
         layer: usize,
@@ -259,17 +336,17 @@ impl BatchedLlama {
         let sin = self.sin.narrow(0, position, len)?;
         let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
         let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
-        if cache.layers.len() <= layer {
-            cache.layers.resize(layer + 1, None);
+        if cache.device.len() <= layer {
+            cache.device.resize(layer + 1, None);
         }
-        let (k, v) = match &cache.layers[layer] {
+        let (k, v) = match &cache.device[layer] {
             Some((k_cache, v_cache)) if position > 0 => (
                 Tensor::cat(&[k_cache, &k], 2)?,
                 Tensor::cat(&[v_cache, &v], 2)?,
             ),
             _ => (k, v),
         };
-        cache.layers[layer] = Some((k.clone(), v.clone()));
+        cache.device[layer] = Some((k.clone(), v.clone()));
         let repeat = self.n_head / self.n_kv_head;
         let k = candle_transformers::utils::repeat_kv(k, repeat)?;
         let v = candle_transformers::utils::repeat_kv(v, repeat)?;

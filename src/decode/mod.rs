@@ -12,6 +12,7 @@
 //! Behind the `decode` feature (on by default) so that engines embedding only the
 //! matcher do not build candle.
 
+pub mod attention;
 pub mod fetch;
 pub mod generate;
 pub mod llama;

@@ -205,7 +205,8 @@ pub struct QuantizedRows {
 
 impl QuantizedRows {
     /// Quantizes the rows of `data` (`len x k`, row-major). Each 32-value block
-    /// gets the scale `max |x| / 127` and values `round(x / scale)`.
+    /// gets the scale `max |x| / 127` and values `x / scale` rounded to the
+    /// nearest integer, ties to even.
     pub fn new(data: &[f32], k: usize) -> QuantizedRows {
         assert!(k > 0 && k.is_multiple_of(BLOCK) && data.len().is_multiple_of(k));
         let blocks = data.len() / BLOCK;
@@ -213,17 +214,25 @@ impl QuantizedRows {
         let mut scales = vec![0f32; blocks];
         let mut bias = vec![0i32; blocks];
         for (b, block) in data.chunks_exact(BLOCK).enumerate() {
-            let max = block.iter().fold(0f32, |m, x| m.max(x.abs()));
+            // Eight running maxima, so the loop vectorizes (max is exact in any order).
+            let mut lanes = [0f32; 8];
+            for eight in block.chunks_exact(8) {
+                for (m, x) in lanes.iter_mut().zip(eight) {
+                    *m = m.max(x.abs());
+                }
+            }
+            let max = lanes.iter().fold(0f32, |m, &x| m.max(x));
             let scale = max / 127.0;
             let inverse = if scale == 0.0 { 0.0 } else { 1.0 / scale };
-            let mut sum = 0i32;
-            for (q, &x) in values[b * BLOCK..][..BLOCK].iter_mut().zip(block) {
-                // NaN becomes 0 here; the clamp keeps rounding inside i8.
-                *q = (x * inverse).round().clamp(-127.0, 127.0) as i8;
-                sum += *q as i32;
+            let out = &mut values[b * BLOCK..][..BLOCK];
+            for (q, &x) in out.iter_mut().zip(block) {
+                // Adding and taking away 1.5 x 2^23 rounds to the nearest integer
+                // (ties to even) in two vector instructions; NaN becomes 0.
+                const ROUND: f32 = 12_582_912.0;
+                *q = (((x * inverse).clamp(-127.0, 127.0) + ROUND) - ROUND) as i8;
             }
             scales[b] = scale;
-            bias[b] = -128 * sum;
+            bias[b] = -128 * out.iter().map(|&q| q as i32).sum::<i32>();
         }
         QuantizedRows {
             k,
@@ -571,6 +580,18 @@ mod tests {
             error(&ours),
             error(&theirs)
         );
+    }
+
+    #[test]
+    fn rows_quantize_to_the_nearest_step_ties_to_even() {
+        let mut row = [0f32; 32];
+        row[..7].copy_from_slice(&[127.0, 0.5, 1.5, -2.5, -126.7, f32::NAN, 3.2]);
+        let q = QuantizedRows::new(&row, 32);
+        assert_eq!(q.scales, [1.0]);
+        assert_eq!(&q.values[..7], &[127, 0, 2, -2, -127, 0, 3]);
+        assert_eq!(q.bias, [-128 * 3]);
+        let zero = QuantizedRows::new(&[0.0; 32], 32);
+        assert_eq!((zero.scales[0], zero.values[0]), (0.0, 0));
     }
 
     #[test]
