@@ -52,10 +52,60 @@ pub fn rotate(rows: &mut [f32], heads: usize, dim: usize, first: usize, cos: &[f
     }
 }
 
-/// Appends `keys` and `values` (rows of the new positions, keys already rotated),
-/// then writes into `out` (a row of `heads.query * heads.dim` per query) each
-/// query's attention over the positions up to its own. The queries sit at the last
-/// `queries.len() / query_width` positions of the cache.
+impl HostKv {
+    /// Appends the rows of new positions (keys already rotated).
+    pub fn append(&mut self, keys: &[f32], values: &[f32]) {
+        self.keys.extend_from_slice(keys);
+        self.values.extend_from_slice(values);
+    }
+}
+
+/// Writes into `out` (a row of `heads.dim` per query, its stride `stride`) query
+/// head `head`'s attention for each of `queries` (rows of `heads.query *
+/// heads.dim`), over the positions up to its own; the queries are the cache's last
+/// positions. Heads are independent, so callers spread them over threads.
+pub fn attend_head(
+    cache: &HostKv,
+    heads: Heads,
+    head: usize,
+    queries: &[f32],
+    out: &mut [f32],
+    stride: usize,
+) {
+    let positions = cache.keys.len() / heads.kv_width();
+    let new = queries.len() / heads.query_width();
+    let kv = (head / (heads.query / heads.kv)) * heads.dim;
+    let scale = 1.0 / (heads.dim as f32).sqrt();
+    let mut weights = vec![0f32; positions];
+    for t in 0..new {
+        let q = &queries[t * heads.query_width() + head * heads.dim..][..heads.dim];
+        let out = &mut out[t * stride..][..heads.dim];
+        let weights = &mut weights[..positions - new + t + 1];
+        let mut max = f32::NEG_INFINITY;
+        for (j, w) in weights.iter_mut().enumerate() {
+            let k = &cache.keys[j * heads.kv_width() + kv..][..heads.dim];
+            *w = dot(q, k) * scale;
+            max = max.max(*w);
+        }
+        let mut sum = 0f32;
+        for w in weights.iter_mut() {
+            *w = (*w - max).exp();
+            sum += *w;
+        }
+        out.fill(0.0);
+        for (j, w) in weights.iter().enumerate() {
+            let v = &cache.values[j * heads.kv_width() + kv..][..heads.dim];
+            let w = w / sum;
+            for (o, v) in out.iter_mut().zip(v) {
+                *o += w * v;
+            }
+        }
+    }
+}
+
+/// Appends `keys` and `values`, then writes every head's attention of `queries`
+/// into `out` (rows of `heads.query * heads.dim`): [`HostKv::append`] and
+/// [`attend_head`] on one thread.
 pub fn attend(
     cache: &mut HostKv,
     heads: Heads,
@@ -64,46 +114,17 @@ pub fn attend(
     values: &[f32],
     out: &mut [f32],
 ) {
-    cache.keys.extend_from_slice(keys);
-    cache.values.extend_from_slice(values);
-    let positions = cache.keys.len() / heads.kv_width();
-    let new = queries.len() / heads.query_width();
-    let group = heads.query / heads.kv;
-    let scale = 1.0 / (heads.dim as f32).sqrt();
-    let mut weights = vec![0f32; positions];
-    for (t, (query, out)) in queries
-        .chunks_exact(heads.query_width())
-        .zip(out.chunks_exact_mut(heads.query_width()))
-        .enumerate()
-    {
-        let seen = positions - new + t + 1;
-        for (h, (q, out)) in query
-            .chunks_exact(heads.dim)
-            .zip(out.chunks_exact_mut(heads.dim))
-            .enumerate()
-        {
-            let kv = (h / group) * heads.dim;
-            let weights = &mut weights[..seen];
-            let mut max = f32::NEG_INFINITY;
-            for (j, w) in weights.iter_mut().enumerate() {
-                let k = &cache.keys[j * heads.kv_width() + kv..][..heads.dim];
-                *w = dot(q, k) * scale;
-                max = max.max(*w);
-            }
-            let mut sum = 0f32;
-            for w in weights.iter_mut() {
-                *w = (*w - max).exp();
-                sum += *w;
-            }
-            out.fill(0.0);
-            for (j, w) in weights.iter().enumerate() {
-                let v = &cache.values[j * heads.kv_width() + kv..][..heads.dim];
-                let w = w / sum;
-                for (o, v) in out.iter_mut().zip(v) {
-                    *o += w * v;
-                }
-            }
-        }
+    cache.append(keys, values);
+    for head in 0..heads.query {
+        let stride = heads.query_width();
+        attend_head(
+            cache,
+            heads,
+            head,
+            queries,
+            &mut out[head * heads.dim..],
+            stride,
+        );
     }
 }
 

@@ -52,16 +52,32 @@ impl Linear {
 
     /// `x` is `[rows, k]`; returns `[rows, columns]`.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        match self {
-            Linear::Candle(m) => m.forward(x),
-            Linear::Packed(m) => {
-                let (rows, k) = x.dims2()?;
-                let data: Vec<f32> = x.flatten_all()?.to_vec1()?;
-                let mut out = vec![0f32; rows * m.columns()];
-                m.matmul(&QuantizedRows::new(&data, k), &mut out);
-                Tensor::from_vec(out, (rows, m.columns()), x.device())
-            }
+        let [out] = Linear::forward_all([self], x)?;
+        Ok(out)
+    }
+
+    /// Several products of the same input, which is quantized once.
+    fn forward_all<const N: usize>(linears: [&Linear; N], x: &Tensor) -> Result<[Tensor; N]> {
+        let mut quantized: Option<QuantizedRows> = None;
+        let mut outs = Vec::with_capacity(N);
+        for linear in linears {
+            outs.push(match linear {
+                Linear::Candle(m) => m.forward(x)?,
+                Linear::Packed(m) => {
+                    let (rows, k) = x.dims2()?;
+                    if quantized.is_none() {
+                        let data: Vec<f32> = x.flatten_all()?.to_vec1()?;
+                        quantized = Some(QuantizedRows::new(&data, k));
+                    }
+                    let mut out = vec![0f32; rows * m.columns()];
+                    m.matmul(quantized.as_ref().expect("quantized above"), &mut out);
+                    Tensor::from_vec(out, (rows, m.columns()), x.device())?
+                }
+            });
         }
+        Ok(outs
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("N products")))
     }
 }
 
@@ -218,11 +234,7 @@ impl BatchedLlama {
         for (l, layer) in self.layers.iter().enumerate() {
             let residual = &x;
             let h = layer.attention_norm.forward(&x)?;
-            let (q, k, v) = (
-                layer.wq.forward(&h)?,
-                layer.wk.forward(&h)?,
-                layer.wv.forward(&h)?,
-            );
+            let [q, k, v] = Linear::forward_all([&layer.wq, &layer.wk, &layer.wv], &h)?;
             let attended = if self.device.is_cpu() {
                 self.attend_on_host(l, items, &lens, &q, &k, &v)?
             } else {
@@ -248,8 +260,8 @@ impl BatchedLlama {
             };
             let x1 = (layer.wo.forward(&attended)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
-            let gate = candle_nn::ops::silu(&layer.w1.forward(&h)?)?;
-            let mlp = layer.w2.forward(&(gate * layer.w3.forward(&h)?)?)?;
+            let [gate, up] = Linear::forward_all([&layer.w1, &layer.w3], &h)?;
+            let mlp = layer.w2.forward(&(candle_nn::ops::silu(&gate)? * up)?)?;
             x = (mlp + &x1)?;
         }
         let mut last = Vec::with_capacity(items.len());
@@ -283,8 +295,11 @@ impl BatchedLlama {
         let mut q: Vec<f32> = q.flatten_all()?.to_vec1()?;
         let mut k: Vec<f32> = k.flatten_all()?.to_vec1()?;
         let v: Vec<f32> = v.flatten_all()?.to_vec1()?;
-        let mut out = vec![0f32; q.len()];
         let (q_width, kv_width) = (heads.query * heads.dim, heads.kv * heads.dim);
+        let (cos, sin) = (&self.host_cos, &self.host_sin);
+        // Rotate and append each sequence's new rows, then every (sequence, head)
+        // pair's attention on the pool's threads.
+        let mut spans = Vec::with_capacity(items.len());
         let mut start = 0;
         for (item, &len) in items.iter_mut().zip(lens) {
             let cache = &mut item.cache.host;
@@ -292,11 +307,8 @@ impl BatchedLlama {
                 cache.resize(layer + 1, HostKv::default());
             }
             let position = item.cache.position;
-            let (qs, ks) = (
-                start * q_width..(start + len) * q_width,
-                start * kv_width..(start + len) * kv_width,
-            );
-            let (cos, sin) = (&self.host_cos, &self.host_sin);
+            let qs = start * q_width..(start + len) * q_width;
+            let ks = start * kv_width..(start + len) * kv_width;
             attention::rotate(
                 &mut q[qs.clone()],
                 heads.query,
@@ -306,15 +318,43 @@ impl BatchedLlama {
                 sin,
             );
             attention::rotate(&mut k[ks.clone()], heads.kv, heads.dim, position, cos, sin);
-            attention::attend(
-                &mut cache[layer],
-                heads,
-                &q[qs.clone()],
-                &k[ks.clone()],
-                &v[ks],
-                &mut out[qs],
-            );
+            cache[layer].append(&k[ks.clone()], &v[ks]);
+            spans.push(qs);
             start += len;
+        }
+        // Each (sequence, head) writes its rows into its own span of `by_head`
+        // (sequence-major, then head, then position), put in place after.
+        let mut by_head = vec![0f32; q.len()];
+        let by_head_at = by_head.as_mut_ptr() as usize;
+        let caches: Vec<&HostKv> = items.iter().map(|i| &i.cache.host[layer]).collect();
+        let work = |range: std::ops::Range<usize>| {
+            for item in range {
+                let (sequence, head) = (item / heads.query, item % heads.query);
+                let span = &spans[sequence];
+                let rows = span.len() / q_width;
+                // Safety: the spans of different items do not overlap, and the
+                // pool returns when every item is done.
+                let out = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        (by_head_at as *mut f32).add(span.start + head * rows * heads.dim),
+                        rows * heads.dim,
+                    )
+                };
+                let queries = &q[span.clone()];
+                attention::attend_head(caches[sequence], heads, head, queries, out, heads.dim);
+            }
+        };
+        candle_core::utils::barrier_pool().execute_chunked(spans.len() * heads.query, work);
+        let mut out = vec![0f32; q.len()];
+        for span in &spans {
+            let rows = span.len() / q_width;
+            let block = &by_head[span.clone()];
+            for (head, head_rows) in block.chunks_exact(rows * heads.dim).enumerate() {
+                for (t, row) in head_rows.chunks_exact(heads.dim).enumerate() {
+                    let at = span.start + t * q_width + head * heads.dim;
+                    out[at..at + heads.dim].copy_from_slice(row);
+                }
+            }
         }
         Tensor::from_vec(out, (start, q_width), &self.device)
     }
