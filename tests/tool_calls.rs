@@ -4,8 +4,9 @@
 //! builds, the model output must be accepted under the structural tag made from
 //! the vector's tools (a streamed prefix: continuable), in `auto`, `required` and
 //! named-function modes, and refused once a call names a function that is not a
-//! tool, or under `tool_choice: "none"`. Skipped, with a message, when `../shared`
-//! is absent.
+//! tool, or under `tool_choice: "none"`. And every complete output parses back
+//! (`parse_reply`) into llama.cpp's expected content and calls. Skipped, with a
+//! message, when `../shared` is absent.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -156,6 +157,83 @@ fn real_outputs_are_accepted_in_their_models_format() {
     }
     println!("{checked} outputs with tool calls checked, templates: {templates:?}");
     assert!(checked >= 8, "only {checked} vectors in a built format");
+}
+
+/// The reply after a reasoning span (`</think>`, `[/THINK]`), and the span's text.
+fn split_reasoning(input: &str) -> (&str, &str) {
+    for (open, close) in [("<think>", "</think>"), ("[THINK]", "[/THINK]")] {
+        if let Some(end) = input.find(close) {
+            let reasoning = input[..end].strip_prefix(open).unwrap_or(&input[..end]);
+            return (reasoning.trim(), &input[end + close.len()..]);
+        }
+    }
+    ("", input)
+}
+
+#[test]
+fn real_outputs_parse_back_into_the_expected_calls() {
+    let Some(dir) = data() else {
+        eprintln!("../shared/data/chat-templates not found: skipped");
+        return;
+    };
+    let cases: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("tool_call_parsing.cases.json")).unwrap(),
+    )
+    .unwrap();
+    let (mut checked, mut partial, mut calls_seen) = (0, 0, 0);
+    let mut by_format = std::collections::BTreeMap::<String, usize>::new();
+    for case in &cases {
+        let template = case["template"].as_str().unwrap();
+        let text = std::fs::read_to_string(dir.join(template)).unwrap();
+        let Some(format) = ToolCallFormat::detect(&text) else {
+            continue;
+        };
+        if case["params"]["is_partial"] == true {
+            // A streamed prefix: llama.cpp's partial calls are not stencil's
+            // (a prefix is held back until it parses).
+            partial += 1;
+            continue;
+        }
+        let params = &case["params"];
+        if !params["json_schema"].is_null() || params["continue_final_message"].is_string() {
+            // A response format (llama.cpp unwraps a fenced JSON block), or a
+            // reply continuing an earlier message: not a tool-call reply alone.
+            continue;
+        }
+        let id = &case["id"];
+        let expect = &case["expect"];
+        let (reasoning, reply) = split_reasoning(case["input"].as_str().unwrap());
+        let expected_reasoning = expect["reasoning_content"].as_str().unwrap_or("");
+        if expected_reasoning.is_empty() && !reasoning.is_empty() {
+            // The template keeps the span in the content (reasoning not parsed).
+            continue;
+        }
+        assert_eq!(reasoning, expected_reasoning, "{id}: reasoning");
+        let parsed = tool_calls::parse_reply(format, reply);
+        let content = expect["content"].as_str().unwrap_or("");
+        assert_eq!(parsed.content.trim(), content.trim(), "{id}: content");
+        let calls = expect["tool_calls"].as_array().unwrap();
+        assert_eq!(parsed.calls.len(), calls.len(), "{id}: {parsed:?}");
+        for (got, want) in parsed.calls.iter().zip(calls) {
+            assert_eq!(got.name, want["name"].as_str().unwrap(), "{id}: name");
+            let arguments: Value = serde_json::from_str(&got.arguments).unwrap();
+            let expected: Value = match &want["arguments"] {
+                Value::String(s) => serde_json::from_str(s).unwrap(),
+                other => other.clone(),
+            };
+            assert_eq!(arguments, expected, "{id}: arguments");
+            if let Some(want_id) = want["id"].as_str().filter(|s| !s.is_empty()) {
+                assert_eq!(got.id.as_deref(), Some(want_id), "{id}: call id");
+            }
+        }
+        checked += 1;
+        calls_seen += calls.len();
+        *by_format.entry(format!("{format:?}")).or_default() += 1;
+    }
+    println!(
+        "{checked} complete outputs parsed back ({calls_seen} calls), {partial} partial skipped: {by_format:?}"
+    );
+    assert!(checked >= 40, "only {checked} vectors parsed back");
 }
 
 #[test]
