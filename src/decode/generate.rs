@@ -685,6 +685,11 @@ impl ActiveRequest {
         self.output.len()
     }
 
+    /// The logprobs of the tokens so far (when the request asked for them).
+    pub fn logprobs_so_far(&self) -> &[TokenLogprobs] {
+        &self.logprob_records
+    }
+
     /// Ends the request here (a client went away, a stop string was written):
     /// [`Generator::end`] then reports `reason`.
     pub fn stop_early(&mut self, reason: FinishReason) {

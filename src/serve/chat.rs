@@ -3,9 +3,11 @@
 //! content and `tool_calls`, whole or streamed.
 //!
 //! Streamed tool calls follow the shape the `openai` SDK's helpers assemble:
-//! each call's first chunk carries its `index`, `id`, `type` and name, the
-//! arguments follow. Content before a call streams as it is written; text that
-//! may begin a call is held back until it is known not to.
+//! each call's first chunk carries its `index`, `id`, `type` and name, then its
+//! arguments follow in fragments as the model writes them (as written,
+//! whitespace included; Mistral Nemo's calls, whose ids follow the arguments,
+//! come whole at the end). Content before a call streams as it is written; text
+//! that may begin a call is held back until it is known not to.
 
 use std::sync::Arc;
 
@@ -19,12 +21,15 @@ use super::constraint::{self, ToolUse};
 use super::error::ApiError;
 use super::params::{self, fresh_id, Body};
 use super::prompt;
-use super::run::{self, chat_logprobs, finish_reason, usage, Plan};
+use super::run::{self, chat_logprobs, finish_reason, logprob_entries, usage, Plan};
 use super::scheduler::JobEvent;
 use super::stream::{self, Chunks};
 use super::AppState;
+use crate::decode::generate::TokenLogprobs;
 use crate::decode::Generation;
-use crate::frontend::tool_calls::{content_prefix_len, parse_reply, ParsedReply};
+use crate::frontend::tool_calls::{
+    calls_in_progress, content_prefix_len, parse_reply, ParsedReply, ToolCallFormat,
+};
 
 pub async fn handle(State(state): State<Arc<AppState>>, bytes: Bytes) -> Response {
     match chat(Arc::clone(&state), bytes).await {
@@ -97,6 +102,8 @@ async fn chat(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> 
     if plan.settings.stream {
         let chunks = StreamChunks {
             reply,
+            logprobs: plan.settings.logprobs,
+            state: Arc::clone(&state),
             choices: vec![ChoiceText::default(); n],
             include_usage: plan.settings.include_usage,
             prompt_tokens,
@@ -190,14 +197,56 @@ impl Reply {
     }
 
     fn chunk(&self, choice: usize, delta: Value, finish: Option<&str>) -> Value {
+        self.chunk_with(choice, delta, Value::Null, finish)
+    }
+
+    fn chunk_with(
+        &self,
+        choice: usize,
+        delta: Value,
+        logprobs: Value,
+        finish: Option<&str>,
+    ) -> Value {
         json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": choice, "delta": delta, "logprobs": null, "finish_reason": finish}],
+            "choices": [{"index": choice, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
         })
     }
+}
+
+/// The `delta`s that bring the calls of `region` (the reply from its first call
+/// on) up to date: a head (index, id, name) for each call newly named, then the
+/// arguments written since `sent` recorded them.
+fn call_fragments(
+    format: ToolCallFormat,
+    region: &str,
+    sent: &mut Vec<(String, usize)>,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (index, call) in calls_in_progress(format, region).into_iter().enumerate() {
+        if index == sent.len() {
+            let id = call.id.map_or_else(|| fresh_id("call_"), str::to_string);
+            out.push(json!({"tool_calls": [{
+                "index": index,
+                "id": id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }]}));
+            sent.push((id, 0));
+        }
+        let done = &mut sent[index].1;
+        if call.arguments.len() > *done {
+            out.push(json!({"tool_calls": [{
+                "index": index,
+                "function": {"arguments": &call.arguments[*done..]},
+            }]}));
+            *done = call.arguments.len();
+        }
+    }
+    out
 }
 
 /// One choice's text so far in a stream.
@@ -209,14 +258,42 @@ struct ChoiceText {
     started: bool,
     /// A call has begun: no more content until the end.
     in_calls: bool,
+    /// Per call begun in the stream: its id, and bytes of its arguments sent.
+    calls: Vec<(String, usize)>,
+    /// Logprobs of tokens whose text has not been sent as content yet.
+    pending: Vec<TokenLogprobs>,
 }
 
 struct StreamChunks {
     reply: Reply,
+    /// Alternatives per token when logprobs were asked for.
+    logprobs: Option<usize>,
+    state: Arc<AppState>,
     choices: Vec<ChoiceText>,
     include_usage: bool,
     prompt_tokens: usize,
     metrics: Arc<super::metrics::Metrics>,
+}
+
+/// A content chunk, carrying the logprobs (`top` alternatives) of the tokens
+/// `pending` holds, which it empties.
+fn content_chunk(
+    reply: &Reply,
+    top: Option<usize>,
+    state: &AppState,
+    choice: usize,
+    text: &str,
+    pending: &mut Vec<TokenLogprobs>,
+) -> Value {
+    let logprobs = match top {
+        Some(top) => {
+            let vocab = state.generator.tokenizer().vocab();
+            json!({"content": logprob_entries(pending, top, vocab)})
+        }
+        None => Value::Null,
+    };
+    pending.clear();
+    reply.chunk_with(choice, json!({"content": text}), logprobs, None)
 }
 
 impl Chunks for StreamChunks {
@@ -231,8 +308,9 @@ impl Chunks for StreamChunks {
             );
         }
         match event {
-            JobEvent::Text(piece) => {
+            JobEvent::Text(piece, logprobs) => {
                 c.text.push_str(&piece);
+                c.pending.extend(logprobs);
                 let safe = match &self.reply.tools {
                     _ if c.in_calls => c.sent,
                     Some(tools) => {
@@ -243,9 +321,23 @@ impl Chunks for StreamChunks {
                     None => c.text.len(),
                 };
                 if safe > c.sent {
-                    let delta = json!({"content": &c.text[c.sent..safe]});
+                    let text = &c.text[c.sent..safe];
+                    let (reply, top, state) = (&self.reply, self.logprobs, &self.state);
+                    out.push(content_chunk(
+                        reply,
+                        top,
+                        state,
+                        choice,
+                        text,
+                        &mut c.pending,
+                    ));
                     c.sent = safe;
-                    out.push(self.reply.chunk(choice, delta, None));
+                }
+                if let (true, Some(tools)) = (c.in_calls, &self.reply.tools) {
+                    let region = c.text[c.sent..].to_string();
+                    for delta in call_fragments(tools.format, &region, &mut c.calls) {
+                        out.push(self.reply.chunk(choice, delta, None));
+                    }
                 }
             }
             JobEvent::Done(g) => {
@@ -253,11 +345,29 @@ impl Chunks for StreamChunks {
                 self.metrics.count(finish);
                 if parsed.calls.is_empty() {
                     if c.sent < g.text.len() && g.text.is_char_boundary(c.sent) {
-                        let delta = json!({"content": &g.text[c.sent..]});
-                        out.push(self.reply.chunk(choice, delta, None));
+                        let text = &g.text[c.sent..];
+                        let (reply, top, state) = (&self.reply, self.logprobs, &self.state);
+                        out.push(content_chunk(
+                            reply,
+                            top,
+                            state,
+                            choice,
+                            text,
+                            &mut c.pending,
+                        ));
                     }
                 } else {
-                    for (index, call) in self.reply.tool_calls(&parsed).into_iter().enumerate() {
+                    // The rest of the calls begun in the stream, as written; calls
+                    // the stream has not begun, whole.
+                    if let (Some(tools), true) =
+                        (&self.reply.tools, g.text.is_char_boundary(c.sent))
+                    {
+                        for delta in call_fragments(tools.format, &g.text[c.sent..], &mut c.calls) {
+                            out.push(self.reply.chunk(choice, delta, None));
+                        }
+                    }
+                    let calls = self.reply.tool_calls(&parsed);
+                    for (index, call) in calls.into_iter().enumerate().skip(c.calls.len()) {
                         let head = json!({"tool_calls": [{
                             "index": index,
                             "id": call["id"],

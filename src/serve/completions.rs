@@ -122,7 +122,7 @@ impl CompletionChunks {
 impl Chunks for CompletionChunks {
     fn on_event(&mut self, choice: usize, event: JobEvent) -> Vec<Value> {
         let (text, finish) = match event {
-            JobEvent::Text(text) => (text, Value::Null),
+            JobEvent::Text(text, _) => (text, Value::Null),
             JobEvent::Done(g) => {
                 self.metrics.count(finish_reason(&g));
                 (String::new(), json!(finish_reason(&g)))

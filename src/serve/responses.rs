@@ -1,7 +1,13 @@
-//! `POST /v1/responses` (non-streaming): OpenAI's newer API, read into the chat
-//! shape (`input` and `instructions` as messages, `text.format` as the
-//! response format, flat function tools as chat tools) and answered with
-//! `output` items: a message with `output_text`, and `function_call`s.
+//! `POST /v1/responses`: OpenAI's newer API, read into the chat shape (`input`
+//! and `instructions` as messages, `text.format` as the response format, flat
+//! function tools as chat tools) and answered with `output` items: a message
+//! with `output_text`, and `function_call`s.
+//!
+//! Streamed (`stream: true`), it sends the typed events the `openai` SDK's
+//! `responses.stream` helper assembles: `response.created`, the message's item,
+//! content part and text deltas as they are written (text that may begin a tool
+//! call held back, as in chat), then each call's item with its arguments, and
+//! `response.completed` (or `response.incomplete`) with the whole response.
 
 use std::sync::Arc;
 
@@ -12,10 +18,15 @@ use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::chat::{prepare, read_reply, unix_time, Prepared};
+use super::constraint::ToolUse;
 use super::error::ApiError;
 use super::params::{fresh_id, Body};
 use super::run;
+use super::scheduler::JobEvent;
+use super::stream::{self, Chunks};
 use super::AppState;
+use crate::decode::Generation;
+use crate::frontend::tool_calls::{content_prefix_len, ParsedCall};
 
 pub async fn handle(State(state): State<Arc<AppState>>, bytes: Bytes) -> Response {
     match respond(Arc::clone(&state), bytes).await {
@@ -79,12 +90,6 @@ fn messages(body: &Body) -> Result<Vec<Value>, ApiError> {
 
 /// The request in the chat shape.
 fn as_chat(body: &Body) -> Result<Body, ApiError> {
-    if body.bool("stream")?.unwrap_or(false) {
-        return Err(ApiError::invalid(
-            "stream",
-            "streaming /v1/responses is not supported yet",
-        ));
-    }
     let mut chat = Map::new();
     chat.insert("messages".into(), Value::Array(messages(body)?));
     for field in [
@@ -97,6 +102,7 @@ fn as_chat(body: &Body) -> Result<Body, ApiError> {
         "grammar",
         "tool_choice",
         "parallel_tool_calls",
+        "stream",
     ] {
         if let Some(v) = body.get(field) {
             chat.insert(field.into(), v.clone());
@@ -144,54 +150,271 @@ async fn respond(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiErro
         prompt_tokens,
     } = prepare(&state, body).await?;
     let events = state.submit(&plan)?;
+    let head = Head {
+        id: fresh_id("resp_"),
+        created_at: unix_time(),
+        model: state.options.model_name.clone(),
+        prompt_tokens,
+    };
+    if plan.settings.stream {
+        let chunks = StreamEvents {
+            head,
+            tools,
+            metrics: Arc::clone(&state.metrics),
+            sequence: 0,
+            text: String::new(),
+            message: None,
+            sent: 0,
+            in_calls: false,
+            output: Vec::new(),
+            finish: "stop",
+        };
+        return Ok(stream::respond(events, 1, chunks));
+    }
     let generations = run::collect(events, plan.settings.n).await?;
     let g = &generations[0];
     let (parsed, finish) = read_reply(tools.as_ref(), g);
     state.metrics.count(finish);
     let mut output = Vec::new();
     if !parsed.content.is_empty() || parsed.calls.is_empty() {
-        output.push(json!({
-            "type": "message",
-            "id": fresh_id("msg_"),
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": parsed.content, "annotations": []}],
-        }));
+        output.push(message_item(
+            &fresh_id("msg_"),
+            &parsed.content,
+            "completed",
+        ));
     }
     for call in &parsed.calls {
-        output.push(json!({
-            "type": "function_call",
-            "id": fresh_id("fc_"),
-            "call_id": call.id.clone().unwrap_or_else(|| fresh_id("call_")),
-            "name": call.name,
-            "arguments": call.arguments,
-            "status": "completed",
-        }));
+        output.push(call_item(
+            &fresh_id("fc_"),
+            call,
+            &call.arguments,
+            "completed",
+        ));
     }
-    let completion = g.tokens.len();
-    let status = if finish == "length" {
+    Ok(Json(head.response(status(finish), output, Some(g))).into_response())
+}
+
+/// What the response object and every event share.
+struct Head {
+    id: String,
+    created_at: u64,
+    model: String,
+    prompt_tokens: usize,
+}
+
+impl Head {
+    /// The response object; `usage` once the generation is done.
+    fn response(&self, status: &str, output: Vec<Value>, done: Option<&Generation>) -> Value {
+        let usage = done.map(|g| {
+            let completion = g.tokens.len();
+            json!({
+                "input_tokens": self.prompt_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": completion,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": self.prompt_tokens + completion,
+            })
+        });
+        json!({
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "model": self.model,
+            "status": status,
+            "incomplete_details": if status == "incomplete" { json!({"reason": "max_output_tokens"}) } else { Value::Null },
+            "output": output,
+            "parallel_tool_calls": true,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": usage,
+        })
+    }
+}
+
+fn status(finish: &str) -> &'static str {
+    if finish == "length" {
         "incomplete"
     } else {
         "completed"
+    }
+}
+
+fn message_item(id: &str, text: &str, status: &str) -> Value {
+    let content = if status == "in_progress" {
+        json!([])
+    } else {
+        json!([text_part(text)])
     };
-    Ok(Json(json!({
-        "id": fresh_id("resp_"),
-        "object": "response",
-        "created_at": unix_time(),
-        "model": state.options.model_name,
+    json!({"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
+}
+
+fn text_part(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": []})
+}
+
+fn call_item(id: &str, call: &ParsedCall, arguments: &str, status: &str) -> Value {
+    json!({
+        "type": "function_call",
+        "id": id,
+        "call_id": call.id.clone().unwrap_or_else(|| format!("call_{}", &id[3..])),
+        "name": call.name,
+        "arguments": arguments,
         "status": status,
-        "incomplete_details": if status == "incomplete" { json!({"reason": "max_output_tokens"}) } else { Value::Null },
-        "output": output,
-        "parallel_tool_calls": true,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": {
-            "input_tokens": prompt_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": prompt_tokens + completion,
-        },
-    }))
-    .into_response())
+    })
+}
+
+/// The typed events of one streamed response.
+struct StreamEvents {
+    head: Head,
+    tools: Option<ToolUse>,
+    metrics: Arc<super::metrics::Metrics>,
+    /// The next event's `sequence_number`.
+    sequence: u64,
+    /// Everything written so far.
+    text: String,
+    /// The message item's id, once it is open.
+    message: Option<String>,
+    /// Bytes of `text` sent as the message's text.
+    sent: usize,
+    /// A call has begun: no more text until the end.
+    in_calls: bool,
+    /// Finished output items, for the final response.
+    output: Vec<Value>,
+    finish: &'static str,
+}
+
+impl StreamEvents {
+    fn event(&mut self, kind: &str, fields: Value) -> Value {
+        let mut event = json!({"type": kind, "sequence_number": self.sequence});
+        self.sequence += 1;
+        if let (Value::Object(event), Value::Object(fields)) = (&mut event, fields) {
+            event.extend(fields);
+        }
+        event
+    }
+
+    /// Opens the message item (output 0) and its text part.
+    fn open_message(&mut self, out: &mut Vec<Value>) -> String {
+        if let Some(id) = &self.message {
+            return id.clone();
+        }
+        let id = fresh_id("msg_");
+        self.message = Some(id.clone());
+        let item = message_item(&id, "", "in_progress");
+        out.push(self.event(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": item}),
+        ));
+        out.push(self.event(
+            "response.content_part.added",
+            json!({"item_id": id, "output_index": 0, "content_index": 0, "part": text_part("")}),
+        ));
+        id
+    }
+
+    fn text_delta(&mut self, out: &mut Vec<Value>, upto: usize) {
+        if upto <= self.sent {
+            return;
+        }
+        let id = self.open_message(out);
+        let delta = self.text[self.sent..upto].to_string();
+        self.sent = upto;
+        out.push(self.event(
+            "response.output_text.delta",
+            json!({"item_id": id, "output_index": 0, "content_index": 0, "delta": delta, "logprobs": []}),
+        ));
+    }
+}
+
+impl Chunks for StreamEvents {
+    fn typed_events(&self) -> bool {
+        true
+    }
+
+    fn on_event(&mut self, _choice: usize, event: JobEvent) -> Vec<Value> {
+        let mut out = Vec::new();
+        if self.sequence == 0 {
+            let response = self.head.response("in_progress", Vec::new(), None);
+            out.push(self.event("response.created", json!({"response": response})));
+            out.push(self.event("response.in_progress", json!({"response": response})));
+        }
+        match event {
+            JobEvent::Text(piece, _) => {
+                self.text.push_str(&piece);
+                let safe = match &self.tools {
+                    _ if self.in_calls => self.sent,
+                    Some(tools) => {
+                        let safe = content_prefix_len(tools.format, &self.text);
+                        self.in_calls = self.text[safe..].starts_with(tools.format.trigger());
+                        safe
+                    }
+                    None => self.text.len(),
+                };
+                self.text_delta(&mut out, safe);
+            }
+            JobEvent::Done(g) => {
+                let (parsed, finish) = read_reply(self.tools.as_ref(), &g);
+                self.metrics.count(finish);
+                self.finish = finish;
+                self.text = g.text.clone();
+                if parsed.calls.is_empty() && self.text.is_char_boundary(self.sent) {
+                    self.text_delta(&mut out, self.text.len());
+                }
+                if self.message.is_some() || parsed.calls.is_empty() {
+                    let id = self.open_message(&mut out);
+                    let text = self.text[..self.sent].to_string();
+                    out.push(self.event(
+                        "response.output_text.done",
+                        json!({"item_id": id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
+                    ));
+                    out.push(self.event(
+                        "response.content_part.done",
+                        json!({"item_id": id, "output_index": 0, "content_index": 0, "part": text_part(&text)}),
+                    ));
+                    let item = message_item(&id, &text, "completed");
+                    out.push(self.event(
+                        "response.output_item.done",
+                        json!({"output_index": 0, "item": item}),
+                    ));
+                    self.output.push(item);
+                }
+                for call in &parsed.calls {
+                    let index = self.output.len();
+                    let id = fresh_id("fc_");
+                    let added = call_item(&id, call, "", "in_progress");
+                    out.push(self.event(
+                        "response.output_item.added",
+                        json!({"output_index": index, "item": added}),
+                    ));
+                    out.push(self.event(
+                        "response.function_call_arguments.delta",
+                        json!({"item_id": id, "output_index": index, "delta": call.arguments}),
+                    ));
+                    out.push(self.event(
+                        "response.function_call_arguments.done",
+                        json!({"item_id": id, "output_index": index, "arguments": call.arguments}),
+                    ));
+                    let done = call_item(&id, call, &call.arguments, "completed");
+                    out.push(self.event(
+                        "response.output_item.done",
+                        json!({"output_index": index, "item": done}),
+                    ));
+                    self.output.push(done);
+                }
+            }
+        }
+        out
+    }
+
+    fn at_end(&mut self, generations: &[Generation]) -> Vec<Value> {
+        let status = status(self.finish);
+        let output = std::mem::take(&mut self.output);
+        let response = self.head.response(status, output, generations.first());
+        let kind = if status == "incomplete" {
+            "response.incomplete"
+        } else {
+            "response.completed"
+        };
+        vec![self.event(kind, json!({"response": response}))]
+    }
 }

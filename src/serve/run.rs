@@ -118,7 +118,7 @@ pub async fn collect(mut events: EventReceiver, n: usize) -> Result<Vec<Generati
                 done[choice] = Some(*g);
                 left -= 1;
             }
-            Some((_, JobEvent::Text(_))) => {}
+            Some((_, JobEvent::Text(..))) => {}
             None => return Err(ApiError::internal("the decode thread dropped a request")),
         }
     }
@@ -154,9 +154,17 @@ pub fn chat_logprobs(
     top: usize,
     vocab: &crate::vocab::Vocabulary,
 ) -> serde_json::Value {
+    serde_json::json!({"content": logprob_entries(&g.logprobs, top, vocab)})
+}
+
+/// One `logprobs.content` entry per token, from the raw (model) layer.
+pub fn logprob_entries(
+    tokens: &[crate::decode::generate::TokenLogprobs],
+    top: usize,
+    vocab: &crate::vocab::Vocabulary,
+) -> Vec<serde_json::Value> {
     use crate::sampling::Layer;
-    let content: Vec<serde_json::Value> = g
-        .logprobs
+    tokens
         .iter()
         .map(|t| {
             let value = t
@@ -184,6 +192,5 @@ pub fn chat_logprobs(
                 "top_logprobs": tops,
             })
         })
-        .collect();
-    serde_json::json!({"content": content})
+        .collect()
 }

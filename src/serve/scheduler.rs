@@ -17,6 +17,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::error::ApiError;
 use super::metrics::Metrics;
+use crate::decode::generate::TokenLogprobs;
 use crate::decode::{ActiveRequest, Event, FinishReason, Generation, Generator, Request};
 
 /// One generation to run.
@@ -32,7 +33,9 @@ pub struct Job {
 /// What a job reports, in order: text as it is written, then the end.
 #[derive(Debug)]
 pub enum JobEvent {
-    Text(String),
+    /// New text, and the logprobs of the tokens written since the last event
+    /// (when asked for; text held back at a stop string may come later).
+    Text(String, Vec<TokenLogprobs>),
     /// The finished generation; its `text` is what was streamed (cut at a stop
     /// string).
     Done(Box<Generation>),
@@ -113,6 +116,10 @@ impl Scheduler {
 /// A running job, beside its [`ActiveRequest`].
 struct Slot {
     text: StopText,
+    /// Text released this round, sent after the round with its logprobs.
+    ready: String,
+    /// Logprob records already sent.
+    logprobs_sent: usize,
     choice: usize,
     events: EventSender,
     cancelled: bool,
@@ -160,6 +167,8 @@ impl Worker {
                 self.active.push(active);
                 self.slots.push(Slot {
                     text: StopText::new(job.stop),
+                    ready: String::new(),
+                    logprobs_sent: 0,
                     choice: job.choice,
                     events: job.events,
                     cancelled: false,
@@ -203,12 +212,18 @@ impl Worker {
         generator.advance(active, &mut |Event::Text { request, text }| {
             let slot = &mut slots[request];
             let ready = slot.text.push(text);
-            if !ready.is_empty() {
-                let _ = slot.events.send((slot.choice, JobEvent::Text(ready)));
-            }
+            slot.ready.push_str(&ready);
         });
         metrics.steps.fetch_add(running as u64, Ordering::Relaxed);
-        for (request, slot) in active.iter_mut().zip(slots.iter()) {
+        for (request, slot) in active.iter_mut().zip(slots.iter_mut()) {
+            let logprobs = request.logprobs_so_far()[slot.logprobs_sent..].to_vec();
+            slot.logprobs_sent += logprobs.len();
+            if !slot.ready.is_empty() || !logprobs.is_empty() {
+                let text = std::mem::take(&mut slot.ready);
+                let _ = slot
+                    .events
+                    .send((slot.choice, JobEvent::Text(text, logprobs)));
+            }
             if slot.text.stopped {
                 request.stop_early(FinishReason::Stop);
             }
@@ -229,7 +244,9 @@ impl Worker {
                 continue;
             }
             if !rest.is_empty() {
-                let _ = slot.events.send((slot.choice, JobEvent::Text(rest)));
+                let _ = slot
+                    .events
+                    .send((slot.choice, JobEvent::Text(rest, Vec::new())));
             }
             if slot.text.stopped {
                 generation.finish_reason = FinishReason::Stop;

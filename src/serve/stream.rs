@@ -22,6 +22,12 @@ pub trait Chunks: Send + 'static {
     fn on_event(&mut self, choice: usize, event: JobEvent) -> Vec<Value>;
     /// Chunks after every choice finished (usage), given the generations.
     fn at_end(&mut self, generations: &[Generation]) -> Vec<Value>;
+    /// Whether each event is named by its chunk's `type` and the stream ends
+    /// without `[DONE]` (the Responses API's shape) rather than unnamed chunks
+    /// ending in `data: [DONE]` (the Chat Completions API's).
+    fn typed_events(&self) -> bool {
+        false
+    }
 }
 
 struct State<C> {
@@ -37,6 +43,13 @@ fn data(value: &Value) -> Event {
     Event::default().data(value.to_string())
 }
 
+fn typed(value: &Value) -> Event {
+    match value.get("type").and_then(Value::as_str) {
+        Some(kind) => Event::default().event(kind).data(value.to_string()),
+        None => data(value),
+    }
+}
+
 /// The SSE response for `n` choices.
 pub fn respond<C: Chunks>(events: EventReceiver, n: usize, chunks: C) -> Response {
     let state = State {
@@ -48,6 +61,7 @@ pub fn respond<C: Chunks>(events: EventReceiver, n: usize, chunks: C) -> Respons
         closed: false,
     };
     let body = stream::unfold(state, |mut s| async move {
+        let event_of = if s.chunks.typed_events() { typed } else { data };
         loop {
             if let Some(event) = s.ready.pop_front() {
                 return Some((Ok::<_, Infallible>(event), s));
@@ -57,8 +71,10 @@ pub fn respond<C: Chunks>(events: EventReceiver, n: usize, chunks: C) -> Respons
             }
             if s.left == 0 {
                 let end = s.chunks.at_end(&s.finished);
-                s.ready.extend(end.iter().map(data));
-                s.ready.push_back(Event::default().data("[DONE]"));
+                s.ready.extend(end.iter().map(event_of));
+                if !s.chunks.typed_events() {
+                    s.ready.push_back(Event::default().data("[DONE]"));
+                }
                 s.closed = true;
                 continue;
             }
@@ -69,7 +85,7 @@ pub fn respond<C: Chunks>(events: EventReceiver, n: usize, chunks: C) -> Respons
                         s.finished.push((**g).clone());
                     }
                     let out = s.chunks.on_event(choice, event);
-                    s.ready.extend(out.iter().map(data));
+                    s.ready.extend(out.iter().map(event_of));
                 }
                 None => {
                     // The decode thread went away: end the stream with an error.

@@ -134,10 +134,12 @@ def test_parse_with_a_pydantic_model(client):
 )
 def test_tool_calls(client, choice, stream):
     kwargs = dict(model="m", messages=ASK, tools=[WEATHER, TIME], tool_choice=choice, max_tokens=120, seed=7)
+    fragments = 0
     if stream:
         with client.chat.completions.stream(**kwargs) as s:
-            for _ in s:
-                pass
+            for event in s:
+                if event.type == "tool_calls.function.arguments.delta":
+                    fragments += 1
             r = s.get_final_completion()
     else:
         r = client.chat.completions.create(**kwargs)
@@ -154,6 +156,9 @@ def test_tool_calls(client, choice, stream):
     assert r.choices[0].finish_reason == "tool_calls"
     for call in calls:
         check_call(call)
+    if stream:
+        # Arguments arrive as the model writes them, not in one piece at the end.
+        assert fragments > len(calls), fragments
     if isinstance(choice, dict):
         assert {c.function.name for c in calls} == {"get_time"}
 
@@ -216,6 +221,24 @@ def test_logprobs(client):
     assert content and all(t.logprob <= 0 for t in content)
     sampled = [t for t in content if t.top_logprobs]
     assert sampled and all(len(t.top_logprobs) == 3 for t in sampled)
+
+
+def test_logprobs_streamed(client):
+    """Each content chunk carries the logprobs of the tokens it completes: together
+    they spell the content, as in the whole answer."""
+    kwargs = dict(
+        model="m", messages=[{"role": "user", "content": "Name a color."}], max_tokens=12,
+        logprobs=True, top_logprobs=2, seed=4, temperature=0,
+    )
+    whole = client.chat.completions.create(**kwargs)
+    chunks = list(client.chat.completions.create(stream=True, **kwargs))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    entries = [t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
+    with_logprobs = [c for c in chunks if c.choices and c.choices[0].logprobs]
+    assert len(with_logprobs) > 1, "all logprobs in one chunk"
+    assert text == whole.choices[0].message.content
+    assert "".join(t.token for t in entries) == text
+    assert [t.logprob for t in entries] == [t.logprob for t in whole.choices[0].logprobs.content]
 
 
 def test_stop_string(client):
@@ -289,6 +312,36 @@ def test_responses(client):
     )
     calls = [o for o in r.output if o.type == "function_call"]
     assert calls and calls[0].name == "get_weather"
+    jsonschema.validate(json.loads(calls[0].arguments), WEATHER["function"]["parameters"])
+
+
+def test_responses_streamed(client):
+    """The SDK's `responses.stream` helper assembles the typed events: text deltas
+    that add up to the final text, then a tool call's item and arguments."""
+    fmt = {"format": {"type": "json_schema", "name": "person", "schema": PERSON, "strict": True}}
+    deltas = []
+    with client.responses.stream(model="m", input="Invent a person.", max_output_tokens=80, text=fmt) as stream:
+        kinds = []
+        for event in stream:
+            kinds.append(event.type)
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed", kinds
+    assert len(deltas) > 1, "the text came in one piece"
+    assert final.output_text == "".join(deltas)
+    jsonschema.validate(json.loads(final.output_text), PERSON)
+    assert final.usage.output_tokens > 0
+
+    with client.responses.stream(
+        model="m", input="What is the weather in Paris?", tool_choice="required", max_output_tokens=120,
+        tools=[{"type": "function", **WEATHER["function"]}],
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert "response.function_call_arguments.delta" in kinds, kinds
+    calls = [o for o in final.output if o.type == "function_call"]
+    assert calls and calls[0].name == "get_weather" and calls[0].call_id
     jsonschema.validate(json.loads(calls[0].arguments), WEATHER["function"]["parameters"])
 
 

@@ -21,12 +21,14 @@
 //! ([`Reasoning`], [`with_reasoning`]) is free text up to its close.
 
 mod parse;
+mod progress;
 
 use serde_json::{json, Value};
 
 use super::FrontendError;
 
 pub use parse::{content_prefix_len, parse_reply, ParsedCall, ParsedReply};
+pub use progress::{calls_in_progress, CallProgress};
 
 /// A model family's tool-call format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,194 @@
+//! Calls as they are being written: for a streamed reply, each call's name once
+//! it is whole, and as much of its arguments as the model has written, so a
+//! server can send argument fragments as they come (the `openai` SDK's stream
+//! helpers concatenate them).
+//!
+//! [`super::parse_reply`] stays the judge of the finished reply: this only reads
+//! ahead. Under a tool-call structural tag the two agree (the arguments a prefix
+//! shows are a prefix of the ones the reply parses to); a format whose name or id
+//! comes after the arguments (Mistral Nemo's array) shows nothing until the end.
+
+use super::ToolCallFormat;
+
+/// One call of a reply being written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallProgress<'a> {
+    pub name: &'a str,
+    /// The id the model wrote (Mistral's `[CALL_ID]`), if any.
+    pub id: Option<&'a str>,
+    /// The arguments' text so far, as written (whitespace included).
+    pub arguments: &'a str,
+    /// Whether the arguments' object is closed.
+    pub complete: bool,
+}
+
+/// The calls of `text` (a reply so far) whose names are known, in order.
+pub fn calls_in_progress(format: ToolCallFormat, text: &str) -> Vec<CallProgress<'_>> {
+    match format {
+        ToolCallFormat::Hermes => hermes(text),
+        ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => mistral(text),
+        ToolCallFormat::MistralNemo => Vec::new(),
+    }
+}
+
+/// `<tool_call>` `{"name": "f", "arguments": {...}}`: the name must come first.
+fn hermes(text: &str) -> Vec<CallProgress<'_>> {
+    const OPEN: &str = "<tool_call>";
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let body = rest[start + OPEN.len()..].trim_start();
+        let Some(after_brace) = body.strip_prefix('{') else {
+            break;
+        };
+        let Some((name, after_name)) = key(after_brace, "name").and_then(string) else {
+            break;
+        };
+        let Some(after_comma) = after_name.trim_start().strip_prefix(',') else {
+            break;
+        };
+        let Some(arguments_at) = key(after_comma, "arguments") else {
+            break;
+        };
+        let (arguments, complete) = object_prefix(arguments_at);
+        out.push(CallProgress {
+            name,
+            id: None,
+            arguments,
+            complete,
+        });
+        if !complete {
+            break;
+        }
+        rest = &arguments_at[arguments.len()..];
+    }
+    out
+}
+
+/// `[TOOL_CALLS]f[ARGS]{...}` or `[TOOL_CALLS]f[CALL_ID]id[ARGS]{...}`, repeated.
+fn mistral(text: &str) -> Vec<CallProgress<'_>> {
+    const TRIGGER: &str = "[TOOL_CALLS]";
+    const ARGS: &str = "[ARGS]";
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(TRIGGER) {
+        let body = &rest[start + TRIGGER.len()..];
+        let Some(args_at) = body.find(ARGS) else {
+            break;
+        };
+        let (name, id) = match body[..args_at].split_once("[CALL_ID]") {
+            Some((name, id)) => (name.trim(), Some(id)),
+            None => (body[..args_at].trim(), None),
+        };
+        let after = &body[args_at + ARGS.len()..];
+        let (arguments, complete) = object_prefix(after);
+        out.push(CallProgress {
+            name,
+            id,
+            arguments,
+            complete,
+        });
+        if !complete {
+            break;
+        }
+        rest = &after[arguments.len()..];
+    }
+    out
+}
+
+/// After `"key"` and its colon at the start of `text` (whitespace allowed): the
+/// rest, from the value on.
+fn key<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let text = text.trim_start().strip_prefix('"')?.strip_prefix(name)?;
+    let text = text.strip_prefix('"')?.trim_start().strip_prefix(':')?;
+    Some(text.trim_start())
+}
+
+/// A JSON string without escapes at the start of `text`, and what follows it.
+fn string(text: &str) -> Option<(&str, &str)> {
+    let text = text.strip_prefix('"')?;
+    let end = text.find('"')?;
+    let value = &text[..end];
+    (!value.contains('\\')).then(|| (value, &text[end + 1..]))
+}
+
+/// The JSON object at the start of `text` as far as it is written: up to its
+/// closing brace (then complete) or all of `text`. Empty when `text` does not
+/// start with `{`.
+fn object_prefix(text: &str) -> (&str, bool) {
+    if !text.starts_with('{') {
+        return ("", false);
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return (&text[..=i], true);
+                }
+            }
+            _ => {}
+        }
+    }
+    (text, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hermes_arguments_grow_then_close() {
+        let whole = "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa}ris\", \"n\": [1]}}\n</tool_call>\n<tool_call>\n{\"name\": \"t\", \"arguments\": {}}\n</tool_call>";
+        let mut last: Vec<CallProgress> = Vec::new();
+        for end in 0..=whole.len() {
+            let calls = calls_in_progress(ToolCallFormat::Hermes, &whole[..end]);
+            // Each step only extends what the last one showed.
+            for (old, new) in last.iter().zip(&calls) {
+                let old: &CallProgress = old;
+                assert_eq!(old.name, new.name);
+                assert!(new.arguments.starts_with(old.arguments));
+            }
+            assert!(calls.len() >= last.len());
+            last = calls;
+        }
+        let calls = calls_in_progress(ToolCallFormat::Hermes, whole);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].name, "get_weather");
+        assert_eq!(calls[0].arguments, "{\"city\": \"Pa}ris\", \"n\": [1]}");
+        assert!(calls[0].complete);
+        assert_eq!((calls[1].name, calls[1].arguments), ("t", "{}"));
+        // The name is shown only once it is whole.
+        let cut = whole.find("weather").unwrap();
+        assert!(calls_in_progress(ToolCallFormat::Hermes, &whole[..cut]).is_empty());
+    }
+
+    #[test]
+    fn mistral_names_ids_and_arguments() {
+        let text =
+            "[TOOL_CALLS]f[CALL_ID]123456789[ARGS]{\"a\": \"x\\\"}\"}[TOOL_CALLS]g[ARGS]{\"b\"";
+        let calls = calls_in_progress(ToolCallFormat::MistralCallId, text);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].id, Some("123456789"));
+        assert_eq!(calls[0].arguments, "{\"a\": \"x\\\"}\"}");
+        assert!(calls[0].complete);
+        assert_eq!(
+            (calls[1].name, calls[1].arguments, calls[1].complete),
+            ("g", "{\"b\"", false)
+        );
+        let nemo = "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}";
+        assert!(calls_in_progress(ToolCallFormat::MistralNemo, nemo).is_empty());
+    }
+}
