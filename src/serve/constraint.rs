@@ -4,8 +4,10 @@
 //! tag), compiled with the server's one [`Compiler`].
 //!
 //! A grammar that does not compile is a 400 naming the field (`param`) and, in
-//! the message, where inside it (the JSON pointer, line:column). Two constraints
-//! at once are refused rather than one silently dropped.
+//! the message, where inside it (the JSON pointer, line:column). `tools` with a
+//! JSON `response_format` is a reply that is either calls or the JSON document
+//! (under `tool_choice: "auto"`); `grammar` with either is refused rather than
+//! one silently dropped.
 
 use std::sync::Arc;
 
@@ -52,22 +54,19 @@ fn compile_error(param: &str, e: impl std::fmt::Display) -> ApiError {
 
 /// `response_format` in the chat shape (`{"type": "json_schema", "json_schema":
 /// {"name", "schema", "strict"}}`) or the responses shape (`text.format`:
-/// `{"type": "json_schema", "name", "schema", "strict"}`), as a grammar.
-pub fn response_format(
-    format: &Value,
-    param: &str,
-    compiler: &Compiler,
-) -> Result<Option<Arc<TokenTables>>, ApiError> {
+/// `{"type": "json_schema", "name", "schema", "strict"}`): the schema and whether
+/// it is strict, or `None` for `text`.
+fn response_schema(format: &Value, param: &str) -> Result<Option<(Value, bool)>, ApiError> {
     let kind = format
         .get("type")
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::invalid(param, format!("`{param}.type` must be a string")))?;
     match kind {
         "text" => Ok(None),
-        "json_object" => compiler
-            .compile_json_schema(&json!({"type": "object"}), &json_options(false))
-            .map(Some)
-            .map_err(|e| compile_error(param, e)),
+        "json_object" => Ok(Some((
+            json!({"type": "object", "additionalProperties": true}),
+            false,
+        ))),
         "json_schema" => {
             // Chat nests the schema under `json_schema`; responses has it flat.
             let spec = format.get("json_schema").unwrap_or(format);
@@ -78,10 +77,7 @@ pub fn response_format(
                 )
             })?;
             let strict = spec.get("strict").and_then(Value::as_bool).unwrap_or(false);
-            compiler
-                .compile_json_schema(schema, &json_options(strict))
-                .map(Some)
-                .map_err(|e| compile_error(param, e))
+            Ok(Some((schema.clone(), strict)))
         }
         other => Err(ApiError::invalid(
             param,
@@ -131,11 +127,15 @@ pub fn grammar_extra(grammar: &Value, compiler: &Compiler) -> Result<Arc<TokenTa
     .map_err(|e| compile_error(&param, e))
 }
 
-/// `tools`, `tool_choice`, `parallel_tool_calls` as `format`'s structural tag.
+/// `tools`, `tool_choice`, `parallel_tool_calls` as `format`'s structural tag;
+/// with a JSON response format (`answer`: its schema and field), a reply that is
+/// either calls or that document when the choice is `auto`, the document alone
+/// when it is `none`.
 fn tool_constraint(
     body: &Body,
     tools_field: &Value,
     format: ToolCallFormat,
+    answer: Option<(&Value, &str)>,
     compiler: &Compiler,
 ) -> Result<Constraint, ApiError> {
     let located = |e: crate::frontend::FrontendError| {
@@ -155,12 +155,34 @@ fn tool_constraint(
         definitions: tools_field.clone(),
     };
     if let ToolChoice::None = choice {
+        let tables = match answer {
+            Some((schema, param)) => compiler
+                .compile_json_schema(schema, &json_options(true))
+                .map(Some)
+                .map_err(|e| compile_error(param, e))?,
+            None => None,
+        };
         return Ok(Constraint {
+            tables,
             offered: Some(offered),
             ..Constraint::default()
         });
     }
-    let tag = tool_calls::structural_tag(format, &tools, &choice, parallel).map_err(located)?;
+    let tag = match (answer, &choice) {
+        (Some((schema, param)), ToolChoice::Auto) => {
+            // The document alone first, so that its mistakes name its field.
+            compiler
+                .compile_json_schema(schema, &json_options(true))
+                .map_err(|e| compile_error(param, e))?;
+            let calls = tool_calls::structural_tag(format, &tools, &ToolChoice::Required, parallel)
+                .map_err(located)?;
+            json!({"type": "structural_tag", "format": {"type": "or", "elements": [
+                calls["format"],
+                {"type": "json_schema", "json_schema": schema},
+            ]}})
+        }
+        _ => tool_calls::structural_tag(format, &tools, &choice, parallel).map_err(located)?,
+    };
     let options = StructuralTagOptions {
         json: json_options(true),
         ..StructuralTagOptions::default()
@@ -175,36 +197,42 @@ fn tool_constraint(
     })
 }
 
-/// The constraint of a chat-shaped request: at most one of `response_format`
-/// (other than text), `grammar` and `tools`.
+/// The constraint of a chat-shaped request: `grammar` alone, or `tools` and a
+/// JSON `response_format` alone or together.
 pub fn read(
     body: &Body,
     response_format_field: Option<(&Value, &str)>,
     format: ToolCallFormat,
     compiler: &Compiler,
 ) -> Result<Constraint, ApiError> {
-    let format_tables = match response_format_field {
-        Some((value, param)) => response_format(value, param, compiler)?,
+    let answer = match response_format_field {
+        Some((value, param)) => response_schema(value, param)?.map(|s| (s, param)),
         None => None,
     };
     let grammar = body.get("grammar");
     let tools = body
         .get("tools")
         .filter(|t| t.as_array().is_none_or(|a| !a.is_empty()));
-    let given = [format_tables.is_some(), grammar.is_some(), tools.is_some()];
-    if given.iter().filter(|&&g| g).count() > 1 {
+    if grammar.is_some() && (answer.is_some() || tools.is_some()) {
         return Err(ApiError::invalid(
-            if tools.is_some() { "tools" } else { "grammar" },
-            "give at most one of response_format (json), grammar and tools: stencil does not combine \
-             constraints yet",
+            "grammar",
+            "`grammar` takes the place of response_format (json) and tools: give one or the other",
         ));
     }
     if let Some(tools) = tools {
-        return tool_constraint(body, tools, format, compiler);
+        // With tools, the answer's schema is applied strictly (declared
+        // properties only), as the tools' parameters are.
+        let answer = answer.as_ref().map(|((schema, _), param)| (schema, *param));
+        return tool_constraint(body, tools, format, answer, compiler);
     }
-    let tables = match grammar {
-        Some(g) => Some(grammar_extra(g, compiler)?),
-        None => format_tables,
+    let tables = match (grammar, answer) {
+        (Some(g), _) => Some(grammar_extra(g, compiler)?),
+        (None, Some(((schema, strict), param))) => Some(
+            compiler
+                .compile_json_schema(&schema, &json_options(strict))
+                .map_err(|e| compile_error(param, e))?,
+        ),
+        (None, None) => None,
     };
     Ok(Constraint {
         tables,

@@ -272,6 +272,41 @@ def test_wrong_types_and_the_context_are_bad_requests(client):
     assert e.value.body["param"] == "tool_choice"
 
 
+def test_tools_with_a_response_format(client):
+    """Under `auto` the reply is calls or the response format's document, never
+    free text; under `none`, the document; a grammar beside tools is refused."""
+    kinds = set()
+    for seed in range(4):
+        r = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": f"Invent a person, or check the weather ({seed})."}],
+            tools=[WEATHER], tool_choice="auto", response_format=person_format(), max_tokens=120, seed=seed,
+        )
+        message = r.choices[0].message
+        if message.tool_calls:
+            for call in message.tool_calls:
+                check_call(call, tools=(WEATHER,))
+            kinds.add("calls")
+        else:
+            jsonschema.validate(json.loads(message.content), PERSON)
+            kinds.add("document")
+    assert kinds
+    r = client.chat.completions.create(
+        model="m", messages=ASK, tools=[WEATHER], tool_choice="none", response_format=person_format(),
+        max_tokens=120, seed=1,
+    )
+    assert not r.choices[0].message.tool_calls
+    jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(
+            model="m", messages=ASK, tools=[WEATHER], extra_body={"grammar": {"regex": "a"}},
+        )
+    assert e.value.body["param"] == "grammar"
+    bad = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "minProperties": "2"}}}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], response_format=bad)
+    assert e.value.body["param"] == "response_format"
+
+
 def test_stencil_grammar_extras(client):
     r = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "Pick a color."}], max_tokens=10,
