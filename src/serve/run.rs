@@ -130,8 +130,11 @@ pub async fn collect(mut events: EventReceiver, n: usize) -> Result<Vec<Generati
 }
 
 /// OpenAI's `finish_reason` for a generation (`tool_calls` decided by the caller).
+/// An output budget steering closed is `length`: valid and complete, but ended
+/// by the budget, not where the model would have ended it.
 pub fn finish_reason(g: &Generation) -> &'static str {
     match g.finish_reason {
+        FinishReason::Stop if g.timings.steered => "length",
         FinishReason::Stop => "stop",
         FinishReason::Length => "length",
         FinishReason::Error => "error",

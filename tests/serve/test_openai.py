@@ -140,7 +140,12 @@ def test_tool_calls(client, choice, stream):
             for event in s:
                 if event.type == "tool_calls.function.arguments.delta":
                     fragments += 1
-            r = s.get_final_completion()
+            try:
+                r = s.get_final_completion()
+            except openai.LengthFinishReasonError as e:
+                # Free text (auto) closed by the output budget: `length`.
+                assert choice == "auto"
+                r = e.completion
     else:
         r = client.chat.completions.create(**kwargs)
     message = r.choices[0].message
@@ -210,6 +215,21 @@ def test_n_choices(client):
     assert [c.index for c in r.choices] == [0, 1]
     for c in r.choices:
         jsonschema.validate(json.loads(c.message.content), PERSON)
+
+
+def test_a_budget_closed_answer_is_valid_and_says_length(client):
+    """Budget steering closes the document inside max_tokens: it validates, and
+    finish_reason says the budget, not the model, ended it."""
+    schema = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"],
+              "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "s", "schema": schema, "strict": True}}
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Tell a long story about the sea."}],
+        response_format=fmt, max_tokens=8, seed=5, temperature=0,
+    )
+    jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens <= 8
 
 
 def test_logprobs(client):
@@ -355,7 +375,9 @@ def test_responses_streamed(client):
     that add up to the final text, then a tool call's item and arguments."""
     fmt = {"format": {"type": "json_schema", "name": "person", "schema": PERSON, "strict": True}}
     deltas = []
-    with client.responses.stream(model="m", input="Invent a person.", max_output_tokens=80, text=fmt) as stream:
+    with client.responses.stream(
+        model="m", input="Invent a person.", max_output_tokens=200, temperature=0, text=fmt
+    ) as stream:
         kinds = []
         for event in stream:
             kinds.append(event.type)
