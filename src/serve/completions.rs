@@ -14,7 +14,7 @@ use super::constraint;
 use super::error::ApiError;
 use super::params::{self, fresh_id, Body};
 use super::prompt;
-use super::run::{self, finish_reason, usage};
+use super::run::{self, completion_logprobs, finish_reason, usage};
 use super::scheduler::JobEvent;
 use super::stream::{self, Chunks};
 use super::AppState;
@@ -74,17 +74,24 @@ async fn completion(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiE
             model,
             include_usage: plan.settings.include_usage,
             prompt_tokens,
-            metrics: Arc::clone(&state.metrics),
+            logprobs: plan.settings.logprobs,
+            offsets: vec![0; n],
+            state: Arc::clone(&state),
         };
         return Ok(stream::respond(events, n, chunks));
     }
     let generations = run::collect(events, n).await?;
+    let vocab = state.generator.tokenizer().vocab();
     let choices: Vec<Value> = generations
         .iter()
         .enumerate()
         .map(|(index, g)| {
             state.metrics.count(finish_reason(g));
-            json!({"index": index, "text": g.text, "logprobs": null, "finish_reason": finish_reason(g)})
+            let logprobs = plan
+                .settings
+                .logprobs
+                .map(|top| completion_logprobs(&g.logprobs, top, vocab, &mut 0));
+            json!({"index": index, "text": g.text, "logprobs": logprobs, "finish_reason": finish_reason(g)})
         })
         .collect();
     Ok(Json(json!({
@@ -104,7 +111,11 @@ struct CompletionChunks {
     model: String,
     include_usage: bool,
     prompt_tokens: usize,
-    metrics: Arc<super::metrics::Metrics>,
+    /// Alternatives per token when logprobs were asked for.
+    logprobs: Option<usize>,
+    /// Per choice, bytes of text sent (the next token's `text_offset`).
+    offsets: Vec<usize>,
+    state: Arc<AppState>,
 }
 
 impl CompletionChunks {
@@ -121,15 +132,24 @@ impl CompletionChunks {
 
 impl Chunks for CompletionChunks {
     fn on_event(&mut self, choice: usize, event: JobEvent) -> Vec<Value> {
-        let (text, finish) = match event {
-            JobEvent::Text(text, _) => (text, Value::Null),
+        let (text, logprobs, finish) = match event {
+            JobEvent::Text(text, tokens) => {
+                let logprobs = match self.logprobs {
+                    Some(top) => {
+                        let vocab = self.state.generator.tokenizer().vocab();
+                        completion_logprobs(&tokens, top, vocab, &mut self.offsets[choice])
+                    }
+                    None => Value::Null,
+                };
+                (text, logprobs, Value::Null)
+            }
             JobEvent::Done(g) => {
-                self.metrics.count(finish_reason(&g));
-                (String::new(), json!(finish_reason(&g)))
+                self.state.metrics.count(finish_reason(&g));
+                (String::new(), Value::Null, json!(finish_reason(&g)))
             }
         };
         vec![self.chunk(json!([{
-            "index": choice, "text": text, "logprobs": null, "finish_reason": finish,
+            "index": choice, "text": text, "logprobs": logprobs, "finish_reason": finish,
         }]))]
     }
 

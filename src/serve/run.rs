@@ -160,6 +160,46 @@ pub fn chat_logprobs(
     serde_json::json!({"content": logprob_entries(&g.logprobs, top, vocab)})
 }
 
+/// The completions API's (legacy) `logprobs` object for `tokens`, from the raw
+/// (model) layer: `tokens`, `token_logprobs`, `top_logprobs` (token -> logprob,
+/// `top` of them) and `text_offset` (bytes into the completion, from `offset`).
+pub fn completion_logprobs(
+    tokens: &[crate::decode::generate::TokenLogprobs],
+    top: usize,
+    vocab: &crate::vocab::Vocabulary,
+    offset: &mut usize,
+) -> serde_json::Value {
+    let entries = logprob_entries(tokens, top, vocab);
+    let mut offsets = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        offsets.push(*offset);
+        *offset += t.text.len();
+    }
+    let tops: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| {
+            let map: serde_json::Map<String, serde_json::Value> = e["top_logprobs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|alt| {
+                    (
+                        alt["token"].as_str().unwrap_or("").to_string(),
+                        alt["logprob"].clone(),
+                    )
+                })
+                .collect();
+            serde_json::Value::Object(map)
+        })
+        .collect();
+    serde_json::json!({
+        "tokens": entries.iter().map(|e| e["token"].clone()).collect::<Vec<_>>(),
+        "token_logprobs": entries.iter().map(|e| e["logprob"].clone()).collect::<Vec<_>>(),
+        "top_logprobs": tops,
+        "text_offset": offsets,
+    })
+}
+
 /// One `logprobs.content` entry per token, from the raw (model) layer.
 pub fn logprob_entries(
     tokens: &[crate::decode::generate::TokenLogprobs],

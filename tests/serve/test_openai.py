@@ -345,6 +345,22 @@ def test_stencil_grammar_extras(client):
     assert e.value.body["param"] == "grammar.gbnf"
 
 
+def test_completions_logprobs(client):
+    """The completions API's own logprobs shape, whole and streamed: tokens that
+    spell the text, their offsets, the asked number of alternatives."""
+    kwargs = dict(model="m", prompt="One, two,", max_tokens=6, seed=1, temperature=0, logprobs=2)
+    r = client.completions.create(**kwargs)
+    lp = r.choices[0].logprobs
+    assert "".join(lp.tokens) == r.choices[0].text
+    assert len(lp.token_logprobs) == len(lp.tokens) == len(lp.text_offset)
+    assert lp.text_offset[0] == 0 and all(len(t) <= 2 for t in lp.top_logprobs)
+    chunks = [c for c in client.completions.create(stream=True, **kwargs) if c.choices]
+    tokens = [t for c in chunks if c.choices[0].logprobs for t in c.choices[0].logprobs.tokens]
+    offsets = [o for c in chunks if c.choices[0].logprobs for o in c.choices[0].logprobs.text_offset]
+    assert "".join(tokens) == r.choices[0].text
+    assert offsets == lp.text_offset
+
+
 def test_completions(client):
     r = client.completions.create(
         model="m", prompt="The capital of France is", max_tokens=8, seed=1,
