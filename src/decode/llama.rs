@@ -6,10 +6,11 @@
 //!
 //! The arithmetic per row never depends on the other rows (Q8_0 products in
 //! [`super::q8_matmul`], whose every output has one fixed order of operations;
-//! candle's RMS norm and rotary embedding are per row), so a sequence's logits are
-//! bit for bit the same alone or in any batch. The model is candle's
-//! `quantized_llama` up to the rounding of that product; `tests/decode.rs` checks
-//! both.
+//! attention in [`super::attention`], per sequence; candle's RMS norm is per row),
+//! so a sequence's logits are bit for bit the same alone or in any batch. The model
+//! is candle's `quantized_llama` up to the rounding of that product;
+//! `tests/decode.rs` checks both. On a GPU, candle's product and attention ops run
+//! instead (other quantizations too go through candle's product).
 
 use super::attention::{self, Heads, HostKv};
 use super::q8_matmul::{PackedQ8_0, QuantizedRows};

@@ -3,7 +3,9 @@
 //!
 //! This is the last stage of the pipeline and the only one that knows about models:
 //! [`model`] loads GGUF and safetensors checkpoints and gives each request its own
-//! session (KV cache); [`tokenizer`] reads the model's tokenizer (a `tokenizer.json`
+//! session (KV cache); [`llama`] is the GGUF Llama whose forward pass takes a whole
+//! batch, on stencil's own [`q8_matmul`] product and CPU [`attention`], so a
+//! sequence's logits never depend on its batch; [`tokenizer`] reads the model's tokenizer (a `tokenizer.json`
 //! or the GGUF's own vocabulary) into the [`Vocabulary`](crate::vocab::Vocabulary)
 //! the masks are built on; [`template`] renders the chat template; [`fetch`] gets the
 //! built-in default model; [`mask`] writes grammar masks into logits on the device;

@@ -97,13 +97,13 @@ async fn chat(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> 
         created: unix_time(),
         model: state.options.model_name.clone(),
         tools,
+        logprobs: plan.settings.logprobs,
+        state: Arc::clone(&state),
     };
     let n = plan.settings.n;
     if plan.settings.stream {
         let chunks = StreamChunks {
             reply,
-            logprobs: plan.settings.logprobs,
-            state: Arc::clone(&state),
             choices: vec![ChoiceText::default(); n],
             include_usage: plan.settings.include_usage,
             prompt_tokens,
@@ -175,6 +175,9 @@ struct Reply {
     created: u64,
     model: String,
     tools: Option<ToolUse>,
+    /// Alternatives per token when logprobs were asked for.
+    logprobs: Option<usize>,
+    state: Arc<AppState>,
 }
 
 impl Reply {
@@ -198,6 +201,20 @@ impl Reply {
 
     fn chunk(&self, choice: usize, delta: Value, finish: Option<&str>) -> Value {
         self.chunk_with(choice, delta, Value::Null, finish)
+    }
+
+    /// A content chunk, carrying the logprobs of the tokens `pending` holds (when
+    /// asked for), which it empties.
+    fn content(&self, choice: usize, text: &str, pending: &mut Vec<TokenLogprobs>) -> Value {
+        let logprobs = match self.logprobs {
+            Some(top) => {
+                let vocab = self.state.generator.tokenizer().vocab();
+                json!({"content": logprob_entries(pending, top, vocab)})
+            }
+            None => Value::Null,
+        };
+        pending.clear();
+        self.chunk_with(choice, json!({"content": text}), logprobs, None)
     }
 
     fn chunk_with(
@@ -266,34 +283,10 @@ struct ChoiceText {
 
 struct StreamChunks {
     reply: Reply,
-    /// Alternatives per token when logprobs were asked for.
-    logprobs: Option<usize>,
-    state: Arc<AppState>,
     choices: Vec<ChoiceText>,
     include_usage: bool,
     prompt_tokens: usize,
     metrics: Arc<super::metrics::Metrics>,
-}
-
-/// A content chunk, carrying the logprobs (`top` alternatives) of the tokens
-/// `pending` holds, which it empties.
-fn content_chunk(
-    reply: &Reply,
-    top: Option<usize>,
-    state: &AppState,
-    choice: usize,
-    text: &str,
-    pending: &mut Vec<TokenLogprobs>,
-) -> Value {
-    let logprobs = match top {
-        Some(top) => {
-            let vocab = state.generator.tokenizer().vocab();
-            json!({"content": logprob_entries(pending, top, vocab)})
-        }
-        None => Value::Null,
-    };
-    pending.clear();
-    reply.chunk_with(choice, json!({"content": text}), logprobs, None)
 }
 
 impl Chunks for StreamChunks {
@@ -322,15 +315,7 @@ impl Chunks for StreamChunks {
                 };
                 if safe > c.sent {
                     let text = &c.text[c.sent..safe];
-                    let (reply, top, state) = (&self.reply, self.logprobs, &self.state);
-                    out.push(content_chunk(
-                        reply,
-                        top,
-                        state,
-                        choice,
-                        text,
-                        &mut c.pending,
-                    ));
+                    out.push(self.reply.content(choice, text, &mut c.pending));
                     c.sent = safe;
                 }
                 if let (true, Some(tools)) = (c.in_calls, &self.reply.tools) {
@@ -346,15 +331,7 @@ impl Chunks for StreamChunks {
                 if parsed.calls.is_empty() {
                     if c.sent < g.text.len() && g.text.is_char_boundary(c.sent) {
                         let text = &g.text[c.sent..];
-                        let (reply, top, state) = (&self.reply, self.logprobs, &self.state);
-                        out.push(content_chunk(
-                            reply,
-                            top,
-                            state,
-                            choice,
-                            text,
-                            &mut c.pending,
-                        ));
+                        out.push(self.reply.content(choice, text, &mut c.pending));
                     }
                 } else {
                     // The rest of the calls begun in the stream, as written; calls
