@@ -26,6 +26,13 @@ fn data() -> Option<PathBuf> {
         .then_some(dir.join("chat-templates"))
 }
 
+/// The chat templates' folder and llama.cpp's parsing vectors in it.
+fn parsing_cases() -> Option<(PathBuf, Vec<Value>)> {
+    let dir = data()?;
+    let text = std::fs::read_to_string(dir.join("tool_call_parsing.cases.json")).unwrap();
+    Some((dir, serde_json::from_str(&text).unwrap()))
+}
+
 fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
     let mut m = Matcher::new(Arc::clone(grammar));
     m.consume_bytes(text.as_bytes()).is_ok() && m.is_accepting()
@@ -40,14 +47,10 @@ fn viable(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
 
 #[test]
 fn real_outputs_are_accepted_in_their_models_format() {
-    let Some(dir) = data() else {
+    let Some((dir, cases)) = parsing_cases() else {
         eprintln!("../shared/data/chat-templates not found: skipped");
         return;
     };
-    let cases: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("tool_call_parsing.cases.json")).unwrap(),
-    )
-    .unwrap();
     let (mut checked, mut templates) = (0, std::collections::BTreeSet::new());
     for case in &cases {
         let template = case["template"].as_str().unwrap();
@@ -172,14 +175,10 @@ fn split_reasoning(input: &str) -> (&str, &str) {
 
 #[test]
 fn real_outputs_parse_back_into_the_expected_calls() {
-    let Some(dir) = data() else {
+    let Some((dir, cases)) = parsing_cases() else {
         eprintln!("../shared/data/chat-templates not found: skipped");
         return;
     };
-    let cases: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("tool_call_parsing.cases.json")).unwrap(),
-    )
-    .unwrap();
     let (mut checked, mut partial, mut calls_seen) = (0, 0, 0);
     let mut by_format = std::collections::BTreeMap::<String, usize>::new();
     for case in &cases {
