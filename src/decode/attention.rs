@@ -135,31 +135,6 @@ fn attend_head_here(
     }
 }
 
-/// Appends `keys` and `values`, then writes every head's attention of `queries`
-/// into `out` (rows of `heads.query * heads.dim`): [`HostKv::append`] and
-/// [`attend_head`] on one thread.
-pub fn attend(
-    cache: &mut HostKv,
-    heads: Heads,
-    queries: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    out: &mut [f32],
-) {
-    cache.append(keys, values);
-    for head in 0..heads.query {
-        let stride = heads.query_width();
-        attend_head(
-            cache,
-            heads,
-            head,
-            queries,
-            &mut out[head * heads.dim..],
-            stride,
-        );
-    }
-}
-
 /// A dot product in eight running sums (so it vectorizes), added up in a fixed order.
 #[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -184,6 +159,23 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Appends `keys` and `values`, then writes every head's attention of
+    /// `queries` into `out` (rows of `heads.query * heads.dim`), on one thread.
+    fn attend(
+        cache: &mut HostKv,
+        heads: Heads,
+        queries: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        out: &mut [f32],
+    ) {
+        cache.append(keys, values);
+        for head in 0..heads.query {
+            let out = &mut out[head * heads.dim..];
+            attend_head(cache, heads, head, queries, out, heads.query_width());
+        }
+    }
 
     /// Attention written out the slow way: every score, a softmax, a weighted sum.
     fn reference(keys: &[Vec<f32>], values: &[Vec<f32>], q: &[f32]) -> Vec<f32> {

@@ -352,6 +352,8 @@ impl Session {
         let mut items = Vec::new();
         let mut batched = Vec::new();
         for (i, session) in sessions.iter_mut().enumerate() {
+            // Two matches: one by `&mut` that fails would keep `session` borrowed
+            // for the cache it never bound.
             let SessionWeights::Gguf { .. } = session.weights else {
                 rows[i] = Some(session.forward_tensor(tokens[i])?);
                 continue;

@@ -234,6 +234,26 @@ impl Reply {
     }
 }
 
+/// How far a reply written so far (`text`, of which `sent` bytes went out) may be
+/// streamed as content: all of it without tools; with tools, up to where a call may
+/// begin, and no further once one has (`in_calls`, set here).
+pub(super) fn content_end(
+    tools: Option<&ToolUse>,
+    text: &str,
+    sent: usize,
+    in_calls: &mut bool,
+) -> usize {
+    match tools {
+        _ if *in_calls => sent,
+        Some(tools) => {
+            let end = content_prefix_len(tools.format, text);
+            *in_calls = text[end..].starts_with(tools.format.trigger());
+            end
+        }
+        None => text.len(),
+    }
+}
+
 /// The `delta`s that bring the calls of `region` (the reply from its first call
 /// on) up to date: a head (index, id, name) for each call newly named, then the
 /// arguments written since `sent` recorded them.
@@ -304,23 +324,14 @@ impl Chunks for StreamChunks {
             JobEvent::Text(piece, logprobs) => {
                 c.text.push_str(&piece);
                 c.pending.extend(logprobs);
-                let safe = match &self.reply.tools {
-                    _ if c.in_calls => c.sent,
-                    Some(tools) => {
-                        let safe = content_prefix_len(tools.format, &c.text);
-                        c.in_calls = c.text[safe..].starts_with(tools.format.trigger());
-                        safe
-                    }
-                    None => c.text.len(),
-                };
+                let safe = content_end(self.reply.tools.as_ref(), &c.text, c.sent, &mut c.in_calls);
                 if safe > c.sent {
                     let text = &c.text[c.sent..safe];
                     out.push(self.reply.content(choice, text, &mut c.pending));
                     c.sent = safe;
                 }
                 if let (true, Some(tools)) = (c.in_calls, &self.reply.tools) {
-                    let region = c.text[c.sent..].to_string();
-                    for delta in call_fragments(tools.format, &region, &mut c.calls) {
+                    for delta in call_fragments(tools.format, &c.text[c.sent..], &mut c.calls) {
                         out.push(self.reply.chunk(choice, delta, None));
                     }
                 }

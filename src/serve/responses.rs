@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::chat::{prepare, read_reply, unix_time, Prepared};
+use super::chat::{content_end, prepare, read_reply, unix_time, Prepared};
 use super::constraint::ToolUse;
 use super::error::ApiError;
 use super::params::{fresh_id, Body};
@@ -26,7 +26,7 @@ use super::scheduler::JobEvent;
 use super::stream::{self, Chunks};
 use super::AppState;
 use crate::decode::Generation;
-use crate::frontend::tool_calls::{content_prefix_len, ParsedCall};
+use crate::frontend::tool_calls::ParsedCall;
 
 pub async fn handle(State(state): State<Arc<AppState>>, bytes: Bytes) -> Response {
     match respond(Arc::clone(&state), bytes).await {
@@ -341,15 +341,8 @@ impl Chunks for StreamEvents {
         match event {
             JobEvent::Text(piece, _) => {
                 self.text.push_str(&piece);
-                let safe = match &self.tools {
-                    _ if self.in_calls => self.sent,
-                    Some(tools) => {
-                        let safe = content_prefix_len(tools.format, &self.text);
-                        self.in_calls = self.text[safe..].starts_with(tools.format.trigger());
-                        safe
-                    }
-                    None => self.text.len(),
-                };
+                let tools = self.tools.as_ref();
+                let safe = content_end(tools, &self.text, self.sent, &mut self.in_calls);
                 self.text_delta(&mut out, safe);
             }
             JobEvent::Done(g) => {
