@@ -791,3 +791,23 @@ fn plain_integers_drop_the_zero_fraction_for_generation() {
     );
     check(json!({"type": "integer"}), &["123456789012345678901"], &[]);
 }
+
+#[test]
+fn property_names_that_admit_a_declared_name_leave_it_to_its_own_schema() {
+    check(
+        json!({"type": "object", "properties": {"name": {"type": "string"}},
+               "propertyNames": {"pattern": "^[a-z_]+$"}, "additionalProperties": {"type": "integer"}}),
+        &[r#"{"name":"x","x_key":1}"#, r#"{"other":2}"#, "{}"],
+        // `name` must not come back as an undeclared key (an integer), however spelled.
+        &[r#"{"name":1}"#, r#"{"n\u0061me":1}"#, r#"{"Bad":1}"#],
+    );
+}
+
+#[test]
+fn an_anchor_spread_over_branches() {
+    check(
+        json!({"type": "string", "pattern": "^$|^https://x\\.com/"}),
+        &[r#""""#, r#""https://x.com/a""#],
+        &[r#""x""#, r#""ahttps://x.com/""#],
+    );
+}

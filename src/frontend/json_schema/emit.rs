@@ -49,6 +49,16 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     fn emit_enum(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let mut alts = Vec::new();
+        for v in self.enum_values(node)? {
+            alts.push(self.literal(v)?);
+        }
+        Ok(alt(alts))
+    }
+
+    /// The values an `enum`/`const` node allows: in every list, not excluded,
+    /// passing the node's other keywords; each once.
+    pub(crate) fn enum_values(&mut self, node: &Node<'a>) -> Result<Vec<&'a Value>> {
         let keys =
             |values: &[&Value]| -> HashSet<String> { values.iter().map(|v| json_key(v)).collect() };
         let mut values: Vec<(&'a Value, String)> =
@@ -58,17 +68,17 @@ impl<'a> SchemaCompiler<'a> {
             values.retain(|(_, k)| other.contains(k));
         }
         let excluded = keys(&node.excluded);
-        let mut alts = Vec::new();
+        let mut out = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
         for (v, key) in values {
             if excluded.contains(&key) || !seen.insert(key) {
                 continue;
             }
             if self.node_accepts_beside_enums(node, v)? {
-                alts.push(self.literal(v)?);
+                out.push(v);
             }
         }
-        Ok(alt(alts))
+        Ok(out)
     }
 
     /// A JSON value as an expression (any property order per the options).

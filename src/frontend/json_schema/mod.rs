@@ -45,6 +45,7 @@ mod refs;
 mod source;
 mod string;
 mod validate;
+mod xml;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
@@ -55,6 +56,7 @@ use serde_json::Value;
 pub use draft::Draft;
 pub use pattern_cache::{PatternCache, DEFAULT_PATTERN_CACHE_BYTES};
 pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
+pub use xml::ParameterStyle;
 
 /// How much whitespace may appear between JSON tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -221,6 +223,27 @@ pub fn compile_schema_with(
     options: &JsonSchemaOptions,
     cache: &PatternCache,
 ) -> Result<(Grammar, Vec<Warning>)> {
+    compile_root(schema, options, cache, |c, root| c.value_rule(&[root]))
+}
+
+/// Compiles the arguments schema of a tool call (an object at the root) into the
+/// grammar of its parameters written in `style`: `<parameter=city>Paris</parameter>`
+/// for [`ParameterStyle::Qwen`]. See [`ParameterStyle`] for what each style writes.
+pub fn compile_parameters_with(
+    schema: &Value,
+    style: ParameterStyle,
+    options: &JsonSchemaOptions,
+    cache: &PatternCache,
+) -> Result<(Grammar, Vec<Warning>)> {
+    compile_root(schema, options, cache, |c, root| c.parameters(root, style))
+}
+
+fn compile_root<'a>(
+    schema: &'a Value,
+    options: &'a JsonSchemaOptions,
+    cache: &'a PatternCache,
+    root: impl FnOnce(&mut SchemaCompiler<'a>, Subschema<'a>) -> Result<Expr>,
+) -> Result<(Grammar, Vec<Warning>)> {
     let draft = Draft::of(schema)
         .or(options.default_draft)
         .unwrap_or(Draft::Draft202012);
@@ -237,7 +260,7 @@ pub fn compile_schema_with(
         any_rest: None,
     };
     let root_ref = Subschema::root(schema, c.index.root_base.clone());
-    let root = match c.value_rule(&[root_ref])? {
+    let root = match root(&mut c, root_ref)? {
         Expr::Ref(id) => id,
         other => c.new_rule("root".into(), other)?,
     };
@@ -399,6 +422,17 @@ impl<'a> SchemaCompiler<'a> {
 
     /// A reference to the rule generating instances of the conjunction `conj`.
     pub fn value_rule(&mut self, conj: &[Subschema<'a>]) -> Result<Expr> {
+        self.memo_rule(conj, "", |c, conj| c.value_expr(conj))
+    }
+
+    /// One rule per distinct conjunction and `variant` (how the value is
+    /// written: `""` for JSON), its body built by `build`.
+    pub(crate) fn memo_rule(
+        &mut self,
+        conj: &[Subschema<'a>],
+        variant: &str,
+        build: impl FnOnce(&mut Self, &[Subschema<'a>]) -> Result<Expr>,
+    ) -> Result<Expr> {
         // A schema that is only a `$ref` is its target: one rule per definition, not
         // one per place that references it.
         let conj: Vec<Subschema<'a>> = conj.iter().map(|s| self.through_refs(s)).collect();
@@ -406,23 +440,32 @@ impl<'a> SchemaCompiler<'a> {
         let mut key: Vec<Rc<str>> = conj.iter().map(|s| s.ptr.clone()).collect();
         key.sort();
         key.dedup();
+        let schemas = key.len();
+        // Pointers are empty or start with `/`: a variant cannot collide with one.
+        if !variant.is_empty() {
+            key.push(Rc::from(format!("({variant})").as_str()));
+        }
         if let Some(&id) = self.memo.get(&key) {
             return Ok(Expr::Ref(id));
         }
-        let name = if key.len() == 1 {
+        let mut name = if schemas == 1 {
             format!("schema {}", show_pointer(&key[0]))
         } else {
             format!(
                 "allOf {}",
-                key.iter()
+                key[..schemas]
+                    .iter()
                     .map(|k| show_pointer(k))
                     .collect::<Vec<_>>()
                     .join(" & ")
             )
         };
+        if !variant.is_empty() {
+            name = format!("{name} ({variant})");
+        }
         let id = self.new_rule(name, Expr::Empty)?;
         self.memo.insert(key, id);
-        let expr = self.value_expr(conj)?;
+        let expr = build(self, conj)?;
         self.rules[id.index()].expr = expr;
         Ok(Expr::Ref(id))
     }

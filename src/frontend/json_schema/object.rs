@@ -30,6 +30,7 @@ use super::string::{
     canonical_body, canonical_encodings, canonical_string, complement_of_set, encode_hir,
     literal_string,
 };
+use super::xml::ParameterStyle;
 use super::{alt, nothing, seq, PropertyOrder, Result, SchemaCompiler, Subschema};
 
 fn is_true(v: &Value) -> bool {
@@ -38,6 +39,15 @@ fn is_true(v: &Value) -> bool {
 
 fn is_false(v: &Value) -> bool {
     v == &Value::Bool(false)
+}
+
+/// How an object is written: a JSON object, or the arguments of a tool call as
+/// tagged parameters (the root object of an XML parameter style, see
+/// [`super::xml`]; everything inside its values is JSON again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Syntax {
+    Json,
+    Parameters(ParameterStyle),
 }
 
 /// One declared property, ready to emit.
@@ -56,10 +66,16 @@ struct Shape {
     min: u64,
     max: Option<u64>,
     ptr: String,
+    syntax: Syntax,
 }
 
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_object(&mut self, node: &Node<'a>) -> Result<Expr> {
+        self.emit_object_as(node, Syntax::Json)
+    }
+
+    /// The object of `node`, written in `syntax`.
+    pub(crate) fn emit_object_as(&mut self, node: &Node<'a>, syntax: Syntax) -> Result<Expr> {
         let o = &node.obj;
         let strict = self.opts.strict;
         let ptr = o.parts.first().map(|p| p.ptr.clone()).unwrap_or_default();
@@ -117,19 +133,47 @@ impl<'a> SchemaCompiler<'a> {
                 }
                 continue;
             }
-            let value = self.value_rule(&conj)?;
-            let pair = seq(vec![literal_string(name), self.punct(b":"), value]);
+            let key = match syntax {
+                Syntax::Json => literal_string(name),
+                Syntax::Parameters(_) => Expr::literal(name.as_bytes()),
+            };
+            let pair = self.pair(syntax, key, &conj)?;
             entries.push(Entry { pair, required });
         }
-        let extra = self.extra_pairs(node, &names, &ptr)?;
+        let extra = self.extra_pairs(node, &names, &ptr, syntax)?;
         let shape = Shape {
             entries,
             extra,
             min: o.min,
             max: o.max,
             ptr,
+            syntax,
         };
         self.emit_shape(shape, o.min_max_ptr.clone())
+    }
+
+    /// A key (as written) and the value valid against `conj`, as one pair.
+    fn pair(&mut self, syntax: Syntax, key: Expr, conj: &[Subschema<'a>]) -> Result<Expr> {
+        Ok(match syntax {
+            Syntax::Json => seq(vec![key, self.punct(b":"), self.value_rule(conj)?]),
+            Syntax::Parameters(style) => seq(vec![
+                Expr::literal(style.key_prefix().as_bytes()),
+                key,
+                self.parameter_value_rule(conj, style)?,
+            ]),
+        })
+    }
+
+    /// A key matching the decoded-string regex `h`, as written.
+    fn key_of_hir(syntax: Syntax, h: &Hir) -> Expr {
+        match syntax {
+            Syntax::Json => seq(vec![
+                Expr::literal(b"\""),
+                encode_hir(h),
+                Expr::literal(b"\""),
+            ]),
+            Syntax::Parameters(_) => Expr::Regex(h.clone()),
+        }
     }
 
     /// The alternatives for one undeclared `"key": value` pair, if any is allowed.
@@ -138,6 +182,7 @@ impl<'a> SchemaCompiler<'a> {
         node: &Node<'a>,
         names: &[String],
         ptr: &str,
+        syntax: Syntax,
     ) -> Result<Option<Expr>> {
         let o = &node.obj;
         let strict = self.opts.strict;
@@ -157,7 +202,7 @@ impl<'a> SchemaCompiler<'a> {
             .filter(|p| !p.patterns.is_empty() && !trivial(p))
             .collect();
         if pattern_parts.is_empty() {
-            return self.plain_extra_pairs(node, names, ptr, false);
+            return self.plain_extra_pairs(node, names, ptr, false, syntax);
         }
         let pptr = pattern_parts[0].patterns[0].2.clone();
         if !o.names.is_empty() {
@@ -166,18 +211,80 @@ impl<'a> SchemaCompiler<'a> {
                 ptr,
                 "propertyNames together with patternProperties",
             )?;
-            return self.plain_extra_pairs(node, names, ptr, true);
+            return self.plain_extra_pairs(node, names, ptr, true, syntax);
         }
-        if let Some(pairs) = self.closed_pattern_pairs(node, &pattern_parts, names)? {
+        if let Some(pairs) = self.closed_pattern_pairs(node, &pattern_parts, names, syntax)? {
             return Ok(pairs);
         }
-        match self.pattern_classes(node, names)? {
+        let classes = match syntax {
+            Syntax::Json => self.pattern_classes(node, names)?,
+            Syntax::Parameters(style) => Err(format!(
+                "patternProperties beside other undeclared keys, in the `{}` style",
+                style.name()
+            )),
+        };
+        match classes {
             Ok(pairs) => Ok(pairs),
             Err(reason) => {
                 self.unsupported("patternProperties", &pptr, reason)?;
-                self.plain_extra_pairs(node, names, ptr, true)
+                self.plain_extra_pairs(node, names, ptr, true, syntax)
             }
         }
+    }
+
+    /// The keys `propertyNames` allows (its nodes), as written.
+    fn property_names(&mut self, nodes: Vec<Node<'a>>, syntax: Syntax) -> Result<Expr> {
+        let mut alts = Vec::new();
+        for mut n in nodes {
+            n.types &= TypeSet::STRING;
+            alts.push(match syntax {
+                Syntax::Json => self.emit_node(&n)?,
+                Syntax::Parameters(_) => self.parameter_name(&n)?,
+            });
+        }
+        Ok(alt(alts))
+    }
+
+    /// The keys of one `propertyNames` regex except the declared `names` it also
+    /// admits: a finite exclusion from a regular leaf ([`Expr::Excluding`]).
+    /// `None` when the names are not one regex (under JSON, keys must then be
+    /// canonically encoded, or a declared name could come back escaped).
+    fn names_except(
+        &mut self,
+        nodes: &[Node<'a>],
+        names: &[String],
+        syntax: Syntax,
+    ) -> Result<Option<Expr>> {
+        let [node] = nodes else {
+            return Ok(None);
+        };
+        if !node.enums.is_empty() || !node.types.intersects(TypeSet::STRING) {
+            return Ok(None);
+        }
+        let Some(super::string::StringBody::Regex(h)) = self.string_body(node)? else {
+            return Ok(None);
+        };
+        let (regex, excluded) = match syntax {
+            Syntax::Json => {
+                let Some(body) = expr_hir(&encode_hir(&h)) else {
+                    return Ok(None);
+                };
+                let quote = || Hir::literal(&b"\""[..]);
+                let mut excluded = Vec::new();
+                for name in names {
+                    match canonical_encodings(name, 64) {
+                        Some(encodings) => excluded.extend(encodings),
+                        None => return Ok(None),
+                    }
+                }
+                (Hir::concat(vec![quote(), body, quote()]), excluded)
+            }
+            Syntax::Parameters(_) => (h, names.iter().map(|n| n.as_bytes().to_vec()).collect()),
+        };
+        Ok(Some(Expr::Excluding(Box::new(Excluding {
+            regex,
+            excluded,
+        }))))
     }
 
     /// Undeclared pairs when no part has (non-trivial) patterns; `skip_patterns`:
@@ -188,6 +295,7 @@ impl<'a> SchemaCompiler<'a> {
         names: &[String],
         ptr: &str,
         skip_patterns: bool,
+        syntax: Syntax,
     ) -> Result<Option<Expr>> {
         let o = &node.obj;
         let strict = self.opts.strict;
@@ -205,26 +313,30 @@ impl<'a> SchemaCompiler<'a> {
             }
         }
         let key = if !o.names.is_empty() {
-            let mut clash = false;
+            let mut clashing = Vec::new();
             for n in names {
                 if self.validate_conj(&Value::String(n.clone()), &o.names)? {
-                    clash = true;
+                    clashing.push(n.clone());
                 }
             }
-            if clash {
-                self.unsupported(
-                    "propertyNames",
-                    ptr,
-                    "propertyNames admits a declared property name; extra keys would need a complement",
-                )?;
-            }
             let nodes = self.normalize(&o.names)?;
-            let mut alts = Vec::new();
-            for mut n in nodes {
-                n.types &= TypeSet::STRING;
-                alts.push(self.emit_node(&n)?);
+            if !clashing.is_empty() {
+                match self.names_except(&nodes, &clashing, syntax)? {
+                    Some(key) => key,
+                    None => {
+                        self.unsupported(
+                            "propertyNames",
+                            ptr,
+                            "propertyNames admits a declared property name; extra keys would need a complement",
+                        )?;
+                        self.property_names(nodes, syntax)?
+                    }
+                }
+            } else {
+                self.property_names(nodes, syntax)?
             }
-            alt(alts)
+        } else if let Syntax::Parameters(_) = syntax {
+            super::xml::undeclared_name(names)
         } else if names.is_empty() {
             seq(vec![
                 Expr::literal(b"\""),
@@ -238,10 +350,9 @@ impl<'a> SchemaCompiler<'a> {
         } else {
             undeclared_key(names)
         };
-        let value = self.value_rule(&value_conj)?;
         // One shared rule: the automaton stage fuses it (or not) once.
         let key = self.new_rule(format!("undeclared key at {ptr}"), key)?;
-        Ok(Some(seq(vec![Expr::Ref(key), self.punct(b":"), value])))
+        Ok(Some(self.pair(syntax, Expr::Ref(key), &value_conj)?))
     }
 
     /// The undeclared pairs of a closed object with one set of patterns sharing one
@@ -253,6 +364,7 @@ impl<'a> SchemaCompiler<'a> {
         node: &Node<'a>,
         pattern_parts: &[&ObjectPart<'a>],
         names: &[String],
+        syntax: Syntax,
     ) -> Result<Option<Option<Expr>>> {
         let o = &node.obj;
         let strict = self.opts.strict;
@@ -293,14 +405,7 @@ impl<'a> SchemaCompiler<'a> {
             let key = self.pattern_hir(pat, pptr)?;
             let mut conj = value_conj.clone();
             conj.push(s.clone());
-            let value = self.value_rule(&conj)?;
-            alts.push(seq(vec![
-                Expr::literal(b"\""),
-                encode_hir(&key),
-                Expr::literal(b"\""),
-                self.punct(b":"),
-                value,
-            ]));
+            alts.push(self.pair(syntax, Self::key_of_hir(syntax, &key), &conj)?);
         }
         Ok(Some((!alts.is_empty()).then(|| alt(alts))))
     }
@@ -392,7 +497,6 @@ impl<'a> SchemaCompiler<'a> {
                 Ok(None) => continue,
                 Err(e) => return Ok(Err(e.to_string())),
             };
-            let value = self.value_rule(&conj)?;
             let key = self.new_rule(
                 format!(
                     "undeclared key at {} ({} pattern sets)",
@@ -405,7 +509,7 @@ impl<'a> SchemaCompiler<'a> {
                     Expr::literal(b"\""),
                 ]),
             )?;
-            alts.push(seq(vec![Expr::Ref(key), self.punct(b":"), value]));
+            alts.push(self.pair(Syntax::Json, Expr::Ref(key), &conj)?);
         }
         Ok(Ok((!alts.is_empty()).then(|| alt(alts))))
     }
@@ -426,6 +530,7 @@ impl<'a> SchemaCompiler<'a> {
                 min: 0,
                 max: None,
                 ptr: String::new(),
+                syntax: Syntax::Json,
             },
             None,
         )
@@ -443,9 +548,15 @@ impl<'a> SchemaCompiler<'a> {
         if shape.max.is_some_and(|m| m < n_req || m < shape.min) {
             return Ok(nothing());
         }
-        let comma = self.punct(b",");
-        let open = seq(vec![Expr::literal(b"{"), self.ws()]);
-        let close = seq(vec![self.ws(), Expr::literal(b"}")]);
+        // Parameters are separated by whitespace alone, with no braces around them.
+        let (comma, open, close) = match shape.syntax {
+            Syntax::Json => (
+                self.punct(b","),
+                seq(vec![Expr::literal(b"{"), self.ws()]),
+                seq(vec![self.ws(), Expr::literal(b"}")]),
+            ),
+            Syntax::Parameters(_) => (self.ws(), self.ws(), self.ws()),
+        };
         // One declared property beside undeclared ones has an order too.
         if self.opts.property_order == PropertyOrder::Any
             && (n > 1 || n == 1 && shape.extra.is_some())

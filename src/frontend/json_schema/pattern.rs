@@ -299,6 +299,26 @@ fn whole(h: &Hir) -> PatternResult<Hir> {
                 if middle.len() == 1 && !start && !end {
                     return whole(&middle[0]);
                 }
+                // An anchor over a group of branches: `^(?:$|https://)`, which is
+                // also how regex-syntax factors `^$|^https://`.
+                if let [group] = middle {
+                    if let Some(branches) = branches_of(group) {
+                        let anchor = |branch: &Hir| {
+                            let mut parts = Vec::new();
+                            if start {
+                                parts.push(Hir::look(Look::Start));
+                            }
+                            parts.push(branch.clone());
+                            if end {
+                                parts.push(Hir::look(Look::End));
+                            }
+                            whole(&Hir::concat(parts))
+                        };
+                        return Ok(Hir::alternation(
+                            branches.iter().map(anchor).collect::<PatternResult<_>>()?,
+                        ));
+                    }
+                }
                 return Err(PatternError::AnchorInside);
             }
             let mut out = Vec::new();
@@ -313,6 +333,15 @@ fn whole(h: &Hir) -> PatternResult<Hir> {
         }
         _ if has_look(h) => Err(PatternError::Assertion),
         _ => Ok(Hir::concat(vec![any_string(), h.clone(), any_string()])),
+    }
+}
+
+/// The branches of an alternation (inside groups), if `h` is one.
+fn branches_of(h: &Hir) -> Option<&[Hir]> {
+    match h.kind() {
+        HirKind::Alternation(items) => Some(items),
+        HirKind::Capture(c) => branches_of(&c.sub),
+        _ => None,
     }
 }
 
@@ -480,6 +509,10 @@ mod tests {
         assert!(m("^\\/$", "/"));
         assert!(m("^(?:a|b)$", "b"));
         assert!(m("^(?<n>a)$", "a"));
+        // regex-syntax factors `^$|^h` into `^(?:$|h)`: the anchor is spread back.
+        assert!(m("^$|^https://x\\.com/", "") && m("^$|^https://x\\.com/", "https://x.com/a"));
+        assert!(!m("^$|^https://x\\.com/", "x") && !m("^$|^https://x\\.com/", "ahttps://x.com/"));
+        assert!(m("^(?:a|b)c$", "bc") && !m("^(?:a|b)c$", "xbc"));
         assert!(pattern_to_hir("(?=a)", 10).is_err());
         assert!(pattern_to_hir("(a)\\1", 10).is_err());
         assert!(pattern_to_hir("\\bfoo", 10).is_err());

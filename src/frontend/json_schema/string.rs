@@ -527,12 +527,43 @@ fn trie_exits(suffixes: &[&[char]], plain_only: bool) -> Option<Hir> {
     (!alts.is_empty()).then(|| Hir::alternation(alts))
 }
 
+/// What a string's keywords leave of its decoded text, before any encoding: the
+/// JSON encoding ([`SchemaCompiler::emit_string`]) and the raw text of an XML
+/// parameter (`xml`) both start here.
+pub(crate) enum StringBody {
+    /// Any text of `min..=max` code points.
+    Chars { min: u64, max: Option<u64> },
+    /// The text one regex matches (lengths already intersected in).
+    Regex(Hir),
+}
+
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_string(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let body = match self.string_body(node)? {
+            None => return Ok(nothing()),
+            Some(StringBody::Chars { min, max }) => Expr::Repeat {
+                expr: Box::new(Expr::Regex(any_char(self.cache))),
+                min: min as u32,
+                max: max.map(|m| m as u32),
+            },
+            Some(StringBody::Regex(h)) => {
+                if contains_any_string(&h) && !self.cache.search_automaton_is_small(&h) {
+                    let rest = self.any_rest_rule()?;
+                    encode_hir_rest(&h, rest)
+                } else {
+                    encode_hir(&h)
+                }
+            }
+        };
+        Ok(seq(vec![Expr::literal(b"\""), body, Expr::literal(b"\"")]))
+    }
+
+    /// The decoded text a string node allows (`None`: no string at all).
+    pub(crate) fn string_body(&mut self, node: &Node<'a>) -> Result<Option<StringBody>> {
         let s = &node.str;
         let (min, max) = (s.min, s.max);
         if max.is_some_and(|m| m < min) {
-            return Ok(nothing());
+            return Ok(None);
         }
         let length_ptr = s.length_ptr.clone().unwrap_or_default();
         let too_big = |n: u64| n > self.opts.limits.max_repetition;
@@ -586,36 +617,23 @@ impl<'a> SchemaCompiler<'a> {
             )?;
             regexes.truncate(1);
         }
-        let body = match regexes.pop() {
-            None => Expr::Repeat {
-                expr: Box::new(Expr::Regex(any_char(self.cache))),
-                min: min as u32,
-                max: max.map(|m| m as u32),
-            },
-            Some((h, kw, ptr)) => {
-                let h = if min == 0 && max.is_none() {
-                    h
-                } else {
-                    match restrict_length(&h, min, max) {
-                        Some(h) => h,
-                        None => {
-                            self.unsupported(
-                                "minLength/maxLength",
-                                &length_ptr,
-                                format!("length bounds together with this {kw} (at {ptr}) cannot be intersected"),
-                            )?;
-                            h
-                        }
+        Ok(Some(match regexes.pop() {
+            None => StringBody::Chars { min, max },
+            Some((h, kw, ptr)) => StringBody::Regex(if min == 0 && max.is_none() {
+                h
+            } else {
+                match restrict_length(&h, min, max) {
+                    Some(h) => h,
+                    None => {
+                        self.unsupported(
+                            "minLength/maxLength",
+                            &length_ptr,
+                            format!("length bounds together with this {kw} (at {ptr}) cannot be intersected"),
+                        )?;
+                        h
                     }
-                };
-                if contains_any_string(&h) && !self.cache.search_automaton_is_small(&h) {
-                    let rest = self.any_rest_rule()?;
-                    encode_hir_rest(&h, rest)
-                } else {
-                    encode_hir(&h)
                 }
-            }
-        };
-        Ok(seq(vec![Expr::literal(b"\""), body, Expr::literal(b"\"")]))
+            }),
+        }))
     }
 }

@@ -7,6 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::StructuralTagError;
+use crate::frontend::json_schema::ParameterStyle;
 
 type Result<T> = std::result::Result<T, StructuralTagError>;
 
@@ -17,6 +18,8 @@ pub(crate) enum Format {
     JsonSchema {
         schema: Value,
         any_order: bool,
+        /// `None`: JSON; else the tool-call parameter style of the root object.
+        style: Option<ParameterStyle>,
         pointer: String,
     },
     /// GBNF (XGrammar's EBNF, `root ::= ...`) or Lark.
@@ -231,19 +234,26 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
     let mut f = Fields::new(value, pointer, "a format")?;
     let format = match kind {
         "const_string" => Format::ConstString(f.string("value")?),
-        "json_schema" => {
+        "json_schema" | "qwen_xml_parameter" => {
             let schema = f.required("json_schema")?.clone();
             if !schema.is_object() && !schema.is_boolean() {
                 return Err(error(&f.at("json_schema"), "must be a JSON Schema (an object or a boolean)"));
             }
-            if let Some(style) = f.get("style") {
-                match style.as_str() {
-                    Some("json") => {}
-                    Some(other @ ("qwen_xml" | "minimax_xml" | "deepseek_xml" | "glm_xml" | "cohere_xml")) => {
-                        return Err(error(&f.at("style"), format!("the `{other}` style is not supported yet (only `json`)")))
-                    }
-                    _ => return Err(error(&f.at("style"), "unknown style (known: json, qwen_xml, minimax_xml, deepseek_xml, glm_xml, cohere_xml)")),
-                }
+            // `qwen_xml_parameter` is XGrammar's older name for the `qwen_xml` style.
+            let mut style = (kind == "qwen_xml_parameter").then_some(ParameterStyle::Qwen);
+            let style_field = if kind == "json_schema" { f.get("style") } else { None };
+            if let Some(value) = style_field {
+                style = match value.as_str() {
+                    Some("json") => None,
+                    Some(name) => match ParameterStyle::from_name(name) {
+                        Some(style) => Some(style),
+                        None if matches!(name, "kimi_k3_xml" | "cohere_xml") => {
+                            return Err(error(&f.at("style"), format!("the `{name}` style is not supported yet")))
+                        }
+                        None => return Err(error(&f.at("style"), "unknown style (known: json, qwen_xml, minimax_xml, deepseek_xml, glm_xml)")),
+                    },
+                    None => return Err(error(&f.at("style"), "must be a string")),
+                };
             }
             if f.get("max_whitespace_cnt").is_some() {
                 return Err(error(&f.at("max_whitespace_cnt"), "not supported yet (whitespace between JSON tokens is bounded: at most one newline and 20 spaces or tabs)"));
@@ -251,6 +261,7 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
             Format::JsonSchema {
                 schema,
                 any_order: f.flag("any_order")?,
+                style,
                 pointer: f.at("json_schema"),
             }
         }

@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 
 use super::format::{Delimiter, Format, Tag, TokenRef};
 use super::{StructuralTagError, StructuralTagOptions};
-use crate::frontend::json_schema::{self, JsonSchemaOptions, PatternCache, PropertyOrder};
+use crate::frontend::json_schema::{
+    self, JsonSchemaOptions, ParameterStyle, PatternCache, PropertyOrder,
+};
 use crate::frontend::{gbnf, lark, regex};
 use crate::grammar::{Expr, FreeText, Grammar, Rule, RuleId, TokenItem, TokenSet};
 
@@ -139,8 +141,9 @@ impl<'a> Lowering<'a> {
             Format::JsonSchema {
                 schema,
                 any_order,
+                style,
                 pointer,
-            } => self.json_schema(schema, *any_order, pointer)?,
+            } => self.json_schema(schema, *any_order, *style, pointer)?,
             Format::Grammar { text, pointer } => self.grammar(text, pointer)?,
             Format::Regex { pattern, pointer } => {
                 let grammar = regex::parse(pattern, &self.options.limits)
@@ -406,6 +409,7 @@ impl<'a> Lowering<'a> {
         &mut self,
         schema: &serde_json::Value,
         any_order: bool,
+        style: Option<ParameterStyle>,
         pointer: &str,
     ) -> Result<Expr> {
         let options = JsonSchemaOptions {
@@ -416,8 +420,13 @@ impl<'a> Lowering<'a> {
             },
             ..self.options.json.clone()
         };
-        let (grammar, _) = json_schema::compile_schema_with(schema, &options, self.cache)
-            .map_err(|e| error(pointer, format!("failed to compile JSON schema: {e}")))?;
+        let (grammar, _) = match style {
+            None => json_schema::compile_schema_with(schema, &options, self.cache),
+            Some(style) => {
+                json_schema::compile_parameters_with(schema, style, &options, self.cache)
+            }
+        }
+        .map_err(|e| error(pointer, format!("failed to compile JSON schema: {e}")))?;
         Ok(self.splice(pointer, grammar))
     }
 

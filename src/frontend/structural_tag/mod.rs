@@ -19,8 +19,11 @@
 //! default: declared properties only unless the schema says otherwise (`strict`),
 //! flexible whitespace (bounded here: a newline and 20 spaces or tabs per gap).
 //! `grammar` formats are GBNF (XGrammar's EBNF) when they contain `::=`, else
-//! Lark. Not supported yet, each an error at its pointer: the XML styles of
-//! `json_schema`, `max_whitespace_cnt`, `any_text`'s `max_tokens` and
+//! Lark. The XML parameter styles of `json_schema` (`qwen_xml`, `minimax_xml`,
+//! `deepseek_xml`, `glm_xml`) are the JSON Schema front-end's
+//! [`ParameterStyle`](crate::frontend::json_schema::ParameterStyle). Not
+//! supported yet, each an error at its pointer: the `kimi_k3_xml` and
+//! `cohere_xml` styles, `max_whitespace_cnt`, `any_text`'s `max_tokens` and
 //! `max_chars`.
 //!
 //! [`FreeText`]: crate::grammar::FreeText

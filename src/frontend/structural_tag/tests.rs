@@ -102,8 +102,12 @@ fn errors_name_the_pointer() {
             "/format/pattern: invalid regex",
         ),
         (
-            json!({"format": {"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}}),
-            "/format/style: the `qwen_xml` style is not supported yet",
+            json!({"format": {"type": "json_schema", "json_schema": {}, "style": "cohere_xml"}}),
+            "/format/style: the `cohere_xml` style is not supported yet",
+        ),
+        (
+            json!({"format": {"type": "json_schema", "json_schema": {"type": "string"}, "style": "qwen_xml"}}),
+            "/format/json_schema: failed to compile JSON schema: unsupported keyword \"type\"",
         ),
     ];
     for (tag, needle) in cases {

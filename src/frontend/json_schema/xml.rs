@@ -1,0 +1,409 @@
+//! XML parameter styles: the arguments of a tool call written as tagged
+//! parameters instead of a JSON object, as Qwen3-Coder, MiniMax, DeepSeek (DSML)
+//! and GLM write them:
+//!
+//! ```text
+//! <parameter=city>Paris</parameter><parameter=days>3</parameter>        qwen_xml
+//! <parameter name="city">Paris</parameter>                              minimax_xml
+//! <｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>  deepseek_xml
+//! <arg_key>city</arg_key><arg_value>Paris</arg_value>                   glm_xml
+//! ```
+//!
+//! Only the root object changes shape; inside a value everything is JSON again.
+//! The root keeps every object keyword (`required`, `additionalProperties`,
+//! `propertyNames`, `minProperties`/`maxProperties`, either property order): it
+//! is the JSON object emitter's, with [`Syntax::Parameters`] for keys, pairs and
+//! separators (whitespace). A value is its raw text (no quotes, no escapes) when
+//! the schema makes it a string, and JSON with whitespace around it otherwise; an
+//! undeclared name is an XML identifier.
+//!
+//! XGrammar's `json_schema` styles of the same names are the reference. Two
+//! deliberate differences, both so that the text parses back into the values
+//! the schema asks for:
+//!
+//! * DeepSeek's `string="true"` is written exactly when the value is raw text
+//!   (XGrammar accepts either), so a parser reading the attribute gets the type
+//!   back;
+//! * raw text never contains the closing tag (the parser would end the value
+//!   there). Unbounded text is free text up to the tag; text with a `maxLength`
+//!   takes no `<` at all, and the first `minLength` characters of any text no
+//!   `<` (the closing tag starts with one): an over-constraint, never a wrong
+//!   acceptance.
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
+use serde_json::Value;
+
+use super::node::{Node, TypeSet};
+use super::object::Syntax;
+use super::string::StringBody;
+use super::{alt, nothing, seq, JsonSchemaError, Result, SchemaCompiler, Subschema};
+use crate::grammar::{Excluding, Expr, FreeText};
+
+/// How the parameters of a tool call are written; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParameterStyle {
+    /// `<parameter=NAME>VALUE</parameter>` (Qwen3-Coder, Qwen3.5).
+    Qwen,
+    /// `<parameter name="NAME">VALUE</parameter>` (MiniMax-M2).
+    MiniMax,
+    /// `<｜DSML｜parameter name="NAME" string="true|false">VALUE</｜DSML｜parameter>`
+    /// (DeepSeek V3.2).
+    DeepSeek,
+    /// `<arg_key>NAME</arg_key><arg_value>VALUE</arg_value>` (GLM-4.5 and later).
+    Glm,
+}
+
+impl ParameterStyle {
+    /// Every style, in the order of [`ParameterStyle::name`]'s list.
+    pub const ALL: [ParameterStyle; 4] = [
+        ParameterStyle::Qwen,
+        ParameterStyle::MiniMax,
+        ParameterStyle::DeepSeek,
+        ParameterStyle::Glm,
+    ];
+
+    /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
+    pub fn from_name(name: &str) -> Option<ParameterStyle> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The name structural tags use for this style.
+    pub fn name(self) -> &'static str {
+        match self {
+            ParameterStyle::Qwen => "qwen_xml",
+            ParameterStyle::MiniMax => "minimax_xml",
+            ParameterStyle::DeepSeek => "deepseek_xml",
+            ParameterStyle::Glm => "glm_xml",
+        }
+    }
+
+    /// What opens a parameter, before its name.
+    pub fn key_prefix(self) -> &'static str {
+        match self {
+            ParameterStyle::Qwen => "<parameter=",
+            ParameterStyle::MiniMax => "<parameter name=\"",
+            ParameterStyle::DeepSeek => "<｜DSML｜parameter name=\"",
+            ParameterStyle::Glm => "<arg_key>",
+        }
+    }
+
+    /// What closes a parameter, after its value.
+    pub fn end(self) -> &'static str {
+        match self {
+            ParameterStyle::Qwen | ParameterStyle::MiniMax => "</parameter>",
+            ParameterStyle::DeepSeek => "</｜DSML｜parameter>",
+            ParameterStyle::Glm => "</arg_value>",
+        }
+    }
+}
+
+/// A letter or `_`, then letters, digits and `_`: a name that needs no escaping
+/// in any of the styles.
+fn identifier() -> Hir {
+    let class = |ranges: &[(char, char)]| {
+        Hir::class(Class::Unicode(ClassUnicode::new(
+            ranges.iter().map(|&(a, b)| ClassUnicodeRange::new(a, b)),
+        )))
+    };
+    let start = [('A', 'Z'), ('_', '_'), ('a', 'z')];
+    let rest = [('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')];
+    Hir::concat(vec![
+        class(&start),
+        Hir::repetition(regex_syntax::hir::Repetition {
+            min: 0,
+            max: None,
+            greedy: true,
+            sub: Box::new(class(&rest)),
+        }),
+    ])
+}
+
+/// Any character but `<`.
+fn not_open_angle() -> Hir {
+    Hir::class(Class::Unicode(ClassUnicode::new([
+        ClassUnicodeRange::new('\0', ';'),
+        ClassUnicodeRange::new('=', char::MAX),
+    ])))
+}
+
+/// An undeclared parameter name: an identifier other than the declared `names`.
+pub(crate) fn undeclared_name(names: &[String]) -> Expr {
+    if names.is_empty() {
+        return Expr::Regex(identifier());
+    }
+    Expr::Excluding(Box::new(Excluding {
+        regex: identifier(),
+        excluded: names.iter().map(|n| n.as_bytes().to_vec()).collect(),
+    }))
+}
+
+impl<'a> SchemaCompiler<'a> {
+    /// The root of a tool call's arguments: the object alternatives of the
+    /// schema, written as parameters. A schema that allows no object is refused.
+    pub(crate) fn parameters(
+        &mut self,
+        root: Subschema<'a>,
+        style: ParameterStyle,
+    ) -> Result<Expr> {
+        let nodes = self.normalize(std::slice::from_ref(&root))?;
+        let mut alts = Vec::new();
+        for mut node in nodes {
+            if !node.types.intersects(TypeSet::OBJECT) {
+                continue;
+            }
+            if !node.enums.is_empty() {
+                return Err(JsonSchemaError::Unsupported {
+                    keyword: "enum".into(),
+                    pointer: root.ptr.to_string(),
+                    reason: format!(
+                        "an enum or const of whole objects cannot be written in the `{}` style",
+                        style.name()
+                    ),
+                });
+            }
+            node.types = TypeSet::OBJECT;
+            alts.push(self.emit_object_as(&node, Syntax::Parameters(style))?);
+        }
+        if alts.is_empty() {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "type".into(),
+                pointer: root.ptr.to_string(),
+                reason: format!(
+                    "the `{}` style writes the properties of an object, and this schema allows no object",
+                    style.name()
+                ),
+            });
+        }
+        Ok(alt(alts))
+    }
+
+    /// Everything of a parameter after its name: the rest of the opening tag, the
+    /// value valid against `conj`, the closing tag. One rule per conjunction.
+    pub(crate) fn parameter_value_rule(
+        &mut self,
+        conj: &[Subschema<'a>],
+        style: ParameterStyle,
+    ) -> Result<Expr> {
+        self.memo_rule(conj, style.name(), |c, conj| c.parameter_value(conj, style))
+    }
+
+    fn parameter_value(&mut self, conj: &[Subschema<'a>], style: ParameterStyle) -> Result<Expr> {
+        let end = style.end();
+        let mut raw = Vec::new();
+        let mut json = Vec::new();
+        for node in self.normalize(conj)? {
+            if node.types.is_empty() {
+                continue;
+            }
+            if !node.enums.is_empty() {
+                for v in self.enum_values(&node)? {
+                    match v {
+                        Value::String(s) => raw.push(Expr::literal(format!("{s}{end}").as_bytes())),
+                        v => json.push(self.literal(v)?),
+                    }
+                }
+                continue;
+            }
+            if node.types.intersects(TypeSet::STRING) {
+                raw.push(self.raw_text(&node, end)?);
+            }
+            let mut rest = node.clone();
+            rest.types &= !TypeSet::STRING;
+            if !rest.types.is_empty() {
+                json.push(self.emit_node(&rest)?);
+            }
+        }
+        let mut alts = Vec::new();
+        if !raw.is_empty() {
+            alts.push(seq(vec![self.before_value(style, true), alt(raw)]));
+        }
+        if !json.is_empty() {
+            alts.push(seq(vec![
+                self.before_value(style, false),
+                self.ws(),
+                alt(json),
+                self.ws(),
+                Expr::literal(end.as_bytes()),
+            ]));
+        }
+        Ok(alt(alts))
+    }
+
+    /// What follows a parameter's name up to its value, for a raw (string) value
+    /// or a JSON one.
+    fn before_value(&self, style: ParameterStyle, raw: bool) -> Expr {
+        let text = |s: &str| Expr::literal(s.as_bytes());
+        match style {
+            ParameterStyle::Qwen => text(">"),
+            ParameterStyle::MiniMax => text("\">"),
+            ParameterStyle::DeepSeek if raw => text("\" string=\"true\">"),
+            ParameterStyle::DeepSeek => text("\" string=\"false\">"),
+            ParameterStyle::Glm => seq(vec![text("</arg_key>"), self.ws(), text("<arg_value>")]),
+        }
+    }
+
+    /// A string value as raw text, then the closing tag `end`.
+    fn raw_text(&mut self, node: &Node<'a>, end: &str) -> Result<Expr> {
+        let end_expr = Expr::literal(end.as_bytes());
+        let limit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        Ok(match self.string_body(node)? {
+            None => nothing(),
+            Some(StringBody::Regex(h)) => seq(vec![Expr::Regex(h), end_expr]),
+            Some(StringBody::Chars { min, max: None }) => seq(vec![
+                Expr::Repeat {
+                    expr: Box::new(Expr::Regex(not_open_angle())),
+                    min: limit(min),
+                    max: Some(limit(min)),
+                },
+                Expr::Text(Box::new(FreeText::until(vec![end.as_bytes().to_vec()]))),
+            ]),
+            Some(StringBody::Chars {
+                min,
+                max: Some(max),
+            }) => seq(vec![
+                Expr::Repeat {
+                    expr: Box::new(Expr::Regex(not_open_angle())),
+                    min: limit(min),
+                    max: Some(limit(max)),
+                },
+                end_expr,
+            ]),
+        })
+    }
+
+    /// A parameter name allowed by a `propertyNames` node, raw.
+    pub(crate) fn parameter_name(&mut self, node: &Node<'a>) -> Result<Expr> {
+        if !node.enums.is_empty() {
+            let names = self.enum_values(node)?;
+            return Ok(alt(names
+                .into_iter()
+                .filter_map(|v| v.as_str())
+                .map(|s| Expr::literal(s.as_bytes()))
+                .collect()));
+        }
+        Ok(match self.string_body(node)? {
+            None => nothing(),
+            Some(StringBody::Regex(h)) => Expr::Regex(h),
+            Some(StringBody::Chars { min, max }) => {
+                // Identifiers of min..=max characters.
+                let h = super::string::restrict_length(&identifier(), min, max)
+                    .unwrap_or_else(Hir::fail);
+                Expr::Regex(h)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::super::{compile_parameters_with, JsonSchemaOptions, PatternCache, Whitespace};
+    use super::ParameterStyle;
+    use crate::{CompileOptions, CompiledGrammar, Matcher};
+
+    /// Whether `text` is a complete parameter list for `schema` in `style`.
+    fn accepts(schema: serde_json::Value, style: ParameterStyle) -> impl Fn(&str) -> bool {
+        let options = JsonSchemaOptions {
+            whitespace: Whitespace::Bounded { indent: 20 },
+            ..JsonSchemaOptions::default()
+        };
+        let (grammar, _) =
+            compile_parameters_with(&schema, style, &options, &PatternCache::default()).unwrap();
+        let compiled =
+            Arc::new(CompiledGrammar::compile(&grammar, &CompileOptions::default()).unwrap());
+        move |text| {
+            let mut m = Matcher::new(Arc::clone(&compiled));
+            m.consume_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+        }
+    }
+
+    #[test]
+    fn strings_are_raw_text_and_other_values_json() {
+        let schema = json!({"type": "object", "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}}},
+            "required": ["city"], "additionalProperties": false});
+        let ok = accepts(schema, ParameterStyle::Qwen);
+        assert!(ok("<parameter=city>\nSan \"Fran\" <b>\n</parameter>"));
+        assert!(ok(
+            "<parameter=city>Paris</parameter>\n<parameter=days>\n3\n</parameter>"
+        ));
+        assert!(ok(
+            "<parameter=city>x</parameter><parameter=tags>[\"a\", \"b\"]</parameter>"
+        ));
+        assert!(!ok("<parameter=days>3</parameter>"), "city is required");
+        assert!(!ok(
+            "<parameter=city>x</parameter><parameter=days>three</parameter>"
+        ));
+        assert!(!ok(
+            "<parameter=city>x</parameter><parameter=tags>[a]</parameter>"
+        ));
+        assert!(!ok(
+            "<parameter=city>x</parameter><parameter=other>1</parameter>"
+        ));
+        assert!(!ok("{\"city\": \"x\"}"));
+    }
+
+    #[test]
+    fn raw_text_never_holds_the_closing_tag() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string", "minLength": 2}}}),
+            ParameterStyle::Qwen,
+        );
+        assert!(!ok("<parameter=a>x</parameter>y</parameter>"));
+        assert!(ok("<parameter=b>xy<z</parameter>"));
+        // The first `minLength` characters take no `<` (documented over-constraint).
+        assert!(!ok("<parameter=b></parameter></parameter>"));
+        assert!(!ok("<parameter=b>x</parameter>"));
+    }
+
+    #[test]
+    fn deepseek_marks_raw_values_with_string_true() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {"s": {"type": "string"}, "n": {"type": "boolean"}}}),
+            ParameterStyle::DeepSeek,
+        );
+        let p = |name: &str, string: bool, value: &str| {
+            format!("<｜DSML｜parameter name=\"{name}\" string=\"{string}\">{value}</｜DSML｜parameter>")
+        };
+        assert!(ok(&(p("s", true, "hi") + &p("n", false, "true"))));
+        assert!(!ok(&p("n", true, "true")));
+        assert!(!ok(&p("s", false, "\"hi\"")));
+    }
+
+    #[test]
+    fn undeclared_names_are_identifiers_other_than_the_declared_ones() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}),
+            ParameterStyle::Glm,
+        );
+        assert!(ok("<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_key>b_2</arg_key><arg_value>x</arg_value>"));
+        // `a` is declared: its value must be an integer, not take the extra schema.
+        assert!(!ok("<arg_key>a</arg_key><arg_value>x</arg_value>"));
+        assert!(!ok("<arg_key>2b</arg_key><arg_value>x</arg_value>"));
+    }
+
+    #[test]
+    fn a_root_that_allows_no_object_is_refused_with_its_place() {
+        let e = compile_parameters_with(
+            &json!({"type": "array"}),
+            ParameterStyle::MiniMax,
+            &JsonSchemaOptions::default(),
+            &PatternCache::default(),
+        )
+        .unwrap_err();
+        assert_eq!(e.pointer(), Some(""));
+        assert!(e.to_string().contains("minimax_xml"), "{e}");
+    }
+
+    #[test]
+    fn style_names_round_trip() {
+        for style in ParameterStyle::ALL {
+            assert_eq!(ParameterStyle::from_name(style.name()), Some(style));
+        }
+        assert_eq!(ParameterStyle::from_name("json"), None);
+    }
+}
