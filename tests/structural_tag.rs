@@ -36,18 +36,12 @@ fn cases() -> Vec<Value> {
 const XML: &str =
     "needs the `kimi_k3_xml` or `cohere_xml` parameter style of `json_schema`, not built yet";
 const BUDGET: &str = "needs `any_text`'s `max_tokens` / `max_chars`, not built yet";
-const STRICT: &str = "stencil's strict JSON closes an object without `properties` or `additionalProperties` (its `propertyNames` then admits nothing); XGrammar leaves it open";
 const WHITESPACE: &str = "needs `max_whitespace_cnt`, not built yet";
 
 /// Cases that fail for a known reason: (case id, reason).
 const KNOWN: &[(&str, &str)] = &[
-    ("test_from_structural_tag_with_structural_tag_instance#1", "stencil's strict JSON closes every object (no undeclared keys); XGrammar closes only objects that declare properties, so `{\"type\": \"object\"}` takes any key there"),
     ("test_json_schema_format_any_order#0", "any order: stencil takes each declared property at most once (a duplicate key is refused); XGrammar's `any_order` accepts duplicates"),
     ("test_deepseek_numbers_schema#0", "stencil writes DeepSeek's `string=\"true\"` exactly when the value is raw text, so a parser gets the boolean back; XGrammar also accepts `string=\"true\">true` for a boolean"),
-    ("test_xml_property_names_use_property_format_hook#0", STRICT),
-    ("test_xml_property_names_use_property_format_hook#2", STRICT),
-    ("test_xml_property_names_use_property_format_hook#4", STRICT),
-    ("test_xml_property_names_use_property_format_hook#6", STRICT),
     ("test_any_text_length_budgets#0", BUDGET),
     ("test_any_text_max_tokens_forces_multitoken_end#0", BUDGET),
     ("test_any_text_zero_token_budget_forces_immediate_end#0", BUDGET),

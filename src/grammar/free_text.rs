@@ -45,12 +45,14 @@ impl FreeText {
         if self.stops.is_empty() {
             return !self.excludes.iter().any(|e| e.is_empty());
         }
+        // An exclude inside a stop ends the text first, unless it ends where the
+        // stop does (the stop is checked first there).
         self.stops.iter().any(|stop| {
             !stop.is_empty()
                 && !self
                     .excludes
                     .iter()
-                    .any(|e| !e.is_empty() && e.len() < stop.len() && contains(stop, e))
+                    .any(|e| !e.is_empty() && contains(&stop[..stop.len() - 1], e))
                 && !self.excludes.iter().any(|e| e.is_empty())
         })
     }

@@ -120,7 +120,11 @@ impl Default for JsonSchemaLimits {
 pub struct JsonSchemaOptions {
     pub whitespace: Whitespace,
     pub property_order: PropertyOrder,
-    /// OpenAI-style strict profile: `additionalProperties` defaults to false.
+    /// OpenAI-style strict profile: `additionalProperties` defaults to false in
+    /// every schema object that declares `properties` or `patternProperties`.
+    /// An object the schema says nothing about (`true`, `{"type": "object"}`, an
+    /// array's untyped items) stays open, as in XGrammar: a tool's `metadata:
+    /// object` takes any keys.
     pub strict: bool,
     /// Keywords that cannot be enforced become [`Warning`]s instead of errors.
     pub lenient: bool,

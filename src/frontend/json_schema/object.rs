@@ -95,7 +95,7 @@ impl<'a> SchemaCompiler<'a> {
         let mut entries = Vec::new();
         for name in &names {
             let mut conj: Vec<Subschema<'a>> = Vec::new();
-            let mut allowed = !(o.forbidden.contains(name) || strict && o.parts.is_empty());
+            let mut allowed = !o.forbidden.contains(name);
             for part in &o.parts {
                 // `properties` and every matching pattern apply; `additionalProperties`
                 // only when neither does.
@@ -186,9 +186,6 @@ impl<'a> SchemaCompiler<'a> {
     ) -> Result<Option<Expr>> {
         let o = &node.obj;
         let strict = self.opts.strict;
-        if strict && o.parts.is_empty() {
-            return Ok(None);
-        }
         // Parts whose patterns cannot change anything: every pattern schema and the
         // additional schema are `true`.
         let trivial = |part: &ObjectPart<'a>| {
