@@ -64,6 +64,11 @@ fn real_outputs_are_accepted_in_their_models_format() {
         if calls.is_empty() {
             continue;
         }
+        // llama.cpp also reads Qwen's calls without their `<tool_call>` opener;
+        // stencil writes it (those vectors are parse-back only).
+        if format == ToolCallFormat::QwenXml && input.matches("<tool_call>").count() < calls.len() {
+            continue;
+        }
         // A reasoning span first: opened by the model (`[THINK]`) or by the prompt.
         let reasoning = ["</think>", "[/THINK]"]
             .into_iter()
@@ -207,8 +212,14 @@ fn real_outputs_parse_back_into_the_expected_calls() {
             // The template keeps the span in the content (reasoning not parsed).
             continue;
         }
+        if !expected_reasoning.is_empty() && reasoning.is_empty() {
+            // A span the prompt opened and a call cut short (llama.cpp reads the
+            // text before the call as reasoning): the reasoning part's.
+            continue;
+        }
         assert_eq!(reasoning, expected_reasoning, "{id}: reasoning");
-        let parsed = tool_calls::parse_reply(format, reply);
+        let tools = tool_calls::read_tools(&case["tools"]).unwrap();
+        let parsed = tool_calls::parse_reply(format, reply, &tools);
         let content = expect["content"].as_str().unwrap_or("");
         assert_eq!(parsed.content.trim(), content.trim(), "{id}: content");
         let calls = expect["tool_calls"].as_array().unwrap();

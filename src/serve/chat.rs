@@ -28,7 +28,7 @@ use super::AppState;
 use crate::decode::generate::TokenLogprobs;
 use crate::decode::Generation;
 use crate::frontend::tool_calls::{
-    calls_in_progress, content_prefix_len, parse_reply, ParsedReply, ToolCallFormat,
+    calls_in_progress, content_prefix_len, parse_reply, ParsedReply,
 };
 
 pub async fn handle(State(state): State<Arc<AppState>>, bytes: Bytes) -> Response {
@@ -155,7 +155,7 @@ pub fn unix_time() -> u64 {
 /// Content and calls of a generation, and its `finish_reason`.
 pub(super) fn read_reply(tools: Option<&ToolUse>, g: &Generation) -> (ParsedReply, &'static str) {
     let parsed = match tools {
-        Some(tools) => parse_reply(tools.format, &g.text),
+        Some(tools) => parse_reply(tools.format, &g.text, &tools.tools),
         None => ParsedReply {
             content: g.text.clone(),
             calls: Vec::new(),
@@ -257,13 +257,10 @@ pub(super) fn content_end(
 /// The `delta`s that bring the calls of `region` (the reply from its first call
 /// on) up to date: a head (index, id, name) for each call newly named, then the
 /// arguments written since `sent` recorded them.
-fn call_fragments(
-    format: ToolCallFormat,
-    region: &str,
-    sent: &mut Vec<(String, usize)>,
-) -> Vec<Value> {
+fn call_fragments(tools: &ToolUse, region: &str, sent: &mut Vec<(String, usize)>) -> Vec<Value> {
     let mut out = Vec::new();
-    for (index, call) in calls_in_progress(format, region).into_iter().enumerate() {
+    let calls = calls_in_progress(tools.format, region, &tools.tools);
+    for (index, call) in calls.into_iter().enumerate() {
         if index == sent.len() {
             let id = call.id.map_or_else(|| fresh_id("call_"), str::to_string);
             out.push(json!({"tool_calls": [{
@@ -331,7 +328,7 @@ impl Chunks for StreamChunks {
                     c.sent = safe;
                 }
                 if let (true, Some(tools)) = (c.in_calls, &self.reply.tools) {
-                    for delta in call_fragments(tools.format, &c.text[c.sent..], &mut c.calls) {
+                    for delta in call_fragments(tools, &c.text[c.sent..], &mut c.calls) {
                         out.push(self.reply.chunk(choice, delta, None));
                     }
                 }
@@ -350,7 +347,7 @@ impl Chunks for StreamChunks {
                     if let (Some(tools), true) =
                         (&self.reply.tools, g.text.is_char_boundary(c.sent))
                     {
-                        for delta in call_fragments(tools.format, &g.text[c.sent..], &mut c.calls) {
+                        for delta in call_fragments(tools, &g.text[c.sent..], &mut c.calls) {
                             out.push(self.reply.chunk(choice, delta, None));
                         }
                     }

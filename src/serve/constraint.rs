@@ -28,6 +28,8 @@ pub struct ToolUse {
     pub format: ToolCallFormat,
     /// The `tools` as the client sent them (for the prompt).
     pub definitions: Value,
+    /// The same, read (their schemas type what the reply's parser reads back).
+    pub tools: Vec<tool_calls::Tool>,
 }
 
 /// A request's constraint.
@@ -153,6 +155,7 @@ fn tool_constraint(
     let offered = ToolUse {
         format,
         definitions: tools_field.clone(),
+        tools: tools.clone(),
     };
     if let ToolChoice::None = choice {
         let tables = match answer {

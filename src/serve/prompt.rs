@@ -143,7 +143,12 @@ pub fn flatten_messages(
                             if !content.is_empty() {
                                 content.push('\n');
                             }
-                            content.push_str(&tool_calls::hermes_call(name, &arguments));
+                            content.push_str(&tool_calls::call_text(
+                                prompting.format,
+                                name,
+                                &arguments,
+                                &nine_character_id(call.get("id")),
+                            ));
                         }
                     }
                 }
@@ -182,6 +187,22 @@ pub fn flatten_messages(
     Ok(out)
 }
 
+/// A call id as Mistral's formats write it (nine letters and digits), from the
+/// client's id.
+fn nine_character_id(id: Option<&Value>) -> String {
+    let mut out: String = id
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(9)
+        .collect();
+    while out.len() < 9 {
+        out.push('0');
+    }
+    out
+}
+
 /// The system text that offers tools to a model whose template does not.
 fn tool_system_prompt(tools: &ToolUse) -> String {
     let mut listed = String::new();
@@ -190,6 +211,19 @@ fn tool_system_prompt(tools: &ToolUse) -> String {
             listed.push_str(&t.to_string());
             listed.push('\n');
         }
+    }
+    if tools.format != ToolCallFormat::Hermes {
+        let example = tool_calls::call_text(
+            tools.format,
+            "example_function_name",
+            &json!({"example_parameter": "value"}),
+            "a1b2c3d4e",
+        );
+        return format!(
+            "You are a function calling AI model. You may call one or more functions to assist \
+             with the user query. Here are the available tools:\n<tools>\n{listed}</tools>\nTo \
+             call a function, write the call in this format:\n{example}"
+        );
     }
     format!(
         "You are a function calling AI model. You may call one or more functions to assist with \

@@ -7,7 +7,15 @@
 //! <parameter name="city">Paris</parameter>                              minimax_xml
 //! <｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>  deepseek_xml
 //! <arg_key>city</arg_key><arg_value>Paris</arg_value>                   glm_xml
+//! <parameter=city>\nParis\n</parameter>                                qwen_coder_xml
 //! ```
+//!
+//! The first four are XGrammar's styles of those names. `qwen_coder_xml` is
+//! Qwen's as its chat templates render it (Qwen3-Coder, Qwen3.5, Nemotron 3,
+//! Step 3.5): a raw value sits between two newlines that belong to the tags, and
+//! a parser takes them off, so the text parses back to exactly the value the
+//! grammar checked (with `qwen_xml`, a parser that strips them would turn the
+//! valid `"\nab"` into the too-short `"ab"`).
 //!
 //! Only the root object changes shape; inside a value everything is JSON again.
 //! The root keeps every object keyword (`required`, `additionalProperties`,
@@ -51,15 +59,19 @@ pub enum ParameterStyle {
     DeepSeek,
     /// `<arg_key>NAME</arg_key><arg_value>VALUE</arg_value>` (GLM-4.5 and later).
     Glm,
+    /// `<parameter=NAME>\nVALUE\n</parameter>`: Qwen as its templates render it,
+    /// the newlines around a raw value part of the tags.
+    QwenCoder,
 }
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 4] = [
+    pub const ALL: [ParameterStyle; 5] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
         ParameterStyle::Glm,
+        ParameterStyle::QwenCoder,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -74,13 +86,14 @@ impl ParameterStyle {
             ParameterStyle::MiniMax => "minimax_xml",
             ParameterStyle::DeepSeek => "deepseek_xml",
             ParameterStyle::Glm => "glm_xml",
+            ParameterStyle::QwenCoder => "qwen_coder_xml",
         }
     }
 
     /// What opens a parameter, before its name.
     pub fn key_prefix(self) -> &'static str {
         match self {
-            ParameterStyle::Qwen => "<parameter=",
+            ParameterStyle::Qwen | ParameterStyle::QwenCoder => "<parameter=",
             ParameterStyle::MiniMax => "<parameter name=\"",
             ParameterStyle::DeepSeek => "<｜DSML｜parameter name=\"",
             ParameterStyle::Glm => "<arg_key>",
@@ -90,9 +103,20 @@ impl ParameterStyle {
     /// What closes a parameter, after its value.
     pub fn end(self) -> &'static str {
         match self {
-            ParameterStyle::Qwen | ParameterStyle::MiniMax => "</parameter>",
+            ParameterStyle::Qwen | ParameterStyle::MiniMax | ParameterStyle::QwenCoder => {
+                "</parameter>"
+            }
             ParameterStyle::DeepSeek => "</｜DSML｜parameter>",
             ParameterStyle::Glm => "</arg_value>",
+        }
+    }
+
+    /// What stands between the opening tag and a raw value, and between the
+    /// value and the closing tag (a parser takes it off both sides).
+    pub fn raw_margin(self) -> &'static str {
+        match self {
+            ParameterStyle::QwenCoder => "\n",
+            _ => "",
         }
     }
 }
@@ -198,14 +222,16 @@ impl<'a> SchemaCompiler<'a> {
             if !node.enums.is_empty() {
                 for v in self.enum_values(&node)? {
                     match v {
-                        Value::String(s) => raw.push(Expr::literal(format!("{s}{end}").as_bytes())),
+                        Value::String(s) => raw.push(Expr::literal(
+                            format!("{s}{}{end}", style.raw_margin()).as_bytes(),
+                        )),
                         v => json.push(self.literal(v)?),
                     }
                 }
                 continue;
             }
             if node.types.intersects(TypeSet::STRING) {
-                raw.push(self.raw_text(&node, end)?);
+                raw.push(self.raw_text(&node, style)?);
             }
             let mut rest = node.clone();
             rest.types &= !TypeSet::STRING;
@@ -235,6 +261,8 @@ impl<'a> SchemaCompiler<'a> {
         let text = |s: &str| Expr::literal(s.as_bytes());
         match style {
             ParameterStyle::Qwen => text(">"),
+            ParameterStyle::QwenCoder if raw => text(">\n"),
+            ParameterStyle::QwenCoder => text(">"),
             ParameterStyle::MiniMax => text("\">"),
             ParameterStyle::DeepSeek if raw => text("\" string=\"true\">"),
             ParameterStyle::DeepSeek => text("\" string=\"false\">"),
@@ -242,20 +270,26 @@ impl<'a> SchemaCompiler<'a> {
         }
     }
 
-    /// A string value as raw text, then the closing tag `end`.
-    fn raw_text(&mut self, node: &Node<'a>, end: &str) -> Result<Expr> {
-        let end_expr = Expr::literal(end.as_bytes());
+    /// A string value as raw text, then the style's margin and closing tag.
+    fn raw_text(&mut self, node: &Node<'a>, style: ParameterStyle) -> Result<Expr> {
+        let end = style.end();
+        let close = format!("{}{end}", style.raw_margin());
+        let close_expr = Expr::literal(close.as_bytes());
         let limit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         Ok(match self.string_body(node)? {
             None => nothing(),
-            Some(StringBody::Regex(h)) => seq(vec![Expr::Regex(h), end_expr]),
+            Some(StringBody::Regex(h)) => seq(vec![Expr::Regex(h), close_expr]),
             Some(StringBody::Chars { min, max: None }) => seq(vec![
                 Expr::Repeat {
                     expr: Box::new(Expr::Regex(not_open_angle())),
                     min: limit(min),
                     max: Some(limit(min)),
                 },
-                Expr::Text(Box::new(FreeText::until(vec![end.as_bytes().to_vec()]))),
+                // Up to the margin and closing tag, never holding the tag.
+                Expr::Text(Box::new(FreeText {
+                    excludes: vec![end.as_bytes().to_vec()],
+                    stops: vec![close.into_bytes()],
+                })),
             ]),
             Some(StringBody::Chars {
                 min,
@@ -266,7 +300,7 @@ impl<'a> SchemaCompiler<'a> {
                     min: limit(min),
                     max: Some(limit(max)),
                 },
-                end_expr,
+                close_expr,
             ]),
         })
     }
@@ -397,6 +431,21 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.pointer(), Some(""));
         assert!(e.to_string().contains("minimax_xml"), "{e}");
+    }
+
+    #[test]
+    fn qwen_coder_frames_raw_values_with_newlines() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {"code": {"type": "string", "minLength": 3}, "n": {"type": "integer"}}}),
+            ParameterStyle::QwenCoder,
+        );
+        assert!(ok(
+            "<parameter=code>\nabc\n\n</parameter>\n<parameter=n>\n4\n</parameter>\n"
+        ));
+        assert!(!ok("<parameter=code>\na</parameter>bc\n</parameter>"));
+        // The margins are not the value: "\nab" framed is "ab", too short.
+        assert!(!ok("<parameter=code>\nab\n</parameter>"));
+        assert!(!ok("<parameter=code>abc</parameter>"));
     }
 
     #[test]

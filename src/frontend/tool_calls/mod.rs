@@ -14,17 +14,20 @@
 //!   trigger.
 //! * `parallel_tool_calls: false`: at most one call (`stop_after_first`).
 //!
-//! Families so far: Hermes (`<tool_call>` JSON) and Mistral's three
-//! `[TOOL_CALLS]` shapes ([`ToolCallFormat`]). The others of the chat templates in
-//! the test data (Qwen3-Coder's XML parameters, Llama 3.x JSON, DeepSeek, Kimi,
-//! gpt-oss harmony, ...) are to come. A reasoning span before the reply
+//! Families so far: Hermes (`<tool_call>` JSON), Qwen's XML parameters
+//! (`<function=f>` `<parameter=a>`: Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5)
+//! and Mistral's three `[TOOL_CALLS]` shapes ([`ToolCallFormat`]). The others of
+//! the chat templates in the test data (Llama 3.x JSON, DeepSeek, Kimi, gpt-oss
+//! harmony, ...) are to come. A reasoning span before the reply
 //! ([`Reasoning`], [`with_reasoning`]) is free text up to its close.
 
 mod parse;
 mod progress;
+mod xml;
 
 use serde_json::{json, Value};
 
+use super::json_schema::ParameterStyle;
 use super::FrontendError;
 
 pub use parse::{content_prefix_len, parse_reply, ParsedCall, ParsedReply};
@@ -36,6 +39,11 @@ pub enum ToolCallFormat {
     /// `<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>`: Hermes 2
     /// Pro and 3, Qwen2.5, Qwen3 (non-coder), IBM Granite 4, Reka.
     Hermes,
+    /// `<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>`:
+    /// Qwen3-Coder, Qwen3.5, NVIDIA Nemotron 3, Step 3.5 Flash. A string
+    /// parameter is its raw text; any other value JSON (the JSON Schema
+    /// front-end's `qwen_coder_xml` style).
+    QwenXml,
     /// `[TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "a1b2c3d4e"}]`: Mistral
     /// Nemo (one block; parallel calls are items of its array).
     MistralNemo,
@@ -59,6 +67,12 @@ impl ToolCallFormat {
         if hermes {
             return Some(ToolCallFormat::Hermes);
         }
+        let qwen_xml = template.contains("<tool_call>")
+            && template.contains("<function=")
+            && template.contains("<parameter=");
+        if qwen_xml {
+            return Some(ToolCallFormat::QwenXml);
+        }
         if template.contains("[TOOL_CALLS][") {
             return Some(ToolCallFormat::MistralNemo);
         }
@@ -73,10 +87,12 @@ impl ToolCallFormat {
     }
 
     /// The format by name: `hermes` (also `qwen`, `qwen2.5`, `qwen3`),
-    /// `mistral-nemo`, `mistral-args` (`devstral`), `mistral-call-id`.
+    /// `qwen-xml` (`qwen3-coder`, `qwen3.5`), `mistral-nemo`, `mistral-args`
+    /// (`devstral`), `mistral-call-id`.
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
+            "qwen-xml" | "qwen3-coder" | "qwen3.5" => Some(ToolCallFormat::QwenXml),
             "mistral-nemo" => Some(ToolCallFormat::MistralNemo),
             "mistral-args" | "devstral" => Some(ToolCallFormat::MistralArgs),
             "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
@@ -87,7 +103,7 @@ impl ToolCallFormat {
     /// The text that opens the calls (the trigger).
     pub fn trigger(self) -> &'static str {
         match self {
-            ToolCallFormat::Hermes => "<tool_call>",
+            ToolCallFormat::Hermes | ToolCallFormat::QwenXml => "<tool_call>",
             _ => "[TOOL_CALLS]",
         }
     }
@@ -100,10 +116,37 @@ fn hermes_head(name: &str) -> String {
     format!("<tool_call>\n{{\"name\": {quoted}, \"arguments\": ")
 }
 
-/// A whole Hermes call spelled as [`structural_tag`] constrains a reply to
-/// write it (compact arguments): for earlier calls written back into a prompt.
-pub fn hermes_call(name: &str, arguments: &Value) -> String {
-    format!("{}{arguments}}}\n</tool_call>", hermes_head(name))
+/// What opens a Qwen XML call, up to its parameters.
+fn qwen_xml_head(name: &str) -> String {
+    format!("<tool_call>\n<function={name}>\n")
+}
+
+/// A whole call spelled as [`structural_tag`] constrains a reply of `format` to
+/// write it: for earlier calls written back into a prompt, and for examples.
+/// Mistral's formats take `id` (nine letters and digits).
+pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str) -> String {
+    match format {
+        ToolCallFormat::Hermes => format!("{}{arguments}}}\n</tool_call>", hermes_head(name)),
+        ToolCallFormat::QwenXml => {
+            let mut text = qwen_xml_head(name);
+            for (key, value) in arguments.as_object().into_iter().flatten() {
+                let value = match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                text.push_str(&format!("<parameter={key}>\n{value}\n</parameter>\n"));
+            }
+            text + "</function>\n</tool_call>"
+        }
+        ToolCallFormat::MistralNemo => {
+            let quoted = serde_json::to_string(name).expect("a string");
+            format!("[TOOL_CALLS][{{\"name\": {quoted}, \"arguments\": {arguments}, \"id\": \"{id}\"}}]")
+        }
+        ToolCallFormat::MistralArgs => format!("[TOOL_CALLS]{name}[ARGS]{arguments}"),
+        ToolCallFormat::MistralCallId => {
+            format!("[TOOL_CALLS]{name}[CALL_ID]{id}[ARGS]{arguments}")
+        }
+    }
 }
 
 fn seq(elements: Vec<Value>) -> Value {
@@ -311,16 +354,27 @@ pub fn structural_tag(
     let arguments = |tool: &Tool| json!({"type": "json_schema", "json_schema": tool.parameters});
     let id = json!({"type": "regex", "pattern": "[a-zA-Z0-9]{9}"});
     let calls = match format {
-        ToolCallFormat::Hermes => {
+        ToolCallFormat::Hermes | ToolCallFormat::QwenXml => {
             let tags: Vec<Value> = chosen
                 .iter()
-                .map(|t| {
-                    json!({
+                .map(|t| match format {
+                    ToolCallFormat::Hermes => json!({
                         "type": "tag",
                         "begin": hermes_head(&t.name),
                         "content": arguments(t),
                         "end": ["}\n</tool_call>", "}</tool_call>"],
-                    })
+                    }),
+                    _ => json!({
+                        "type": "tag",
+                        "begin": qwen_xml_head(&t.name),
+                        // Parameters in the order the model writes them (Qwen's
+                        // models reorder them; each still at most once).
+                        "content": {"type": "json_schema", "json_schema": t.parameters,
+                                    "style": ParameterStyle::QwenCoder.name(), "any_order": true},
+                        // Nemotron 3's template ends a call with a newline.
+                        "end": ["</function>\n</tool_call>", "</function>\n</tool_call>\n",
+                                "</function></tool_call>"],
+                    }),
                 })
                 .collect();
             if let ToolChoice::Auto = choice {

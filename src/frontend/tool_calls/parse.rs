@@ -8,7 +8,8 @@
 
 use serde_json::{Deserializer, Value};
 
-use super::ToolCallFormat;
+use super::xml::{function_block, FUNCTION};
+use super::{Tool, ToolCallFormat};
 
 /// One call read from a reply.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,12 +45,49 @@ fn call(name: &str, arguments: &Value, id: Option<String>) -> Option<ParsedCall>
     })
 }
 
-/// Splits `text` into content and calls as `format` writes them.
-pub fn parse_reply(format: ToolCallFormat, text: &str) -> ParsedReply {
+/// Splits `text` into content and calls as `format` writes them. `tools` type
+/// the parameters of formats whose text does not (Qwen's XML: `42` is a string
+/// where the tool's schema says so).
+pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> ParsedReply {
     match format {
         ToolCallFormat::Hermes => parse_hermes(text),
+        ToolCallFormat::QwenXml => parse_qwen_xml(text, tools),
         _ => parse_mistral(format, text),
     }
+}
+
+/// `<function=f>` blocks with their parameters, each inside `<tool_call>` ...
+/// `</tool_call>` (either may be missing, as llama.cpp reads them); the text
+/// around them is the content.
+fn parse_qwen_xml(text: &str, tools: &[Tool]) -> ParsedReply {
+    const OPEN: &str = "<tool_call>";
+    const CLOSE: &str = "</tool_call>";
+    let mut reply = ParsedReply::default();
+    let mut rest = text;
+    while let Some(start) = rest.find(FUNCTION) {
+        let block = function_block(&rest[start..], tools);
+        match block.as_ref().and_then(|b| Some((b, b.end?))) {
+            Some((block, used)) => {
+                let before = &rest[..start];
+                let opened = before.trim_end().strip_suffix(OPEN);
+                reply.content.push_str(opened.unwrap_or(before));
+                reply.calls.push(ParsedCall {
+                    name: block.name.to_string(),
+                    arguments: block.arguments().to_string(),
+                    id: None,
+                });
+                let after = &rest[start + used..];
+                rest = after.trim_start().strip_prefix(CLOSE).unwrap_or(after);
+            }
+            None => {
+                reply.content.push_str(&rest[..start + FUNCTION.len()]);
+                rest = &rest[start + FUNCTION.len()..];
+            }
+        }
+    }
+    reply.content.push_str(rest);
+    reply.content = reply.content.trim().to_string();
+    reply
 }
 
 /// `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks anywhere in
@@ -170,7 +208,7 @@ mod tests {
     #[test]
     fn hermes_calls_and_content() {
         let text = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"t\", \"arguments\": {}}\n</tool_call>";
-        let r = parse_reply(ToolCallFormat::Hermes, text);
+        let r = parse_reply(ToolCallFormat::Hermes, text, &[]);
         assert_eq!(r.content, "Let me check.");
         assert_eq!(r.calls.len(), 2);
         assert_eq!(r.calls[0].name, "get_weather");
@@ -181,7 +219,7 @@ mod tests {
     #[test]
     fn a_broken_block_stays_text() {
         let text = "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call>";
-        let r = parse_reply(ToolCallFormat::Hermes, text);
+        let r = parse_reply(ToolCallFormat::Hermes, text, &[]);
         assert!(r.calls.is_empty());
         assert_eq!(r.content, text);
     }
@@ -189,17 +227,38 @@ mod tests {
     #[test]
     fn mistral_shapes() {
         let nemo = r#"[TOOL_CALLS][{"name": "f", "arguments": {"a": 1}, "id": "abcdefghi"}]"#;
-        let r = parse_reply(ToolCallFormat::MistralNemo, nemo);
+        let r = parse_reply(ToolCallFormat::MistralNemo, nemo, &[]);
         assert_eq!(r.calls[0].id.as_deref(), Some("abcdefghi"));
         assert_eq!(r.calls[0].arguments, r#"{"a":1}"#);
         let args = r#"Sure[TOOL_CALLS]f[ARGS]{"a": 1}[TOOL_CALLS]g[CALL_ID]123456789[ARGS]{}"#;
-        let r = parse_reply(ToolCallFormat::MistralCallId, args);
+        let r = parse_reply(ToolCallFormat::MistralCallId, args, &[]);
         assert_eq!(r.content, "Sure");
         assert_eq!(
             r.calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
             ["f", "g"]
         );
         assert_eq!(r.calls[1].id.as_deref(), Some("123456789"));
+    }
+
+    #[test]
+    fn qwen_xml_calls_with_and_without_their_wrapper() {
+        let text = "Let me call it.\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>\n<function=g>\n</function>\n</tool_call> done";
+        let r = parse_reply(ToolCallFormat::QwenXml, text, &[]);
+        assert_eq!(r.content, "Let me call it.\n\n done");
+        assert_eq!(r.calls.len(), 2);
+        assert_eq!(
+            (r.calls[0].name.as_str(), r.calls[0].arguments.as_str()),
+            ("f", r#"{"a":1}"#)
+        );
+        assert_eq!(
+            (r.calls[1].name.as_str(), r.calls[1].arguments.as_str()),
+            ("g", "{}")
+        );
+        // An unclosed block is text.
+        let cut = "<tool_call>\n<function=f>\n<parameter=a>\n1\n";
+        let r = parse_reply(ToolCallFormat::QwenXml, cut, &[]);
+        assert!(r.calls.is_empty());
+        assert_eq!(r.content, cut.trim());
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! shows are a prefix of the ones the reply parses to); a format whose name or id
 //! comes after the arguments (Mistral Nemo's array) shows nothing until the end.
 
-use super::ToolCallFormat;
+use std::borrow::Cow;
+
+use super::xml::{function_block, FUNCTION};
+use super::{Tool, ToolCallFormat};
 
 /// One call of a reply being written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,16 +19,24 @@ pub struct CallProgress<'a> {
     pub name: &'a str,
     /// The id the model wrote (Mistral's `[CALL_ID]`), if any.
     pub id: Option<&'a str>,
-    /// The arguments' text so far, as written (whitespace included).
-    pub arguments: &'a str,
+    /// The arguments' text so far: as written (whitespace included), or, for a
+    /// format whose arguments are not JSON (Qwen's XML), their compact JSON, each
+    /// closed parameter added at the end.
+    pub arguments: Cow<'a, str>,
     /// Whether the arguments' object is closed.
     pub complete: bool,
 }
 
 /// The calls of `text` (a reply so far) whose names are known, in order.
-pub fn calls_in_progress(format: ToolCallFormat, text: &str) -> Vec<CallProgress<'_>> {
+/// `tools` type the parameters of Qwen's XML (see [`super::parse_reply`]).
+pub fn calls_in_progress<'a>(
+    format: ToolCallFormat,
+    text: &'a str,
+    tools: &[Tool],
+) -> Vec<CallProgress<'a>> {
     match format {
         ToolCallFormat::Hermes => hermes(text),
+        ToolCallFormat::QwenXml => qwen_xml(text, tools),
         ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => mistral(text),
         ToolCallFormat::MistralNemo => Vec::new(),
     }
@@ -54,13 +65,36 @@ fn hermes(text: &str) -> Vec<CallProgress<'_>> {
         out.push(CallProgress {
             name,
             id: None,
-            arguments,
+            arguments: Cow::Borrowed(arguments),
             complete,
         });
         if !complete {
             break;
         }
         rest = &arguments_at[arguments.len()..];
+    }
+    out
+}
+
+/// `<tool_call>` `<function=f>` and its parameters: the name once its tag is
+/// closed, a parameter once its `</parameter>` is written.
+fn qwen_xml<'a>(text: &'a str, tools: &[Tool]) -> Vec<CallProgress<'a>> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(FUNCTION) {
+        let Some(block) = function_block(&rest[start..], tools) else {
+            break;
+        };
+        out.push(CallProgress {
+            name: block.name,
+            id: None,
+            arguments: Cow::Owned(block.arguments_json()),
+            complete: block.end.is_some(),
+        });
+        match block.end {
+            Some(end) => rest = &rest[start + end..],
+            None => break,
+        }
     }
     out
 }
@@ -85,7 +119,7 @@ fn mistral(text: &str) -> Vec<CallProgress<'_>> {
         out.push(CallProgress {
             name,
             id,
-            arguments,
+            arguments: Cow::Borrowed(arguments),
             complete,
         });
         if !complete {
@@ -154,41 +188,67 @@ mod tests {
         let whole = "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa}ris\", \"n\": [1]}}\n</tool_call>\n<tool_call>\n{\"name\": \"t\", \"arguments\": {}}\n</tool_call>";
         let mut last: Vec<CallProgress> = Vec::new();
         for end in 0..=whole.len() {
-            let calls = calls_in_progress(ToolCallFormat::Hermes, &whole[..end]);
+            let calls = calls_in_progress(ToolCallFormat::Hermes, &whole[..end], &[]);
             // Each step only extends what the last one showed.
             for (old, new) in last.iter().zip(&calls) {
                 let old: &CallProgress = old;
                 assert_eq!(old.name, new.name);
-                assert!(new.arguments.starts_with(old.arguments));
+                assert!(new.arguments.starts_with(&*old.arguments));
             }
             assert!(calls.len() >= last.len());
             last = calls;
         }
-        let calls = calls_in_progress(ToolCallFormat::Hermes, whole);
+        let calls = calls_in_progress(ToolCallFormat::Hermes, whole, &[]);
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].name, "get_weather");
         assert_eq!(calls[0].arguments, "{\"city\": \"Pa}ris\", \"n\": [1]}");
         assert!(calls[0].complete);
-        assert_eq!((calls[1].name, calls[1].arguments), ("t", "{}"));
+        assert_eq!((calls[1].name, &*calls[1].arguments), ("t", "{}"));
         // The name is shown only once it is whole.
         let cut = whole.find("weather").unwrap();
-        assert!(calls_in_progress(ToolCallFormat::Hermes, &whole[..cut]).is_empty());
+        assert!(calls_in_progress(ToolCallFormat::Hermes, &whole[..cut], &[]).is_empty());
     }
 
     #[test]
     fn mistral_names_ids_and_arguments() {
         let text =
             "[TOOL_CALLS]f[CALL_ID]123456789[ARGS]{\"a\": \"x\\\"}\"}[TOOL_CALLS]g[ARGS]{\"b\"";
-        let calls = calls_in_progress(ToolCallFormat::MistralCallId, text);
+        let calls = calls_in_progress(ToolCallFormat::MistralCallId, text, &[]);
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].id, Some("123456789"));
         assert_eq!(calls[0].arguments, "{\"a\": \"x\\\"}\"}");
         assert!(calls[0].complete);
         assert_eq!(
-            (calls[1].name, calls[1].arguments, calls[1].complete),
+            (calls[1].name, &*calls[1].arguments, calls[1].complete),
             ("g", "{\"b\"", false)
         );
         let nemo = "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}";
-        assert!(calls_in_progress(ToolCallFormat::MistralNemo, nemo).is_empty());
+        assert!(calls_in_progress(ToolCallFormat::MistralNemo, nemo, &[]).is_empty());
+    }
+
+    #[test]
+    fn qwen_xml_shows_each_closed_parameter() {
+        let tools = [Tool {
+            name: "f".into(),
+            parameters: serde_json::json!({"properties": {"zip": {"type": "string"}}}),
+        }];
+        let whole = "Sure.\n<tool_call>\n<function=f>\n<parameter=zip>\n0123\n</parameter>\n<parameter=n>\n5\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=g>\n</function>\n</tool_call>";
+        let mut last: Vec<(String, String)> = Vec::new();
+        for end in 0..=whole.len() {
+            let calls = calls_in_progress(ToolCallFormat::QwenXml, &whole[..end], &tools);
+            for ((name, arguments), new) in last.iter().zip(&calls) {
+                assert_eq!(name, new.name);
+                assert!(new.arguments.starts_with(arguments.as_str()));
+            }
+            assert!(calls.len() >= last.len());
+            last = calls
+                .iter()
+                .map(|c| (c.name.to_string(), c.arguments.to_string()))
+                .collect();
+        }
+        let calls = calls_in_progress(ToolCallFormat::QwenXml, whole, &tools);
+        assert_eq!(calls[0].arguments, r#"{"zip":"0123","n":5}"#);
+        assert!(calls[0].complete && calls[1].complete);
+        assert_eq!((calls[1].name, &*calls[1].arguments), ("g", "{}"));
     }
 }

@@ -1,0 +1,208 @@
+//! Qwen's XML calls read back: `<function=NAME>` and its `<parameter=KEY>`
+//! blocks, each value typed by the tool's schema.
+//!
+//! The text of a parameter carries no type: `42` may be a number or a zip code.
+//! The tool's schema decides, as in llama.cpp's reader: a parameter whose schema
+//! admits only strings is the text itself; any other is the JSON the text spells
+//! when it parses, else the text. One newline is taken off each side first (the
+//! tags' own, as the templates render them and the `qwen_coder_xml` style
+//! writes them).
+//!
+//! Shared by the whole-reply parser ([`super::parse`]) and the streaming one
+//! ([`super::progress`]), which shows each parameter once it is closed.
+
+use serde_json::{Map, Value};
+
+use super::Tool;
+
+pub(crate) const FUNCTION: &str = "<function=";
+pub(crate) const FUNCTION_END: &str = "</function>";
+const PARAMETER: &str = "<parameter=";
+const PARAMETER_END: &str = "</parameter>";
+
+/// What one `<function=...>` block at the start of `text` holds so far.
+pub(crate) struct FunctionBlock<'a> {
+    pub name: &'a str,
+    /// The parameters closed so far, typed, in the order written.
+    pub parameters: Vec<(&'a str, Value)>,
+    /// Bytes of `text` up to and including `</function>`, once it is there.
+    pub end: Option<usize>,
+}
+
+impl FunctionBlock<'_> {
+    /// The arguments as compact JSON (`{"a":1}`), closed or not: each parameter
+    /// closed adds to the end, so every reading extends the last one.
+    pub fn arguments_json(&self) -> String {
+        let mut out = String::from("{");
+        for (i, (key, value)) in self.parameters.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&Value::String(key.to_string()).to_string());
+            out.push(':');
+            out.push_str(&value.to_string());
+        }
+        if self.end.is_some() {
+            out.push('}');
+        }
+        out
+    }
+
+    /// The arguments as an object (a key written twice keeps its last value).
+    pub fn arguments(&self) -> Value {
+        let map: Map<String, Value> = self
+            .parameters
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        Value::Object(map)
+    }
+}
+
+/// Reads the `<function=NAME>` block at the start of `text` as far as it goes.
+/// `None` when it is not one (no name, or something other than parameters
+/// inside); a block cut short has `end: None`.
+pub(crate) fn function_block<'a>(text: &'a str, tools: &[Tool]) -> Option<FunctionBlock<'a>> {
+    let body = text.strip_prefix(FUNCTION)?;
+    let name_end = body.find('>')?;
+    let name = &body[..name_end];
+    if name.is_empty() || name.contains(['<', '\n']) {
+        return None;
+    }
+    let tool = tools.iter().find(|t| t.name == name);
+    let mut block = FunctionBlock {
+        name,
+        parameters: Vec::new(),
+        end: None,
+    };
+    let mut rest = &body[name_end + 1..];
+    loop {
+        let next = rest.trim_start();
+        if let Some(after) = next.strip_prefix(FUNCTION_END) {
+            block.end = Some(text.len() - after.len());
+            return Some(block);
+        }
+        let Some(open) = next.strip_prefix(PARAMETER) else {
+            // Cut short (a prefix of a tag, or nothing yet), or not a block.
+            let cut = PARAMETER.starts_with(next) || FUNCTION_END.starts_with(next);
+            return cut.then_some(block);
+        };
+        let Some(key_end) = open.find('>') else {
+            return (!open.contains('<')).then_some(block);
+        };
+        let key = &open[..key_end];
+        let value = &open[key_end + 1..];
+        let Some(close) = value.find(PARAMETER_END) else {
+            return Some(block);
+        };
+        let schema = tool.and_then(|t| property_schema(&t.parameters, key));
+        block
+            .parameters
+            .push((key, typed_value(&value[..close], schema)));
+        rest = &value[close + PARAMETER_END.len()..];
+    }
+}
+
+/// The value a parameter's text stands for under `schema` (see the module docs).
+pub(crate) fn typed_value(text: &str, schema: Option<&Value>) -> Value {
+    let text = text.strip_prefix('\n').unwrap_or(text);
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if schema.is_some_and(only_strings) {
+        return Value::String(text.to_string());
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// The schema of parameter `key` in a tool's `parameters`: its `properties`
+/// entry, else `additionalProperties` (one local `$ref` followed).
+fn property_schema<'a>(parameters: &'a Value, key: &str) -> Option<&'a Value> {
+    let schema = parameters
+        .pointer(&format!(
+            "/properties/{}",
+            key.replace('~', "~0").replace('/', "~1")
+        ))
+        .or_else(|| {
+            parameters
+                .get("additionalProperties")
+                .filter(|a| a.is_object())
+        })?;
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) if r.starts_with('#') => parameters.pointer(&r[1..]).or(Some(schema)),
+        _ => Some(schema),
+    }
+}
+
+/// Whether every value `schema` admits is a string (by `type`, `enum`/`const`,
+/// or every branch of `anyOf`/`oneOf`).
+fn only_strings(schema: &Value) -> bool {
+    let strings = |values: &Value| {
+        values
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string))
+    };
+    if let Some(t) = schema.get("type") {
+        return t == "string"
+            || t.as_array()
+                .is_some_and(|a| a.len() == 1 && a[0] == "string");
+    }
+    if let Some(c) = schema.get("const") {
+        return c.is_string();
+    }
+    if let Some(e) = schema.get("enum") {
+        return strings(e);
+    }
+    ["anyOf", "oneOf"].iter().any(|k| {
+        schema
+            .get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| !branches.is_empty() && branches.iter().all(only_strings))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool() -> Tool {
+        Tool {
+            name: "f".into(),
+            parameters: json!({"type": "object", "properties": {
+                "zip": {"type": "string"}, "n": {"type": "integer"},
+                "mode": {"enum": ["a", "b"]}, "maybe": {"type": ["string", "null"]}}}),
+        }
+    }
+
+    #[test]
+    fn values_are_typed_by_the_schema() {
+        let text = "<function=f>\n<parameter=zip>\n01234\n</parameter>\n<parameter=n>\n7\n</parameter>\n<parameter=maybe>\nnull\n</parameter>\n<parameter=mode>\nb\n</parameter>\n<parameter=extra>\n{\"a\": [1]}\n</parameter>\n</function>";
+        let block = function_block(text, &[tool()]).unwrap();
+        assert_eq!(block.end, Some(text.len()));
+        assert_eq!(
+            block.arguments(),
+            json!({"zip": "01234", "n": 7, "maybe": null, "mode": "b", "extra": {"a": [1]}})
+        );
+    }
+
+    #[test]
+    fn one_newline_comes_off_each_side() {
+        assert_eq!(typed_value("\n\nx\n\n", None), json!("\nx\n"));
+        assert_eq!(typed_value("  x", None), json!("  x"));
+    }
+
+    #[test]
+    fn a_block_cut_short_shows_its_closed_parameters() {
+        let whole = "<function=f>\n<parameter=n>\n1\n</parameter>\n<parameter=zip>\n9\n</parameter>\n</function>";
+        let mut shown = String::new();
+        for end in FUNCTION.len() + 2..=whole.len() {
+            let Some(block) = function_block(&whole[..end], &[tool()]) else {
+                panic!("{:?} should read as a block cut short", &whole[..end]);
+            };
+            let now = block.arguments_json();
+            assert!(now.starts_with(&shown), "{shown} then {now}");
+            shown = now;
+        }
+        assert_eq!(shown, r#"{"n":1,"zip":"9"}"#);
+        assert!(function_block("<function=f>\nhello", &[]).is_none());
+    }
+}
