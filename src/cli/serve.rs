@@ -49,8 +49,8 @@ pub struct ServeArgs {
     /// running batch in chunks).
     #[arg(long, default_value_t = 64)]
     prefill_chunk: usize,
-    /// Tool-call format instead of the chat template's: hermes, mistral-nemo,
-    /// mistral-args, mistral-call-id.
+    /// Tool-call format instead of the chat template's: hermes, qwen-xml,
+    /// mistral-nemo, mistral-args, mistral-call-id.
     #[arg(long)]
     tool_format: Option<String>,
 }
