@@ -49,7 +49,7 @@ pub struct ServeArgs {
     /// running batch in chunks).
     #[arg(long, default_value_t = 64)]
     prefill_chunk: usize,
-    /// Tool-call format instead of the chat template's: hermes, qwen-xml,
+    /// Tool-call format instead of the chat template's: hermes, qwen-xml, glm,
     /// mistral-nemo, mistral-args, mistral-call-id.
     #[arg(long)]
     tool_format: Option<String>,

@@ -15,8 +15,9 @@
 //! * `parallel_tool_calls: false`: at most one call (`stop_after_first`).
 //!
 //! Families so far: Hermes (`<tool_call>` JSON), Qwen's XML parameters
-//! (`<function=f>` `<parameter=a>`: Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5)
-//! and Mistral's three `[TOOL_CALLS]` shapes ([`ToolCallFormat`]). The others of
+//! (`<function=f>` `<parameter=a>`: Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5),
+//! GLM's (`<tool_call>f<arg_key>a</arg_key>`) and Mistral's three
+//! `[TOOL_CALLS]` shapes ([`ToolCallFormat`]). The others of
 //! the chat templates in the test data (Llama 3.x JSON, DeepSeek, Kimi, gpt-oss
 //! harmony, ...) are to come. A reasoning span before the reply
 //! ([`Reasoning`], [`with_reasoning`]) is free text up to its close.
@@ -44,6 +45,9 @@ pub enum ToolCallFormat {
     /// parameter is its raw text; any other value JSON (the JSON Schema
     /// front-end's `qwen_coder_xml` style).
     QwenXml,
+    /// `<tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>`:
+    /// GLM-4.5, 4.6, 4.7, inclusionAI Ling 3.0 (the `glm_xml` parameter style).
+    Glm,
     /// `[TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "a1b2c3d4e"}]`: Mistral
     /// Nemo (one block; parallel calls are items of its array).
     MistralNemo,
@@ -73,6 +77,9 @@ impl ToolCallFormat {
         if qwen_xml {
             return Some(ToolCallFormat::QwenXml);
         }
+        if template.contains("<tool_call>") && template.contains("<arg_key>") {
+            return Some(ToolCallFormat::Glm);
+        }
         if template.contains("[TOOL_CALLS][") {
             return Some(ToolCallFormat::MistralNemo);
         }
@@ -87,12 +94,13 @@ impl ToolCallFormat {
     }
 
     /// The format by name: `hermes` (also `qwen`, `qwen2.5`, `qwen3`),
-    /// `qwen-xml` (`qwen3-coder`, `qwen3.5`), `mistral-nemo`, `mistral-args`
-    /// (`devstral`), `mistral-call-id`.
+    /// `qwen-xml` (`qwen3-coder`, `qwen3.5`), `glm`, `mistral-nemo`,
+    /// `mistral-args` (`devstral`), `mistral-call-id`.
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
             "qwen-xml" | "qwen3-coder" | "qwen3.5" => Some(ToolCallFormat::QwenXml),
+            "glm" | "glm-4.5" | "glm-4.6" | "glm-4.7" => Some(ToolCallFormat::Glm),
             "mistral-nemo" => Some(ToolCallFormat::MistralNemo),
             "mistral-args" | "devstral" => Some(ToolCallFormat::MistralArgs),
             "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
@@ -103,7 +111,7 @@ impl ToolCallFormat {
     /// The text that opens the calls (the trigger).
     pub fn trigger(self) -> &'static str {
         match self {
-            ToolCallFormat::Hermes | ToolCallFormat::QwenXml => "<tool_call>",
+            ToolCallFormat::Hermes | ToolCallFormat::QwenXml | ToolCallFormat::Glm => "<tool_call>",
             _ => "[TOOL_CALLS]",
         }
     }
@@ -137,6 +145,19 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
                 text.push_str(&format!("<parameter={key}>\n{value}\n</parameter>\n"));
             }
             text + "</function>\n</tool_call>"
+        }
+        ToolCallFormat::Glm => {
+            let mut text = format!("<tool_call>{name}");
+            for (key, value) in arguments.as_object().into_iter().flatten() {
+                let value = match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                text.push_str(&format!(
+                    "<arg_key>{key}</arg_key><arg_value>{value}</arg_value>"
+                ));
+            }
+            text + "</tool_call>"
         }
         ToolCallFormat::MistralNemo => {
             let quoted = serde_json::to_string(name).expect("a string");
@@ -354,7 +375,7 @@ pub fn structural_tag(
     let arguments = |tool: &Tool| json!({"type": "json_schema", "json_schema": tool.parameters});
     let id = json!({"type": "regex", "pattern": "[a-zA-Z0-9]{9}"});
     let calls = match format {
-        ToolCallFormat::Hermes | ToolCallFormat::QwenXml => {
+        ToolCallFormat::Hermes | ToolCallFormat::QwenXml | ToolCallFormat::Glm => {
             let tags: Vec<Value> = chosen
                 .iter()
                 .map(|t| match format {
@@ -363,6 +384,13 @@ pub fn structural_tag(
                         "begin": hermes_head(&t.name),
                         "content": arguments(t),
                         "end": ["}\n</tool_call>", "}</tool_call>"],
+                    }),
+                    ToolCallFormat::Glm => json!({
+                        "type": "tag",
+                        "begin": format!("<tool_call>{}", t.name),
+                        "content": {"type": "json_schema", "json_schema": t.parameters,
+                                    "style": ParameterStyle::Glm.name(), "any_order": true},
+                        "end": "</tool_call>",
                     }),
                     _ => json!({
                         "type": "tag",

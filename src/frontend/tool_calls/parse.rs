@@ -8,7 +8,7 @@
 
 use serde_json::{Deserializer, Value};
 
-use super::xml::{function_block, FUNCTION};
+use super::xml::{function_block, CallShape, GLM, QWEN};
 use super::{Tool, ToolCallFormat};
 
 /// One call read from a reply.
@@ -51,25 +51,36 @@ fn call(name: &str, arguments: &Value, id: Option<String>) -> Option<ParsedCall>
 pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> ParsedReply {
     match format {
         ToolCallFormat::Hermes => parse_hermes(text),
-        ToolCallFormat::QwenXml => parse_qwen_xml(text, tools),
+        ToolCallFormat::QwenXml => parse_xml_calls(text, &QWEN, Some(QWEN_WRAPPER), tools),
+        ToolCallFormat::Glm => parse_xml_calls(text, &GLM, None, tools),
         _ => parse_mistral(format, text),
     }
 }
 
-/// `<function=f>` blocks with their parameters, each inside `<tool_call>` ...
-/// `</tool_call>` (either may be missing, as llama.cpp reads them); the text
-/// around them is the content.
-fn parse_qwen_xml(text: &str, tools: &[Tool]) -> ParsedReply {
-    const OPEN: &str = "<tool_call>";
-    const CLOSE: &str = "</tool_call>";
+/// What Qwen writes around each `<function=...>` block.
+const QWEN_WRAPPER: (&str, &str) = ("<tool_call>", "</tool_call>");
+
+/// Calls of `shape` with their parameters, each inside `wrapper` if it has one
+/// (Qwen's `<tool_call>` ... `</tool_call>`; either may be missing, as llama.cpp
+/// reads them); the text around them is the content.
+fn parse_xml_calls(
+    text: &str,
+    shape: &CallShape,
+    wrapper: Option<(&str, &str)>,
+    tools: &[Tool],
+) -> ParsedReply {
+    let (open, close) = wrapper.unwrap_or_default();
     let mut reply = ParsedReply::default();
     let mut rest = text;
-    while let Some(start) = rest.find(FUNCTION) {
-        let block = function_block(&rest[start..], tools);
+    while let Some(start) = rest.find(shape.open) {
+        let block = function_block(&rest[start..], shape, tools);
         match block.as_ref().and_then(|b| Some((b, b.end?))) {
             Some((block, used)) => {
                 let before = &rest[..start];
-                let opened = before.trim_end().strip_suffix(OPEN);
+                let opened = before
+                    .trim_end()
+                    .strip_suffix(open)
+                    .filter(|_| !open.is_empty());
                 reply.content.push_str(opened.unwrap_or(before));
                 reply.calls.push(ParsedCall {
                     name: block.name.to_string(),
@@ -77,11 +88,15 @@ fn parse_qwen_xml(text: &str, tools: &[Tool]) -> ParsedReply {
                     id: None,
                 });
                 let after = &rest[start + used..];
-                rest = after.trim_start().strip_prefix(CLOSE).unwrap_or(after);
+                let closed = after
+                    .trim_start()
+                    .strip_prefix(close)
+                    .filter(|_| !close.is_empty());
+                rest = closed.unwrap_or(after);
             }
             None => {
-                reply.content.push_str(&rest[..start + FUNCTION.len()]);
-                rest = &rest[start + FUNCTION.len()..];
+                reply.content.push_str(&rest[..start + shape.open.len()]);
+                rest = &rest[start + shape.open.len()..];
             }
         }
     }
@@ -259,6 +274,18 @@ mod tests {
         let r = parse_reply(ToolCallFormat::QwenXml, cut, &[]);
         assert!(r.calls.is_empty());
         assert_eq!(r.content, cut.trim());
+    }
+
+    #[test]
+    fn glm_calls() {
+        let text = "<tool_call>f<arg_key>a</arg_key><arg_value>x y</arg_value></tool_call>\n<tool_call>g\n</tool_call>";
+        let r = parse_reply(ToolCallFormat::Glm, text, &[]);
+        assert_eq!(r.content, "");
+        assert_eq!(r.calls[0].arguments, r#"{"a":"x y"}"#);
+        assert_eq!(
+            (r.calls[1].name.as_str(), r.calls[1].arguments.as_str()),
+            ("g", "{}")
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use super::xml::{function_block, FUNCTION};
+use super::xml::{function_block, CallShape, GLM, QWEN};
 use super::{Tool, ToolCallFormat};
 
 /// One call of a reply being written.
@@ -36,7 +36,8 @@ pub fn calls_in_progress<'a>(
 ) -> Vec<CallProgress<'a>> {
     match format {
         ToolCallFormat::Hermes => hermes(text),
-        ToolCallFormat::QwenXml => qwen_xml(text, tools),
+        ToolCallFormat::QwenXml => xml_calls(text, &QWEN, tools),
+        ToolCallFormat::Glm => xml_calls(text, &GLM, tools),
         ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => mistral(text),
         ToolCallFormat::MistralNemo => Vec::new(),
     }
@@ -76,13 +77,13 @@ fn hermes(text: &str) -> Vec<CallProgress<'_>> {
     out
 }
 
-/// `<tool_call>` `<function=f>` and its parameters: the name once its tag is
-/// closed, a parameter once its `</parameter>` is written.
-fn qwen_xml<'a>(text: &'a str, tools: &[Tool]) -> Vec<CallProgress<'a>> {
+/// Qwen's `<function=f>` or GLM's `<tool_call>f` and the parameters: the name
+/// once it is ended, a parameter once its value is closed.
+fn xml_calls<'a>(text: &'a str, shape: &CallShape, tools: &[Tool]) -> Vec<CallProgress<'a>> {
     let mut out = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find(FUNCTION) {
-        let Some(block) = function_block(&rest[start..], tools) else {
+    while let Some(start) = rest.find(shape.open) {
+        let Some(block) = function_block(&rest[start..], shape, tools) else {
             break;
         };
         out.push(CallProgress {

@@ -1,12 +1,14 @@
-//! Qwen's XML calls read back: `<function=NAME>` and its `<parameter=KEY>`
-//! blocks, each value typed by the tool's schema.
+//! XML calls read back: Qwen's `<function=NAME>` with its `<parameter=KEY>`
+//! blocks, GLM's `<tool_call>NAME` with `<arg_key>`/`<arg_value>` pairs, each
+//! value typed by the tool's schema. A [`CallShape`] says how a family writes
+//! one call.
 //!
 //! The text of a parameter carries no type: `42` may be a number or a zip code.
 //! The tool's schema decides, as in llama.cpp's reader: a parameter whose schema
 //! admits only strings is the text itself; any other is the JSON the text spells
-//! when it parses, else the text. One newline is taken off each side first (the
-//! tags' own, as the templates render them and the `qwen_coder_xml` style
-//! writes them).
+//! when it parses, else the text. Qwen's values lose one newline on each side
+//! first (the tags' own, as the templates render them and the `qwen_coder_xml`
+//! style writes them).
 //!
 //! Shared by the whole-reply parser ([`super::parse`]) and the streaming one
 //! ([`super::progress`]), which shows each parameter once it is closed.
@@ -14,11 +16,45 @@
 use serde_json::{Map, Value};
 
 use super::Tool;
+use crate::frontend::json_schema::ParameterStyle;
 
-pub(crate) const FUNCTION: &str = "<function=";
-pub(crate) const FUNCTION_END: &str = "</function>";
-const PARAMETER: &str = "<parameter=";
-const PARAMETER_END: &str = "</parameter>";
+/// How a family writes one call: what opens it (the function's name follows),
+/// what ends the name, what closes the call, and its parameters' style.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallShape {
+    pub open: &'static str,
+    /// What ends the name; `None`: a newline or the next tag does (GLM).
+    pub name_close: Option<&'static str>,
+    pub close: &'static str,
+    pub style: ParameterStyle,
+}
+
+/// Qwen's call, inside its `<tool_call>` wrapper.
+pub(crate) const QWEN: CallShape = CallShape {
+    open: "<function=",
+    name_close: Some(">"),
+    close: "</function>",
+    style: ParameterStyle::QwenCoder,
+};
+
+/// GLM's call (`<tool_call>` is the call itself).
+pub(crate) const GLM: CallShape = CallShape {
+    open: "<tool_call>",
+    name_close: None,
+    close: "</tool_call>",
+    style: ParameterStyle::Glm,
+};
+
+impl CallShape {
+    /// What ends a parameter's key, and what opens its value after that.
+    fn key_close(&self) -> (&'static str, &'static str) {
+        match self.style {
+            ParameterStyle::Glm => ("</arg_key>", "<arg_value>"),
+            ParameterStyle::MiniMax => ("\">", ""),
+            _ => (">", ""),
+        }
+    }
+}
 
 /// What one `<function=...>` block at the start of `text` holds so far.
 pub(crate) struct FunctionBlock<'a> {
@@ -59,13 +95,25 @@ impl FunctionBlock<'_> {
     }
 }
 
-/// Reads the `<function=NAME>` block at the start of `text` as far as it goes.
-/// `None` when it is not one (no name, or something other than parameters
-/// inside); a block cut short has `end: None`.
-pub(crate) fn function_block<'a>(text: &'a str, tools: &[Tool]) -> Option<FunctionBlock<'a>> {
-    let body = text.strip_prefix(FUNCTION)?;
-    let name_end = body.find('>')?;
-    let name = &body[..name_end];
+/// Reads the call of `shape` at the start of `text` as far as it goes. `None`
+/// when it is not one (no name, or something other than parameters inside); a
+/// call cut short has `end: None`.
+pub(crate) fn function_block<'a>(
+    text: &'a str,
+    shape: &CallShape,
+    tools: &[Tool],
+) -> Option<FunctionBlock<'a>> {
+    let body = text.strip_prefix(shape.open)?;
+    let (name, mut rest) = match shape.name_close {
+        Some(close) => {
+            let end = body.find(close)?;
+            (&body[..end], &body[end + close.len()..])
+        }
+        None => {
+            let end = body.find(['<', '\n'])?;
+            (body[..end].trim(), &body[end..])
+        }
+    };
     if name.is_empty() || name.contains(['<', '\n']) {
         return None;
     }
@@ -75,38 +123,53 @@ pub(crate) fn function_block<'a>(text: &'a str, tools: &[Tool]) -> Option<Functi
         parameters: Vec::new(),
         end: None,
     };
-    let mut rest = &body[name_end + 1..];
+    let key_open = shape.style.key_prefix();
+    let (key_close, value_open) = shape.key_close();
+    let value_close = shape.style.end();
     loop {
         let next = rest.trim_start();
-        if let Some(after) = next.strip_prefix(FUNCTION_END) {
+        if let Some(after) = next.strip_prefix(shape.close) {
             block.end = Some(text.len() - after.len());
             return Some(block);
         }
-        let Some(open) = next.strip_prefix(PARAMETER) else {
-            // Cut short (a prefix of a tag, or nothing yet), or not a block.
-            let cut = PARAMETER.starts_with(next) || FUNCTION_END.starts_with(next);
+        let Some(open) = next.strip_prefix(key_open) else {
+            // Cut short (a prefix of a tag, or nothing yet), or not a call.
+            let cut = key_open.starts_with(next) || shape.close.starts_with(next);
             return cut.then_some(block);
         };
-        let Some(key_end) = open.find('>') else {
-            return (!open.contains('<')).then_some(block);
+        // A key or value not closed yet: the call so far.
+        let Some(key_end) = open.find(key_close) else {
+            return Some(block);
         };
         let key = &open[..key_end];
-        let value = &open[key_end + 1..];
-        let Some(close) = value.find(PARAMETER_END) else {
+        let after_key = &open[key_end + key_close.len()..];
+        let value = match after_key.trim_start().strip_prefix(value_open) {
+            Some(value) if !value_open.is_empty() => value,
+            _ if value_open.is_empty() => after_key,
+            _ => {
+                return value_open
+                    .starts_with(after_key.trim_start())
+                    .then_some(block)
+            }
+        };
+        let Some(close) = value.find(value_close) else {
             return Some(block);
         };
         let schema = tool.and_then(|t| property_schema(&t.parameters, key));
+        let margin = shape.style.raw_margin();
         block
             .parameters
-            .push((key, typed_value(&value[..close], schema)));
-        rest = &value[close + PARAMETER_END.len()..];
+            .push((key, typed_value(&value[..close], schema, margin)));
+        rest = &value[close + value_close.len()..];
     }
 }
 
-/// The value a parameter's text stands for under `schema` (see the module docs).
-pub(crate) fn typed_value(text: &str, schema: Option<&Value>) -> Value {
-    let text = text.strip_prefix('\n').unwrap_or(text);
-    let text = text.strip_suffix('\n').unwrap_or(text);
+/// The value a parameter's text stands for under `schema` (see the module
+/// docs), `margin` (the style's, around raw text) taken off each side first.
+pub(crate) fn typed_value(text: &str, schema: Option<&Value>, margin: &str) -> Value {
+    let margin = (!margin.is_empty()).then_some(margin);
+    let text = margin.and_then(|m| text.strip_prefix(m)).unwrap_or(text);
+    let text = margin.and_then(|m| text.strip_suffix(m)).unwrap_or(text);
     if schema.is_some_and(only_strings) {
         return Value::String(text.to_string());
     }
@@ -176,7 +239,7 @@ mod tests {
     #[test]
     fn values_are_typed_by_the_schema() {
         let text = "<function=f>\n<parameter=zip>\n01234\n</parameter>\n<parameter=n>\n7\n</parameter>\n<parameter=maybe>\nnull\n</parameter>\n<parameter=mode>\nb\n</parameter>\n<parameter=extra>\n{\"a\": [1]}\n</parameter>\n</function>";
-        let block = function_block(text, &[tool()]).unwrap();
+        let block = function_block(text, &QWEN, &[tool()]).unwrap();
         assert_eq!(block.end, Some(text.len()));
         assert_eq!(
             block.arguments(),
@@ -186,16 +249,17 @@ mod tests {
 
     #[test]
     fn one_newline_comes_off_each_side() {
-        assert_eq!(typed_value("\n\nx\n\n", None), json!("\nx\n"));
-        assert_eq!(typed_value("  x", None), json!("  x"));
+        assert_eq!(typed_value("\n\nx\n\n", None, "\n"), json!("\nx\n"));
+        assert_eq!(typed_value("  x", None, "\n"), json!("  x"));
+        assert_eq!(typed_value("\nx", None, ""), json!("\nx"));
     }
 
     #[test]
     fn a_block_cut_short_shows_its_closed_parameters() {
         let whole = "<function=f>\n<parameter=n>\n1\n</parameter>\n<parameter=zip>\n9\n</parameter>\n</function>";
         let mut shown = String::new();
-        for end in FUNCTION.len() + 2..=whole.len() {
-            let Some(block) = function_block(&whole[..end], &[tool()]) else {
+        for end in QWEN.open.len() + 2..=whole.len() {
+            let Some(block) = function_block(&whole[..end], &QWEN, &[tool()]) else {
                 panic!("{:?} should read as a block cut short", &whole[..end]);
             };
             let now = block.arguments_json();
@@ -203,6 +267,18 @@ mod tests {
             shown = now;
         }
         assert_eq!(shown, r#"{"n":1,"zip":"9"}"#);
-        assert!(function_block("<function=f>\nhello", &[]).is_none());
+        assert!(function_block("<function=f>\nhello", &QWEN, &[]).is_none());
+    }
+
+    #[test]
+    fn glm_names_end_at_the_first_tag_or_newline() {
+        let text = "<tool_call>f\n<arg_key>zip</arg_key>\n<arg_value>0123</arg_value>\n<arg_key>n</arg_key><arg_value>[1]</arg_value></tool_call>";
+        let block = function_block(text, &GLM, &[tool()]).unwrap();
+        assert_eq!((block.name, block.end), ("f", Some(text.len())));
+        assert_eq!(block.arguments(), json!({"zip": "0123", "n": [1]}));
+        let bare = function_block("<tool_call>g</tool_call>", &GLM, &[]).unwrap();
+        assert_eq!((bare.name, bare.arguments()), ("g", json!({})));
+        // The name is not known before something ends it.
+        assert!(function_block("<tool_call>get_wea", &GLM, &[]).is_none());
     }
 }
