@@ -38,6 +38,13 @@ fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
     m.consume_bytes(text.as_bytes()).is_ok() && m.is_accepting()
 }
 
+/// How the templates' reasoning spans open and close.
+const REASONING_SPANS: [(&str, &str); 3] = [
+    ("<think>", "</think>"),
+    ("[THINK]", "[/THINK]"),
+    ("<seed:think>", "</seed:think>"),
+];
+
 /// A model output without its end-of-turn token: the decode loop stops at it (an
 /// end-of-sequence token, never text), while llama.cpp's vectors keep some.
 fn without_end_of_turn(input: &str) -> &str {
@@ -76,14 +83,11 @@ fn real_outputs_are_accepted_in_their_models_format() {
             continue;
         }
         // A reasoning span first: opened by the model (`[THINK]`) or by the prompt.
-        let reasoning = ["</think>", "[/THINK]"]
+        let reasoning = REASONING_SPANS
             .into_iter()
-            .find(|close| input.contains(close))
-            .map(|close| Reasoning {
-                open: ["<think>", "[THINK]"]
-                    .into_iter()
-                    .find(|open| input.starts_with(open))
-                    .map(String::from),
+            .find(|(_, close)| input.contains(close))
+            .map(|(open, close)| Reasoning {
+                open: input.starts_with(open).then(|| open.to_string()),
                 close: close.to_string(),
                 optional: false,
             });
@@ -181,7 +185,7 @@ fn real_outputs_are_accepted_in_their_models_format() {
 
 /// The reply after a reasoning span (`</think>`, `[/THINK]`), and the span's text.
 fn split_reasoning(input: &str) -> (&str, &str) {
-    for (open, close) in [("<think>", "</think>"), ("[THINK]", "[/THINK]")] {
+    for (open, close) in REASONING_SPANS {
         if let Some(end) = input.find(close) {
             let reasoning = input[..end].strip_prefix(open).unwrap_or(&input[..end]);
             return (reasoning.trim(), &input[end + close.len()..]);
@@ -346,4 +350,64 @@ fn qwen3_writes_its_tool_call_token_under_the_mask() {
         matcher.consume_token(id).unwrap();
     }
     assert!(matcher.is_accepting());
+}
+
+/// Every format writes a call (`call_text`, as the server writes earlier calls
+/// back into a prompt) that its own structural tag accepts in every mode that
+/// allows it, and that reads back (whole and streamed) into the same call.
+#[test]
+fn every_format_reads_back_what_it_writes() {
+    let tools = tool_calls::read_tools(&serde_json::json!([
+        {"name": "edit", "parameters": {"type": "object", "properties": {
+            "path": {"type": "string"}, "text": {"type": "string"}, "line": {"type": "integer"},
+            "options": {"type": "object", "properties": {"dry": {"type": "boolean"}}}},
+            "required": ["path", "text"]}},
+        {"name": "noop", "parameters": {"type": "object", "properties": {}}}
+    ]))
+    .unwrap();
+    let arguments = serde_json::json!({
+        "path": "src/a b.rs", "text": "if a < b {\n    x = \"y\";\n}", "line": 12,
+        "options": {"dry": true}});
+    for (format, name) in ToolCallFormat::ALL.into_iter().zip(ToolCallFormat::NAMES) {
+        assert_eq!(ToolCallFormat::by_name(name), Some(format));
+        let text = tool_calls::call_text(format, "edit", &arguments, "a1b2c3d4e");
+        for choice in [
+            ToolChoice::Auto,
+            ToolChoice::Required,
+            ToolChoice::Function("edit".into()),
+        ] {
+            for parallel in [false, true] {
+                let tag = tool_calls::structural_tag(format, &tools, &choice, parallel).unwrap();
+                let grammar = structural_tag::parse(
+                    &tag,
+                    &StructuralTagOptions::default(),
+                    &PatternCache::default(),
+                )
+                .unwrap();
+                let grammar = Arc::new(
+                    CompiledGrammar::compile(&grammar, &CompileOptions::default()).unwrap(),
+                );
+                assert!(
+                    accepts(&grammar, &text),
+                    "{format:?} {choice:?} parallel {parallel} refuses {text:?}\n{tag}"
+                );
+                let other = text.replacen("edit", "noop", 1);
+                assert!(
+                    !accepts(&grammar, &other),
+                    "{format:?} {choice:?} takes noop with edit's arguments"
+                );
+            }
+        }
+        let reply = tool_calls::parse_reply(format, &text, &tools);
+        assert_eq!(reply.content, "", "{format:?}: {text:?}");
+        assert_eq!(reply.calls.len(), 1, "{format:?}: {text:?}");
+        assert_eq!(reply.calls[0].name, "edit");
+        let read: Value = serde_json::from_str(&reply.calls[0].arguments).unwrap();
+        assert_eq!(read, arguments, "{format:?}: {text:?}");
+        let streamed = tool_calls::calls_in_progress(format, &text, &tools);
+        if format != ToolCallFormat::MistralNemo {
+            let read: Value = serde_json::from_str(&streamed[0].arguments).unwrap();
+            assert_eq!((streamed[0].name, read), ("edit", arguments.clone()));
+        }
+    }
 }

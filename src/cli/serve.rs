@@ -50,7 +50,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 64)]
     prefill_chunk: usize,
     /// Tool-call format instead of the chat template's: hermes, qwen-xml, glm,
-    /// mistral-nemo, mistral-args, mistral-call-id.
+    /// seed-oss, minimax, deepseek-dsml, deepseek-v4, mistral-nemo,
+    /// mistral-args, mistral-call-id.
     #[arg(long)]
     tool_format: Option<String>,
 }
@@ -59,8 +60,9 @@ pub fn run(args: &ServeArgs) -> i32 {
     let tool_format = match args.tool_format.as_deref().map(ToolCallFormat::by_name) {
         Some(None) => {
             eprintln!(
-                "error: unknown --tool-format {:?}",
-                args.tool_format.as_deref().unwrap_or_default()
+                "error: unknown --tool-format {:?} (one of: {})",
+                args.tool_format.as_deref().unwrap_or_default(),
+                ToolCallFormat::NAMES.join(", ")
             );
             return 2;
         }

@@ -14,12 +14,13 @@
 //!   trigger.
 //! * `parallel_tool_calls: false`: at most one call (`stop_after_first`).
 //!
-//! Families so far: Hermes (`<tool_call>` JSON), Qwen's XML parameters
-//! (`<function=f>` `<parameter=a>`: Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5),
-//! GLM's (`<tool_call>f<arg_key>a</arg_key>`) and Mistral's three
-//! `[TOOL_CALLS]` shapes ([`ToolCallFormat`]). The others of
-//! the chat templates in the test data (Llama 3.x JSON, DeepSeek, Kimi, gpt-oss
-//! harmony, ...) are to come. A reasoning span before the reply
+//! Families so far ([`ToolCallFormat`]): Hermes (`<tool_call>` JSON), the XML
+//! ones whose arguments are tagged parameters (Qwen3-Coder's `<function=f>`,
+//! GLM's `<tool_call>f<arg_key>`, Seed-OSS, MiniMax-M2 and DeepSeek's DSML
+//! `<invoke name="f">`; one `CallShape` each, one reader for all) and
+//! Mistral's three `[TOOL_CALLS]` shapes. The others of the chat templates in
+//! the test data (Llama 3.x JSON, DeepSeek V3.1's special tokens, Kimi, gpt-oss
+//! harmony, LFM2's Python calls, ...) are to come. A reasoning span before the reply
 //! ([`Reasoning`], [`with_reasoning`]) is free text up to its close.
 
 mod parse;
@@ -28,7 +29,6 @@ mod xml;
 
 use serde_json::{json, Value};
 
-use super::json_schema::ParameterStyle;
 use super::FrontendError;
 
 pub use parse::{content_prefix_len, parse_reply, ParsedCall, ParsedReply};
@@ -48,6 +48,18 @@ pub enum ToolCallFormat {
     /// `<tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>`:
     /// GLM-4.5, 4.6, 4.7, inclusionAI Ling 3.0 (the `glm_xml` parameter style).
     Glm,
+    /// `<seed:tool_call>\n<function=f>\n<parameter=a>1</parameter>\n</function>\n</seed:tool_call>`:
+    /// ByteDance Seed-OSS (the `qwen_xml` style: no newlines around values).
+    SeedOss,
+    /// `<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>\n</minimax:tool_call>`:
+    /// MiniMax-M2, every call of a turn in one block.
+    MiniMax,
+    /// `<｜DSML｜function_calls>` with `<｜DSML｜invoke name="f">` and
+    /// `<｜DSML｜parameter name="a" string="false">1</｜DSML｜parameter>`:
+    /// DeepSeek V3.2, every call of a turn in one block.
+    DeepSeekDsml,
+    /// DeepSeek V3.2's DSML calls inside `<｜DSML｜tool_calls>`: DeepSeek V4.
+    DeepSeekV4,
     /// `[TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "a1b2c3d4e"}]`: Mistral
     /// Nemo (one block; parallel calls are items of its array).
     MistralNemo,
@@ -80,6 +92,19 @@ impl ToolCallFormat {
         if template.contains("<tool_call>") && template.contains("<arg_key>") {
             return Some(ToolCallFormat::Glm);
         }
+        if template.contains("<seed:tool_call>") {
+            return Some(ToolCallFormat::SeedOss);
+        }
+        if template.contains("<minimax:tool_call>") && template.contains("<invoke name=") {
+            return Some(ToolCallFormat::MiniMax);
+        }
+        if template.contains("｜DSML｜") {
+            return Some(if template.contains("function_calls>") {
+                ToolCallFormat::DeepSeekDsml
+            } else {
+                ToolCallFormat::DeepSeekV4
+            });
+        }
         if template.contains("[TOOL_CALLS][") {
             return Some(ToolCallFormat::MistralNemo);
         }
@@ -93,14 +118,46 @@ impl ToolCallFormat {
         None
     }
 
-    /// The format by name: `hermes` (also `qwen`, `qwen2.5`, `qwen3`),
-    /// `qwen-xml` (`qwen3-coder`, `qwen3.5`), `glm`, `mistral-nemo`,
-    /// `mistral-args` (`devstral`), `mistral-call-id`.
+    /// Every format, in the order of [`ToolCallFormat::NAMES`].
+    pub const ALL: [ToolCallFormat; 10] = [
+        ToolCallFormat::Hermes,
+        ToolCallFormat::QwenXml,
+        ToolCallFormat::Glm,
+        ToolCallFormat::SeedOss,
+        ToolCallFormat::MiniMax,
+        ToolCallFormat::DeepSeekDsml,
+        ToolCallFormat::DeepSeekV4,
+        ToolCallFormat::MistralNemo,
+        ToolCallFormat::MistralArgs,
+        ToolCallFormat::MistralCallId,
+    ];
+
+    /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
+    pub const NAMES: [&'static str; 10] = [
+        "hermes",
+        "qwen-xml",
+        "glm",
+        "seed-oss",
+        "minimax",
+        "deepseek-dsml",
+        "deepseek-v4",
+        "mistral-nemo",
+        "mistral-args",
+        "mistral-call-id",
+    ];
+
+    /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
+    /// (`qwen`, `qwen2.5`, `qwen3`: Hermes; `qwen3-coder`, `qwen3.5`; `glm-4.5`
+    /// to `glm-4.7`; `minimax-m2`; `deepseek-v3.2`; `devstral`).
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
             "qwen-xml" | "qwen3-coder" | "qwen3.5" => Some(ToolCallFormat::QwenXml),
             "glm" | "glm-4.5" | "glm-4.6" | "glm-4.7" => Some(ToolCallFormat::Glm),
+            "seed-oss" => Some(ToolCallFormat::SeedOss),
+            "minimax" | "minimax-m2" => Some(ToolCallFormat::MiniMax),
+            "deepseek-dsml" | "deepseek-v3.2" => Some(ToolCallFormat::DeepSeekDsml),
+            "deepseek-v4" => Some(ToolCallFormat::DeepSeekV4),
             "mistral-nemo" => Some(ToolCallFormat::MistralNemo),
             "mistral-args" | "devstral" => Some(ToolCallFormat::MistralArgs),
             "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
@@ -111,8 +168,24 @@ impl ToolCallFormat {
     /// The text that opens the calls (the trigger).
     pub fn trigger(self) -> &'static str {
         match self {
-            ToolCallFormat::Hermes | ToolCallFormat::QwenXml | ToolCallFormat::Glm => "<tool_call>",
-            _ => "[TOOL_CALLS]",
+            ToolCallFormat::Hermes | ToolCallFormat::Glm => "<tool_call>",
+            ToolCallFormat::MistralNemo
+            | ToolCallFormat::MistralArgs
+            | ToolCallFormat::MistralCallId => "[TOOL_CALLS]",
+            xml => xml.xml_shape().expect("an XML format").wrapper.0,
+        }
+    }
+
+    /// How the format writes one call, when its arguments are XML parameters.
+    pub(crate) fn xml_shape(self) -> Option<&'static xml::CallShape> {
+        match self {
+            ToolCallFormat::QwenXml => Some(&xml::QWEN),
+            ToolCallFormat::Glm => Some(&xml::GLM),
+            ToolCallFormat::SeedOss => Some(&xml::SEED),
+            ToolCallFormat::MiniMax => Some(&xml::MINIMAX),
+            ToolCallFormat::DeepSeekDsml => Some(&xml::DSML_FUNCTION_CALLS),
+            ToolCallFormat::DeepSeekV4 => Some(&xml::DSML_TOOL_CALLS),
+            _ => None,
         }
     }
 }
@@ -124,41 +197,22 @@ fn hermes_head(name: &str) -> String {
     format!("<tool_call>\n{{\"name\": {quoted}, \"arguments\": ")
 }
 
-/// What opens a Qwen XML call, up to its parameters.
-fn qwen_xml_head(name: &str) -> String {
-    format!("<tool_call>\n<function={name}>\n")
-}
-
 /// A whole call spelled as [`structural_tag`] constrains a reply of `format` to
 /// write it: for earlier calls written back into a prompt, and for examples.
 /// Mistral's formats take `id` (nine letters and digits).
 pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str) -> String {
+    if let Some(shape) = format.xml_shape() {
+        let mut text = shape.call_begin(name);
+        for (key, value) in arguments.as_object().into_iter().flatten() {
+            text.push_str(&shape.parameter_text(key, value));
+        }
+        text.push_str(shape.ends[0]);
+        return match shape.calls_share_a_block() {
+            true => format!("{}{text}{}", shape.block_open(), shape.wrapper.1),
+            false => text,
+        };
+    }
     match format {
-        ToolCallFormat::Hermes => format!("{}{arguments}}}\n</tool_call>", hermes_head(name)),
-        ToolCallFormat::QwenXml => {
-            let mut text = qwen_xml_head(name);
-            for (key, value) in arguments.as_object().into_iter().flatten() {
-                let value = match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                text.push_str(&format!("<parameter={key}>\n{value}\n</parameter>\n"));
-            }
-            text + "</function>\n</tool_call>"
-        }
-        ToolCallFormat::Glm => {
-            let mut text = format!("<tool_call>{name}");
-            for (key, value) in arguments.as_object().into_iter().flatten() {
-                let value = match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                text.push_str(&format!(
-                    "<arg_key>{key}</arg_key><arg_value>{value}</arg_value>"
-                ));
-            }
-            text + "</tool_call>"
-        }
         ToolCallFormat::MistralNemo => {
             let quoted = serde_json::to_string(name).expect("a string");
             format!("[TOOL_CALLS][{{\"name\": {quoted}, \"arguments\": {arguments}, \"id\": \"{id}\"}}]")
@@ -167,6 +221,7 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
         ToolCallFormat::MistralCallId => {
             format!("[TOOL_CALLS]{name}[CALL_ID]{id}[ARGS]{arguments}")
         }
+        _ => format!("{}{arguments}}}\n</tool_call>", hermes_head(name)),
     }
 }
 
@@ -344,6 +399,23 @@ pub fn read_tool_choice(
     }
 }
 
+/// How a format lays its calls out after the trigger.
+enum Layout {
+    /// Each call is a tag that begins with the trigger (one per tool), `gap`
+    /// between calls.
+    Calls { tags: Vec<Value>, gap: Value },
+    /// The trigger opens one block: `call` (one of the tools' calls), then more
+    /// after `separator` when calls are parallel, then `close`. A block that
+    /// `ends_reply` is the last thing in it (Mistral's).
+    Block {
+        open: String,
+        call: Value,
+        separator: Value,
+        close: String,
+        ends_reply: bool,
+    },
+}
+
 /// The structural tag that constrains a reply of `format` to `tools` as
 /// `choice` and `parallel` say.
 pub fn structural_tag(
@@ -370,55 +442,75 @@ pub fn structural_tag(
             )),
         };
     }
-    // Names and keys spelled as the templates render them (`json.dumps`).
-    let quoted = |tool: &Tool| serde_json::to_string(&tool.name).expect("a string");
-    let arguments = |tool: &Tool| json!({"type": "json_schema", "json_schema": tool.parameters});
-    let id = json!({"type": "regex", "pattern": "[a-zA-Z0-9]{9}"});
-    let calls = match format {
-        ToolCallFormat::Hermes | ToolCallFormat::QwenXml | ToolCallFormat::Glm => {
-            let tags: Vec<Value> = chosen
-                .iter()
-                .map(|t| match format {
-                    ToolCallFormat::Hermes => json!({
-                        "type": "tag",
-                        "begin": hermes_head(&t.name),
-                        "content": arguments(t),
-                        "end": ["}\n</tool_call>", "}</tool_call>"],
-                    }),
-                    ToolCallFormat::Glm => json!({
-                        "type": "tag",
-                        "begin": format!("<tool_call>{}", t.name),
-                        "content": {"type": "json_schema", "json_schema": t.parameters,
-                                    "style": ParameterStyle::Glm.name(), "any_order": true},
-                        "end": "</tool_call>",
-                    }),
-                    _ => json!({
-                        "type": "tag",
-                        "begin": qwen_xml_head(&t.name),
-                        // Parameters in the order the model writes them (Qwen's
-                        // models reorder them; each still at most once).
-                        "content": {"type": "json_schema", "json_schema": t.parameters,
-                                    "style": ParameterStyle::QwenCoder.name(), "any_order": true},
-                        // Nemotron 3's template ends a call with a newline.
-                        "end": ["</function>\n</tool_call>", "</function>\n</tool_call>\n",
-                                "</function></tool_call>"],
-                    }),
-                })
-                .collect();
-            if let ToolChoice::Auto = choice {
-                // Free text around the calls; every `<tool_call>` starts one.
-                return Ok(json!({"type": "structural_tag", "format": {
+    let lead_in = match format.xml_shape().map(|shape| shape.lead_in) {
+        Some(lead) if !lead.is_empty() => json!({"type": "optional", "content": text(lead)}),
+        _ => text(""),
+    };
+    let format_tag = match layout(format, &chosen) {
+        // Free text around the calls; every trigger starts one.
+        Layout::Calls { tags, .. } if *choice == ToolChoice::Auto => json!({
+            "type": "triggered_tags",
+            "triggers": [trigger],
+            "tags": tags,
+            "stop_after_first": !parallel,
+        }),
+        Layout::Calls { tags, gap } => seq(vec![lead_in, repeated(one_of(tags), gap, parallel)]),
+        Layout::Block {
+            open,
+            call,
+            separator,
+            close,
+            ends_reply,
+        } => {
+            let calls = repeated(call, separator, parallel);
+            match choice {
+                ToolChoice::Auto => json!({
                     "type": "triggered_tags",
                     "triggers": [trigger],
-                    "tags": tags,
-                    "stop_after_first": !parallel,
-                }}));
+                    "tags": [{"type": "tag", "begin": open, "content": calls, "end": close}],
+                    "stop_after_first": ends_reply || !parallel,
+                }),
+                _ => seq(vec![lead_in, text(&open), calls, text(&close)]),
             }
-            let gap = json!({"type": "optional", "content": text("\n")});
-            return Ok(
-                json!({"type": "structural_tag", "format": repeated(one_of(tags), gap, parallel)}),
-            );
         }
+    };
+    Ok(json!({"type": "structural_tag", "format": format_tag}))
+}
+
+/// The calls of `format` to the `chosen` tools, their arguments following each
+/// tool's `parameters` (names and keys spelled as the templates render them:
+/// `json.dumps`).
+fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
+    let arguments = |tool: &Tool| json!({"type": "json_schema", "json_schema": tool.parameters});
+    if let Some(shape) = format.xml_shape() {
+        let call = |tool: &Tool| {
+            json!({
+                "type": "tag",
+                "begin": shape.call_begin(&tool.name),
+                // Parameters in the order the model writes them (models
+                // reorder them; each still at most once).
+                "content": {"type": "json_schema", "json_schema": tool.parameters,
+                            "style": shape.style.name(), "any_order": true},
+                "end": shape.ends,
+            })
+        };
+        let calls: Vec<Value> = chosen.iter().map(|t| call(t)).collect();
+        if shape.calls_share_a_block() {
+            return Layout::Block {
+                open: shape.block_open(),
+                call: one_of(calls),
+                separator: text(""),
+                close: shape.wrapper.1.to_string(),
+                ends_reply: false,
+            };
+        }
+        let gap = json!({"type": "optional", "content": text("\n")});
+        return Layout::Calls { tags: calls, gap };
+    }
+    let quoted = |tool: &Tool| serde_json::to_string(&tool.name).expect("a string");
+    let id = json!({"type": "regex", "pattern": "[a-zA-Z0-9]{9}"});
+    let open = format.trigger().to_string();
+    match format {
         ToolCallFormat::MistralNemo => {
             let item = one_of(
                 chosen
@@ -434,11 +526,14 @@ pub fn structural_tag(
                     })
                     .collect(),
             );
-            seq(vec![
-                text("["),
-                repeated(item, text(", "), parallel),
-                text("]"),
-            ])
+            // One JSON array: parallel calls are its items.
+            Layout::Block {
+                open: open + "[",
+                call: item,
+                separator: text(", "),
+                close: "]".to_string(),
+                ends_reply: true,
+            }
         }
         ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => {
             let call = one_of(
@@ -454,18 +549,27 @@ pub fn structural_tag(
                     })
                     .collect(),
             );
-            repeated(call, text(trigger), parallel)
+            Layout::Block {
+                separator: text(&open),
+                open,
+                call,
+                close: String::new(),
+                ends_reply: true,
+            }
         }
-    };
-    // The calls' block after its trigger; in `auto`, free text before it.
-    let format = match choice {
-        ToolChoice::Auto => json!({
-            "type": "triggered_tags",
-            "triggers": [trigger],
-            "tags": [{"type": "tag", "begin": trigger, "content": calls, "end": ""}],
-            "stop_after_first": true,
-        }),
-        _ => seq(vec![text(trigger), calls]),
-    };
-    Ok(json!({"type": "structural_tag", "format": format}))
+        _ => Layout::Calls {
+            tags: chosen
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "tag",
+                        "begin": hermes_head(&t.name),
+                        "content": arguments(t),
+                        "end": ["}\n</tool_call>", "}</tool_call>"],
+                    })
+                })
+                .collect(),
+            gap: json!({"type": "optional", "content": text("\n")}),
+        },
+    }
 }

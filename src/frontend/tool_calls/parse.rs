@@ -8,7 +8,7 @@
 
 use serde_json::{Deserializer, Value};
 
-use super::xml::{function_block, CallShape, GLM, QWEN};
+use super::xml::{function_block, CallShape};
 use super::{Tool, ToolCallFormat};
 
 /// One call read from a reply.
@@ -49,54 +49,60 @@ fn call(name: &str, arguments: &Value, id: Option<String>) -> Option<ParsedCall>
 /// the parameters of formats whose text does not (Qwen's XML: `42` is a string
 /// where the tool's schema says so).
 pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> ParsedReply {
+    if let Some(shape) = format.xml_shape() {
+        return parse_xml_calls(text, shape, tools);
+    }
     match format {
-        ToolCallFormat::Hermes => parse_hermes(text),
-        ToolCallFormat::QwenXml => parse_xml_calls(text, &QWEN, Some(QWEN_WRAPPER), tools),
-        ToolCallFormat::Glm => parse_xml_calls(text, &GLM, None, tools),
-        _ => parse_mistral(format, text),
+        ToolCallFormat::MistralNemo
+        | ToolCallFormat::MistralArgs
+        | ToolCallFormat::MistralCallId => parse_mistral(format, text),
+        _ => parse_hermes(text),
     }
 }
 
-/// What Qwen writes around each `<function=...>` block.
-const QWEN_WRAPPER: (&str, &str) = ("<tool_call>", "</tool_call>");
-
-/// Calls of `shape` with their parameters, each inside `wrapper` if it has one
-/// (Qwen's `<tool_call>` ... `</tool_call>`; either may be missing, as llama.cpp
-/// reads them); the text around them is the content.
-fn parse_xml_calls(
-    text: &str,
-    shape: &CallShape,
-    wrapper: Option<(&str, &str)>,
-    tools: &[Tool],
-) -> ParsedReply {
-    let (open, close) = wrapper.unwrap_or_default();
+/// Calls of `shape` with their parameters, inside its wrapper if it has one
+/// (Qwen's `<tool_call>` around each, MiniMax's `<minimax:tool_call>` around
+/// all; either tag may be missing, as llama.cpp reads them); the text around
+/// them is the content (whitespace between two calls is not).
+fn parse_xml_calls(text: &str, shape: &CallShape, tools: &[Tool]) -> ParsedReply {
+    let (open, close) = shape.wrapper;
+    let strip = |text: &'_ str, tag: &str, at_end: bool| -> Option<usize> {
+        if tag.is_empty() {
+            return None;
+        }
+        match at_end {
+            true => text.trim_end().strip_suffix(tag).map(str::len),
+            false => text
+                .trim_start()
+                .strip_prefix(tag)
+                .map(|r| text.len() - r.len()),
+        }
+    };
     let mut reply = ParsedReply::default();
     let mut rest = text;
+    let mut after_call = false;
     while let Some(start) = rest.find(shape.open) {
         let block = function_block(&rest[start..], shape, tools);
         match block.as_ref().and_then(|b| Some((b, b.end?))) {
             Some((block, used)) => {
                 let before = &rest[..start];
-                let opened = before
-                    .trim_end()
-                    .strip_suffix(open)
-                    .filter(|_| !open.is_empty());
-                reply.content.push_str(opened.unwrap_or(before));
+                let kept = strip(before, open, true).map_or(before, |n| &before[..n]);
+                if !(after_call && kept.trim().is_empty()) {
+                    reply.content.push_str(kept);
+                }
                 reply.calls.push(ParsedCall {
                     name: block.name.to_string(),
                     arguments: block.arguments().to_string(),
                     id: None,
                 });
                 let after = &rest[start + used..];
-                let closed = after
-                    .trim_start()
-                    .strip_prefix(close)
-                    .filter(|_| !close.is_empty());
-                rest = closed.unwrap_or(after);
+                rest = strip(after, close, false).map_or(after, |n| &after[n..]);
+                after_call = true;
             }
             None => {
                 reply.content.push_str(&rest[..start + shape.open.len()]);
                 rest = &rest[start + shape.open.len()..];
+                after_call = false;
             }
         }
     }
@@ -259,7 +265,8 @@ mod tests {
     fn qwen_xml_calls_with_and_without_their_wrapper() {
         let text = "Let me call it.\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>\n<function=g>\n</function>\n</tool_call> done";
         let r = parse_reply(ToolCallFormat::QwenXml, text, &[]);
-        assert_eq!(r.content, "Let me call it.\n\n done");
+        // The newline between the two calls is not content.
+        assert_eq!(r.content, "Let me call it.\n done");
         assert_eq!(r.calls.len(), 2);
         assert_eq!(
             (r.calls[0].name.as_str(), r.calls[0].arguments.as_str()),

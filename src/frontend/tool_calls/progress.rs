@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use super::xml::{function_block, CallShape, GLM, QWEN};
+use super::xml::{function_block, CallShape};
 use super::{Tool, ToolCallFormat};
 
 /// One call of a reply being written.
@@ -34,12 +34,13 @@ pub fn calls_in_progress<'a>(
     text: &'a str,
     tools: &[Tool],
 ) -> Vec<CallProgress<'a>> {
+    if let Some(shape) = format.xml_shape() {
+        return xml_calls(text, shape, tools);
+    }
     match format {
-        ToolCallFormat::Hermes => hermes(text),
-        ToolCallFormat::QwenXml => xml_calls(text, &QWEN, tools),
-        ToolCallFormat::Glm => xml_calls(text, &GLM, tools),
         ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => mistral(text),
         ToolCallFormat::MistralNemo => Vec::new(),
+        _ => hermes(text),
     }
 }
 
@@ -77,8 +78,9 @@ fn hermes(text: &str) -> Vec<CallProgress<'_>> {
     out
 }
 
-/// Qwen's `<function=f>` or GLM's `<tool_call>f` and the parameters: the name
-/// once it is ended, a parameter once its value is closed.
+/// XML calls (Qwen's `<function=f>`, GLM's `<tool_call>f`, MiniMax's and
+/// DeepSeek's `<invoke name="f">`) and their parameters: the name once it is
+/// ended, a parameter once its value is closed.
 fn xml_calls<'a>(text: &'a str, shape: &CallShape, tools: &[Tool]) -> Vec<CallProgress<'a>> {
     let mut out = Vec::new();
     let mut rest = text;

@@ -1,14 +1,15 @@
 //! XML calls read back: Qwen's `<function=NAME>` with its `<parameter=KEY>`
-//! blocks, GLM's `<tool_call>NAME` with `<arg_key>`/`<arg_value>` pairs, each
-//! value typed by the tool's schema. A [`CallShape`] says how a family writes
-//! one call.
+//! blocks, GLM's `<tool_call>NAME` with `<arg_key>`/`<arg_value>` pairs,
+//! MiniMax's and DeepSeek's `<invoke name="NAME">`, each value typed by the
+//! tool's schema. A [`CallShape`] says how a family writes one call.
 //!
 //! The text of a parameter carries no type: `42` may be a number or a zip code.
 //! The tool's schema decides, as in llama.cpp's reader: a parameter whose schema
 //! admits only strings is the text itself; any other is the JSON the text spells
-//! when it parses, else the text. Qwen's values lose one newline on each side
-//! first (the tags' own, as the templates render them and the `qwen_coder_xml`
-//! style writes them).
+//! when it parses, else the text. DeepSeek says it in the tag (`string="true"`:
+//! the text; `"false"`: JSON). Qwen's values lose one newline on each side first
+//! (the tags' own, as the templates render them and the `qwen_coder_xml` style
+//! writes them).
 //!
 //! Shared by the whole-reply parser ([`super::parse`]) and the streaming one
 //! ([`super::progress`]), which shows each parameter once it is closed.
@@ -19,7 +20,8 @@ use super::Tool;
 use crate::frontend::json_schema::ParameterStyle;
 
 /// How a family writes one call: what opens it (the function's name follows),
-/// what ends the name, what closes the call, and its parameters' style.
+/// what ends the name, what closes the call, its parameters' style, and what
+/// wraps calls (each call, or a run of them).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallShape {
     pub open: &'static str,
@@ -27,14 +29,36 @@ pub(crate) struct CallShape {
     pub name_close: Option<&'static str>,
     pub close: &'static str,
     pub style: ParameterStyle,
+    /// What opens and closes a wrapper around calls (Qwen's `<tool_call>`
+    /// around each, MiniMax's `<minimax:tool_call>` around all); empty when the
+    /// call needs none. A reader takes it off the content.
+    pub wrapper: (&'static str, &'static str),
+    /// Whether the wrapper goes around each call (else around all of them).
+    pub wraps_each_call: bool,
+    /// How a writer ends a call (the closing tag, the wrapper's when it wraps
+    /// each call, the newlines between), the templates' own first.
+    pub ends: &'static [&'static str],
+    /// What the templates write before the calls even when there is no text
+    /// (DeepSeek's `\n\n`): a reply of calls alone may start with it.
+    pub lead_in: &'static str,
 }
 
-/// Qwen's call, inside its `<tool_call>` wrapper.
+/// Qwen3-Coder's and Qwen3.5's call, each inside `<tool_call>`.
 pub(crate) const QWEN: CallShape = CallShape {
     open: "<function=",
     name_close: Some(">"),
     close: "</function>",
     style: ParameterStyle::QwenCoder,
+    wrapper: ("<tool_call>", "</tool_call>"),
+    wraps_each_call: true,
+    // Nemotron 3's template ends a call with a newline; some Qwen outputs have
+    // none between the tags.
+    ends: &[
+        "</function>\n</tool_call>",
+        "</function>\n</tool_call>\n",
+        "</function></tool_call>",
+    ],
+    lead_in: "",
 };
 
 /// GLM's call (`<tool_call>` is the call itself).
@@ -43,15 +67,115 @@ pub(crate) const GLM: CallShape = CallShape {
     name_close: None,
     close: "</tool_call>",
     style: ParameterStyle::Glm,
+    wrapper: ("", ""),
+    wraps_each_call: false,
+    ends: &["</tool_call>"],
+    lead_in: "",
 };
 
+/// Seed-OSS's call: Qwen's tags without the newlines around values, each
+/// inside `<seed:tool_call>`.
+pub(crate) const SEED: CallShape = CallShape {
+    open: "<function=",
+    name_close: Some(">"),
+    close: "</function>",
+    style: ParameterStyle::Qwen,
+    wrapper: ("<seed:tool_call>", "</seed:tool_call>"),
+    wraps_each_call: true,
+    ends: &["</function>\n</seed:tool_call>"],
+    lead_in: "\n",
+};
+
+/// MiniMax-M2's calls, all inside one `<minimax:tool_call>`.
+pub(crate) const MINIMAX: CallShape = CallShape {
+    open: "<invoke name=\"",
+    name_close: Some("\">"),
+    close: "</invoke>",
+    style: ParameterStyle::MiniMax,
+    wrapper: ("<minimax:tool_call>", "</minimax:tool_call>"),
+    wraps_each_call: false,
+    ends: &["</invoke>\n"],
+    lead_in: "\n",
+};
+
+/// DeepSeek V3.2's calls (DSML), all inside one `<｜DSML｜function_calls>`.
+pub(crate) const DSML_FUNCTION_CALLS: CallShape = CallShape {
+    open: "<｜DSML｜invoke name=\"",
+    name_close: Some("\">"),
+    close: "</｜DSML｜invoke>",
+    style: ParameterStyle::DeepSeek,
+    wrapper: ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),
+    wraps_each_call: false,
+    ends: &["</｜DSML｜invoke>\n"],
+    lead_in: "\n\n",
+};
+
+/// DeepSeek V4's: V3.2's inside `<｜DSML｜tool_calls>`.
+pub(crate) const DSML_TOOL_CALLS: CallShape = CallShape {
+    wrapper: ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
+    ..DSML_FUNCTION_CALLS
+};
+
+/// A way a value's tag may open after its key, and what it says of the value:
+/// raw text (`Some(true)`), JSON (`Some(false)`) or nothing (the schema decides).
+type ValueOpen = (&'static str, Option<bool>);
+
 impl CallShape {
-    /// What ends a parameter's key, and what opens its value after that.
-    fn key_close(&self) -> (&'static str, &'static str) {
+    /// What opens a call to `name`, up to its parameters, as the templates
+    /// render it: with the wrapper when there is one per call.
+    pub(crate) fn call_begin(&self, name: &str) -> String {
+        let head = match self.name_close {
+            Some(close) => format!("{}{name}{close}\n", self.open),
+            None => format!("{}{name}", self.open),
+        };
+        match self.wraps_each_call {
+            true => format!("{}\n{head}", self.wrapper.0),
+            false => head,
+        }
+    }
+
+    /// Whether one wrapper holds all the calls of a turn (MiniMax, DeepSeek's
+    /// DSML).
+    pub(crate) fn calls_share_a_block(&self) -> bool {
+        !self.wraps_each_call && !self.wrapper.0.is_empty()
+    }
+
+    /// What opens the block that holds all the calls (the wrapper's own line).
+    pub(crate) fn block_open(&self) -> String {
+        format!("{}\n", self.wrapper.0)
+    }
+
+    /// One parameter as the style writes it, with what follows it.
+    pub(crate) fn parameter_text(&self, key: &str, value: &Value) -> String {
+        let (raw, text) = match value {
+            Value::String(s) => (true, s.clone()),
+            other => (false, other.to_string()),
+        };
+        let style = self.style;
+        let (prefix, end) = (style.key_prefix(), style.end());
+        match style {
+            ParameterStyle::QwenCoder => format!("{prefix}{key}>\n{text}\n{end}\n"),
+            ParameterStyle::Qwen => format!("{prefix}{key}>{text}{end}\n"),
+            ParameterStyle::MiniMax => format!("{prefix}{key}\">{text}{end}\n"),
+            ParameterStyle::DeepSeek => format!("{prefix}{key}\" string=\"{raw}\">{text}{end}\n"),
+            ParameterStyle::Glm => format!("{prefix}{key}</arg_key><arg_value>{text}{end}"),
+        }
+    }
+
+    /// What ends a parameter's key, and the ways its value may open after that
+    /// (after whitespace, when the opener is a tag of its own).
+    fn key_close(&self) -> (&'static str, &'static [ValueOpen]) {
         match self.style {
-            ParameterStyle::Glm => ("</arg_key>", "<arg_value>"),
-            ParameterStyle::MiniMax => ("\">", ""),
-            _ => (">", ""),
+            ParameterStyle::Glm => ("</arg_key>", &[("<arg_value>", None)]),
+            ParameterStyle::MiniMax => ("\">", &[("", None)]),
+            ParameterStyle::DeepSeek => (
+                "\"",
+                &[
+                    ("string=\"true\">", Some(true)),
+                    ("string=\"false\">", Some(false)),
+                ],
+            ),
+            ParameterStyle::Qwen | ParameterStyle::QwenCoder => (">", &[("", None)]),
         }
     }
 }
@@ -124,7 +248,7 @@ pub(crate) fn function_block<'a>(
         end: None,
     };
     let key_open = shape.style.key_prefix();
-    let (key_close, value_open) = shape.key_close();
+    let (key_close, value_opens) = shape.key_close();
     let value_close = shape.style.end();
     loop {
         let next = rest.trim_start();
@@ -143,34 +267,45 @@ pub(crate) fn function_block<'a>(
         };
         let key = &open[..key_end];
         let after_key = &open[key_end + key_close.len()..];
-        let value = match after_key.trim_start().strip_prefix(value_open) {
-            Some(value) if !value_open.is_empty() => value,
-            _ if value_open.is_empty() => after_key,
-            _ => {
-                return value_open
-                    .starts_with(after_key.trim_start())
-                    .then_some(block)
+        let (value, raw) = match value_opens {
+            [("", raw)] => (after_key, *raw),
+            opens => {
+                let next = after_key.trim_start();
+                match opens.iter().find(|(o, _)| next.starts_with(o)) {
+                    Some((o, raw)) => (&next[o.len()..], *raw),
+                    // Cut short inside the value's opener, or not a call.
+                    None => {
+                        return opens
+                            .iter()
+                            .any(|(o, _)| o.starts_with(next))
+                            .then_some(block)
+                    }
+                }
             }
         };
         let Some(close) = value.find(value_close) else {
             return Some(block);
         };
         let schema = tool.and_then(|t| property_schema(&t.parameters, key));
-        let margin = shape.style.raw_margin();
-        block
-            .parameters
-            .push((key, typed_value(&value[..close], schema, margin)));
+        let text = strip_margin(&value[..close], shape.style.raw_margin());
+        block.parameters.push((key, typed_value(text, schema, raw)));
         rest = &value[close + value_close.len()..];
     }
 }
 
-/// The value a parameter's text stands for under `schema` (see the module
-/// docs), `margin` (the style's, around raw text) taken off each side first.
-pub(crate) fn typed_value(text: &str, schema: Option<&Value>, margin: &str) -> Value {
-    let margin = (!margin.is_empty()).then_some(margin);
-    let text = margin.and_then(|m| text.strip_prefix(m)).unwrap_or(text);
-    let text = margin.and_then(|m| text.strip_suffix(m)).unwrap_or(text);
-    if schema.is_some_and(only_strings) {
+/// `text` without one `margin` on each side (the style's, around raw text).
+fn strip_margin<'a>(text: &'a str, margin: &str) -> &'a str {
+    if margin.is_empty() {
+        return text;
+    }
+    let text = text.strip_prefix(margin).unwrap_or(text);
+    text.strip_suffix(margin).unwrap_or(text)
+}
+
+/// The value a parameter's text stands for: raw text or JSON as its tag says
+/// (`raw`), else as `schema` says (see the module docs).
+pub(crate) fn typed_value(text: &str, schema: Option<&Value>, raw: Option<bool>) -> Value {
+    if raw == Some(true) || (raw.is_none() && schema.is_some_and(only_strings)) {
         return Value::String(text.to_string());
     }
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
@@ -249,9 +384,9 @@ mod tests {
 
     #[test]
     fn one_newline_comes_off_each_side() {
-        assert_eq!(typed_value("\n\nx\n\n", None, "\n"), json!("\nx\n"));
-        assert_eq!(typed_value("  x", None, "\n"), json!("  x"));
-        assert_eq!(typed_value("\nx", None, ""), json!("\nx"));
+        assert_eq!(strip_margin("\n\nx\n\n", "\n"), "\nx\n");
+        assert_eq!(strip_margin("  x", "\n"), "  x");
+        assert_eq!(strip_margin("\nx", ""), "\nx");
     }
 
     #[test]
@@ -280,5 +415,18 @@ mod tests {
         assert_eq!((bare.name, bare.arguments()), ("g", json!({})));
         // The name is not known before something ends it.
         assert!(function_block("<tool_call>get_wea", &GLM, &[]).is_none());
+    }
+
+    #[test]
+    fn deepseek_says_in_the_tag_whether_a_value_is_text() {
+        let text = "<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"n\" string=\"true\">7</｜DSML｜parameter>\n<｜DSML｜parameter name=\"zip\" string=\"false\">[1]</｜DSML｜parameter>\n</｜DSML｜invoke>";
+        let block = function_block(text, &DSML_FUNCTION_CALLS, &[tool()]).unwrap();
+        assert_eq!(block.end, Some(text.len()));
+        // The tag wins over the schema both ways.
+        assert_eq!(block.arguments(), json!({"n": "7", "zip": [1]}));
+        // Cut short inside the attribute: the call so far.
+        let cut = text.find(" string=\"f").unwrap() + 5;
+        let block = function_block(&text[..cut], &DSML_FUNCTION_CALLS, &[tool()]).unwrap();
+        assert_eq!((block.parameters.len(), block.end), (1, None));
     }
 }
