@@ -73,6 +73,7 @@ fn request(schema: &Value, seed: Option<u64>, preset: &str) -> Request {
         logprobs: 0,
         trace: false,
         budget_steering: true,
+        reasoning: None,
     }
 }
 
@@ -267,6 +268,72 @@ fn streaming_yields_the_text_and_logprobs_name_their_layers() {
     }
 }
 
+/// With a reasoning budget, the span's close is written for the model once the
+/// span holds that many tokens, the grammar takes it, and the constrained part
+/// follows; without a grammar the budget holds the same way.
+#[test]
+fn reasoning_budget_forces_the_close() {
+    use stencil::decode::reasoning::ReasoningBudget;
+    use stencil::frontend::structural_tag::StructuralTagOptions;
+    use stencil::frontend::tool_calls::{with_reasoning, Reasoning};
+
+    let g = generator();
+    let schema = &schemas()[0];
+    let span = Reasoning {
+        open: Some("<think>".into()),
+        close: "</think>".into(),
+        optional: false,
+    };
+    let tag = with_reasoning(
+        &json!({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": schema}}),
+        &span,
+    );
+    let tables = stencil::Compiler::new(Arc::clone(g.tokenizer().vocab()))
+        .compile_structural_tag(&tag, &StructuralTagOptions::default())
+        .unwrap();
+    let validator = jsonschema::validator_for(schema).unwrap();
+    for budget in [0, 3, 8] {
+        for seed in 0..4 {
+            let mut r = request(schema, Some(seed), "reference");
+            r.grammar = Some(Arc::clone(&tables));
+            r.max_tokens = 96;
+            r.reasoning = Some(ReasoningBudget {
+                open: span.open.clone(),
+                close: span.close.clone(),
+                max_tokens: budget,
+            });
+            let out = run(r);
+            let spent = out.reasoning_tokens.unwrap();
+            assert!(spent <= budget, "{spent} > {budget}: {:?}", out.text);
+            let (_, answer) = out.text.split_once("</think>").expect("the span closed");
+            assert!(out.text.starts_with("<think>"), "{:?}", out.text);
+            if out.finish_reason == FinishReason::Stop {
+                let value: Value = serde_json::from_str(answer.trim()).unwrap();
+                assert!(validator.is_valid(&value), "{answer:?}");
+            }
+        }
+    }
+    // No grammar, a span the prompt opened: the close still comes in time.
+    let mut r = request(schema, Some(1), "reference");
+    r.grammar = None;
+    r.max_tokens = 24;
+    r.reasoning = Some(ReasoningBudget {
+        open: None,
+        close: "</think>".into(),
+        max_tokens: 5,
+    });
+    let out = run(r);
+    assert!(out.reasoning_tokens.unwrap() <= 5);
+    let tokens = g.tokenizer().encode("</think>").unwrap();
+    let at = out
+        .tokens
+        .windows(tokens.len())
+        .position(|w| w == tokens.as_slice())
+        .or_else(|| out.text.find("</think>").map(|_| 0))
+        .expect("the close is in the output");
+    assert!(at <= 5, "close at token {at}: {:?}", out.text);
+}
+
 #[test]
 fn gguf_vocabulary_is_the_tokenizer_files() {
     let from_gguf = generator().tokenizer();
@@ -371,6 +438,7 @@ fn safetensors_llama_and_qwen2_checkpoints_generate() {
             logprobs: 0,
             trace: false,
             budget_steering: true,
+            reasoning: None,
         };
         let g = generator.generate(request.clone(), &mut |_| {}).unwrap();
         assert_eq!(g.finish_reason, FinishReason::Stop, "{model_type}: {:?}", g);

@@ -113,6 +113,7 @@ fn greedy_request(generator: &Generator, schema: &Value) -> Request {
         logprobs: 0,
         trace: false,
         budget_steering: true,
+        reasoning: None,
     }
 }
 

@@ -128,6 +128,7 @@ fn request(
         logprobs: 0,
         trace: false,
         budget_steering: true,
+        reasoning: None,
     }
 }
 

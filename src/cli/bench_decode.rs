@@ -132,6 +132,7 @@ fn run_one(
         logprobs: 0,
         trace: false,
         budget_steering,
+        reasoning: None,
     };
     let g = generator
         .generate(request, &mut |_| {})

@@ -33,6 +33,7 @@ use serde::Serialize;
 use candle_core::Tensor;
 
 use super::model::{Model, Session};
+use super::reasoning::{ReasoningBudget, ReasoningWatch};
 use super::tokenizer::ModelTokenizer;
 use super::DecodeError;
 use crate::matcher::{StopPolicy, TokenMatcher};
@@ -67,6 +68,9 @@ pub struct Request {
     /// Close the output within `max_tokens` whenever the grammar allows it (see the
     /// module docs).
     pub budget_steering: bool,
+    /// A reasoning span first, whose close is forced once it holds this many
+    /// tokens ([`super::reasoning`]).
+    pub reasoning: Option<ReasoningBudget>,
 }
 
 /// Why a request ended.
@@ -133,6 +137,9 @@ pub struct Generation {
     /// Per sampled token, the pipeline's trace (when requested).
     #[serde(skip)]
     pub trace: Vec<StepTrace>,
+    /// Tokens inside the reasoning span (when the request had a budget for one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<usize>,
 }
 
 /// Streamed as tokens arrive.
@@ -180,6 +187,8 @@ pub struct ActiveRequest {
     /// the prompt).
     started: bool,
     done: Option<(FinishReason, Option<String>)>,
+    /// The reasoning span's budget, and the close's tokens.
+    reasoning: Option<(ReasoningWatch, Vec<u32>)>,
 }
 
 impl Generator {
@@ -369,6 +378,13 @@ impl Generator {
         let matcher = request
             .grammar
             .map(|tables| TokenMatcher::with_policy(tables, request.stop_policy));
+        let reasoning = match request.reasoning {
+            Some(budget) => {
+                let close = self.tokenizer.encode(&budget.close)?;
+                Some((ReasoningWatch::new(budget), close))
+            }
+            None => None,
+        };
         let mut r = ActiveRequest {
             session: self.model.session()?,
             sampler,
@@ -393,6 +409,7 @@ impl Generator {
             first_forward_done: false,
             started: false,
             done: None,
+            reasoning,
         };
         if r.pending.is_empty() {
             return Err(DecodeError::Forward("empty prompt".into()));
@@ -467,10 +484,69 @@ impl Generator {
             }
         }
         r.timings.decode_ms += ms(sample_started.elapsed());
+        if r.done.is_none() {
+            self.close_reasoning_when_due(r, index, on_event)?;
+        }
         if r.done.is_none() && r.jump_forward {
             self.jump_forward(r, index, on_event)?;
         }
         Ok(())
+    }
+
+    /// Writes the reasoning span's close once its budget is spent (when the
+    /// grammar takes it here: a token that ended inside a character waits one
+    /// step).
+    fn close_reasoning_when_due(
+        &self,
+        r: &mut ActiveRequest,
+        index: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), DecodeError> {
+        let Some((watch, close)) = &r.reasoning else {
+            return Ok(());
+        };
+        if !watch.must_close() {
+            return Ok(());
+        }
+        let close = close.clone();
+        if let Some(m) = &mut r.matcher {
+            if m.validate_tokens(&close) < close.len() {
+                return Ok(());
+            }
+        }
+        if let Some((watch, _)) = &mut r.reasoning {
+            watch.closed();
+        }
+        for token in close {
+            if r.done.is_some() {
+                break;
+            }
+            self.commit_forced(r, token, index, on_event)?;
+        }
+        Ok(())
+    }
+
+    /// Commits a token the loop chose (not sampled), with its logprob record
+    /// when the request keeps them.
+    fn commit_forced(
+        &self,
+        r: &mut ActiveRequest,
+        token: u32,
+        index: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), DecodeError> {
+        r.timings.forced_tokens += 1;
+        if r.logprobs > 0 {
+            r.logprob_records.push(TokenLogprobs {
+                token,
+                text: self.token_text(token),
+                forced: true,
+                logprobs: Vec::new(),
+                top_raw: Vec::new(),
+                top_selected: Vec::new(),
+            });
+        }
+        self.commit(r, token, true, index, on_event)
     }
 
     /// A token's bytes as text, for logprob records.
@@ -562,11 +638,14 @@ impl Generator {
         }
         let is_eos = matches!(status, FinishStatus::Eos(_));
         if !is_eos {
+            let bytes = self.tokenizer.vocab().token_bytes(token);
+            if let Some((watch, _)) = &mut r.reasoning {
+                watch.observe(bytes);
+            }
             r.output.push(token);
             r.forced.push(forced);
             r.pending.push(token);
-            r.unstreamed
-                .extend_from_slice(self.tokenizer.vocab().token_bytes(token));
+            r.unstreamed.extend_from_slice(bytes);
             stream(&mut r.unstreamed, index, on_event);
         }
         match status {
@@ -619,18 +698,7 @@ impl Generator {
             if r.done.is_some() {
                 return Ok(());
             }
-            r.timings.forced_tokens += 1;
-            if r.logprobs > 0 {
-                r.logprob_records.push(TokenLogprobs {
-                    token,
-                    text: self.token_text(token),
-                    forced: true,
-                    logprobs: Vec::new(),
-                    top_raw: Vec::new(),
-                    top_selected: Vec::new(),
-                });
-            }
-            self.commit(r, token, true, index, on_event)?;
+            self.commit_forced(r, token, index, on_event)?;
         }
         // Accepting with no possible continuation: only EOS is allowed.
         let m = r.matcher.as_ref().expect("checked above");
@@ -666,6 +734,7 @@ impl Generator {
             error,
             logprobs: r.logprob_records,
             trace: r.trace.unwrap_or_default(),
+            reasoning_tokens: r.reasoning.map(|(watch, _)| watch.content_tokens()),
         }
     }
 }

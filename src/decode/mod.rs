@@ -21,6 +21,7 @@ pub mod llama;
 pub mod mask;
 pub mod model;
 pub mod q8_matmul;
+pub mod reasoning;
 pub mod template;
 pub mod tokenizer;
 

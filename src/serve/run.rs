@@ -93,6 +93,7 @@ impl AppState {
                         logprobs: plan.settings.logprobs.map_or(0, |k| k.max(1)),
                         trace: false,
                         budget_steering: true,
+                        reasoning: None,
                     },
                     stop: plan.settings.stop.clone(),
                     choice,

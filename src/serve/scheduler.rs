@@ -185,6 +185,7 @@ impl Worker {
                     error: Some(e.to_string()),
                     logprobs: Vec::new(),
                     trace: Vec::new(),
+                    reasoning_tokens: None,
                 };
                 let _ = job
                     .events

@@ -244,5 +244,6 @@ pub(super) fn build_request(
         logprobs: args.logprobs,
         trace: args.trace.is_some(),
         budget_steering: !args.no_budget_steering,
+        reasoning: None,
     })
 }
