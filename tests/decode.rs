@@ -497,6 +497,171 @@ fn generate_takes_a_structural_tag() {
 }
 
 /// `stencil generate` as users call it (the contract's flags and `--output-json` keys).
+/// `generate --tools`: every mode's output read back (`content`, `reasoning`,
+/// `tool_calls`), calls that validate against their tool, `finish_reason`
+/// `tool_calls`, the reasoning budget held; and the request's mistakes exit 2
+/// naming the flag or the JSON pointer in the tools file.
+#[test]
+fn generate_calls_tools() {
+    let dir = std::env::temp_dir().join(format!("stencil-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools = json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 12},
+                           "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+            "required": ["city", "days"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+            "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]}}}
+    ]);
+    let path = dir.join("tools.json");
+    std::fs::write(&path, tools.to_string()).unwrap();
+    let model = tiny_model().to_str().unwrap().to_string();
+    let generate = |extra: &[&str]| {
+        let mut args = vec![
+            "--model",
+            &model,
+            "--tools",
+            path.to_str().unwrap(),
+            "--prompt",
+            "Weather?",
+            "--max-tokens",
+            "64",
+            "--temperature",
+            "1",
+            "--output-json",
+        ];
+        args.extend_from_slice(extra);
+        let out = run_generate(&args);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), v)
+    };
+    let schema_of = |name: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .unwrap()["function"]["parameters"]
+            .clone()
+    };
+    let mut checked = 0;
+    for (choice, format) in [
+        ("required", "hermes"),
+        ("get_time", "qwen-xml"),
+        ("required", "minimax"),
+    ] {
+        for seed in ["1", "2"] {
+            let (code, v) = generate(&[
+                "--tool-choice",
+                choice,
+                "--tool-format",
+                format,
+                "--seed",
+                seed,
+            ]);
+            if v["finish_reason"] == "length" {
+                continue;
+            }
+            assert_eq!(code, Some(0), "{v}");
+            assert_eq!(v["finish_reason"], "tool_calls", "{v}");
+            let calls = v["tool_calls"].as_array().unwrap();
+            assert!(!calls.is_empty(), "{v}");
+            for call in calls {
+                let name = call["name"].as_str().unwrap();
+                if choice != "required" {
+                    assert_eq!(name, choice);
+                }
+                let arguments: Value =
+                    serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+                let validator = jsonschema::validator_for(&schema_of(name)).unwrap();
+                assert!(
+                    validator.is_valid(&arguments),
+                    "{format}: {arguments} for {name}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 4,
+        "only {checked} outputs closed within 64 tokens"
+    );
+    // `none`: no call, whatever the model writes.
+    let (_, v) = generate(&["--tool-choice", "none", "--seed", "3"]);
+    assert_eq!(v["tool_calls"], json!([]), "{v}");
+    assert!(!v["text"].as_str().unwrap().contains("<tool_call>"), "{v}");
+    // A reasoning budget: the span closes within it, calls follow.
+    for budget in ["0", "4"] {
+        let (_, v) = generate(&[
+            "--tool-choice",
+            "required",
+            "--reasoning-budget",
+            budget,
+            "--seed",
+            "4",
+        ]);
+        let text = v["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("<think>") && text.contains("</think>"),
+            "{v}"
+        );
+        assert!(v["reasoning"].is_string(), "{v}");
+        let budget: usize = budget.parse().unwrap();
+        let spent = v["reasoning_tokens"].as_u64().expect("reported") as usize;
+        assert!(spent <= budget, "{spent} > {budget}: {v}");
+        if v["finish_reason"] != "length" {
+            assert_eq!(v["finish_reason"], "tool_calls", "{v}");
+        }
+    }
+    // Mistakes: exit 2, named.
+    let bad = |extra: &[&str], needle: &str| {
+        let mut args = vec![
+            "--model",
+            &model,
+            "--tools",
+            path.to_str().unwrap(),
+            "--prompt",
+            "x",
+        ];
+        args.extend_from_slice(extra);
+        let out = run_generate(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(needle), "{stderr} (wanted {needle})");
+    };
+    bad(
+        &["--tool-choice", "get_news"],
+        "--tool-choice: /tool_choice/function/name: no tool named \"get_news\"",
+    );
+    bad(
+        &["--tool-format", "yaml"],
+        "--tool-format: unknown format \"yaml\"",
+    );
+    let broken = dir.join("broken.json");
+    std::fs::write(
+        &broken,
+        json!([{"name": "f", "parameters": {"type": "object",
+        "properties": {"when": {"type": "strnig"}}}}])
+        .to_string(),
+    )
+    .unwrap();
+    let out = run_generate(&[
+        "--model",
+        &model,
+        "--tools",
+        broken.to_str().unwrap(),
+        "--prompt",
+        "x",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/tools/0/parameters/properties/when/type"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn generate_command_contract() {
     let dir = std::env::temp_dir().join(format!("stencil-cli-{}", std::process::id()));

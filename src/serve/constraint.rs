@@ -150,6 +150,8 @@ fn tool_constraint(
         ApiError::invalid(param, text)
     };
     let tools = tool_calls::read_tools(tools_field).map_err(located)?;
+    // Each schema on its own first, so that its mistakes name their place in `tools`.
+    tool_calls::check_parameters(tools_field, &tools, &json_options(true)).map_err(located)?;
     let choice = tool_calls::read_tool_choice(body.get("tool_choice"), &tools).map_err(located)?;
     let parallel = body.bool("parallel_tool_calls")?.unwrap_or(true);
     let offered = ToolUse {

@@ -39,11 +39,10 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::decode::Generator;
-use crate::frontend::tool_calls::ToolCallFormat;
+use crate::frontend::tool_calls::{ToolCallFormat, ToolPrompting};
 use crate::Compiler;
 use error::ApiError;
 use metrics::Metrics;
-use prompt::ToolPrompting;
 use scheduler::Scheduler;
 
 /// How the server runs.

@@ -13,41 +13,7 @@ use serde_json::{json, Map, Value};
 use super::constraint::ToolUse;
 use super::error::ApiError;
 use crate::decode::{render_chat_json, ModelTokenizer};
-use crate::frontend::tool_calls::{self, ToolCallFormat};
-
-/// How the server's model takes tools.
-#[derive(Debug, Clone, Copy)]
-pub struct ToolPrompting {
-    pub format: ToolCallFormat,
-    /// The chat template renders `tools` and tool messages itself.
-    pub native: bool,
-}
-
-impl ToolPrompting {
-    /// From the chat template (its own format when it has one stencil knows),
-    /// or `forced` when the server was told.
-    pub fn for_template(template: Option<&str>, forced: Option<ToolCallFormat>) -> ToolPrompting {
-        let detected = template.and_then(ToolCallFormat::detect);
-        match (forced, detected) {
-            (Some(format), Some(d)) => ToolPrompting {
-                format,
-                native: format == d,
-            },
-            (Some(format), None) => ToolPrompting {
-                format,
-                native: false,
-            },
-            (None, Some(format)) => ToolPrompting {
-                format,
-                native: true,
-            },
-            (None, None) => ToolPrompting {
-                format: ToolCallFormat::Hermes,
-                native: false,
-            },
-        }
-    }
-}
+use crate::frontend::tool_calls::{self, ToolPrompting};
 
 fn text_of(content: &Value, at: &str) -> Result<String, ApiError> {
     match content {
@@ -203,37 +169,6 @@ fn nine_character_id(id: Option<&Value>) -> String {
     out
 }
 
-/// The system text that offers tools to a model whose template does not.
-fn tool_system_prompt(tools: &ToolUse) -> String {
-    let mut listed = String::new();
-    if let Some(items) = tools.definitions.as_array() {
-        for t in items {
-            listed.push_str(&t.to_string());
-            listed.push('\n');
-        }
-    }
-    if tools.format != ToolCallFormat::Hermes {
-        let example = tool_calls::call_text(
-            tools.format,
-            "example_function_name",
-            &json!({"example_parameter": "value"}),
-            "a1b2c3d4e",
-        );
-        return format!(
-            "You are a function calling AI model. You may call one or more functions to assist \
-             with the user query. Here are the available tools:\n<tools>\n{listed}</tools>\nTo \
-             call a function, write the call in this format:\n{example}"
-        );
-    }
-    format!(
-        "You are a function calling AI model. You may call one or more functions to assist with \
-         the user query. Here are the available tools:\n<tools>\n{listed}</tools>\nFor each \
-         function call, return a JSON object with the function name and arguments within \
-         <tool_call></tool_call> XML tags:\n<tool_call>\n{{\"name\": <function-name>, \
-         \"arguments\": <args-json-object>}}\n</tool_call>"
-    )
-}
-
 /// The prompt's tokens for `messages` (already flattened) with `tools` offered.
 pub fn chat_prompt(
     tokenizer: &ModelTokenizer,
@@ -254,7 +189,7 @@ pub fn chat_prompt(
         if prompting.native {
             template_tools = Some(&tools.definitions);
         } else {
-            let offer = tool_system_prompt(tools);
+            let offer = tool_calls::tool_system_prompt(tools.format, &tools.definitions);
             match messages.first_mut() {
                 Some(first) if first["role"] == "system" => {
                     let content = first["content"].as_str().unwrap_or_default().to_string();

@@ -1,4 +1,6 @@
-//! `stencil generate [--model PATH] (--schema FILE | --gbnf FILE | --lark FILE | --regex PATTERN | --json)
+//! `stencil generate [--model PATH] (--schema FILE | --gbnf FILE | --lark FILE | --regex PATTERN
+//! | --structural-tag FILE | --json | --tools FILE [--tool-choice C] [--no-parallel-tool-calls]
+//! [--tool-format NAME]) [--reasoning] [--reasoning-budget N]
 //! [--prompt TEXT | --prompt-file FILE] [--max-tokens N] [--seed N] [--temperature T]
 //! [--top-p P] [--top-k K] [--min-p P] [--preset reference|hf|vllm|llama.cpp] [--stream]
 //! [--trace FILE] [--output-json]`
@@ -10,6 +12,7 @@
 
 mod request;
 mod requests;
+mod tools;
 
 use std::io::Write;
 use std::path::Path;
@@ -17,21 +20,39 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use stencil::decode::reasoning::ReasoningBudget;
 use stencil::decode::{Event, Generation, Generator};
+use stencil::frontend::structural_tag::StructuralTagOptions;
 use stencil::grammar::Grammar;
 use stencil::tables::TokenTables;
 use stencil::Compiler;
 
 use crate::cli::grammar::JSON_GBNF;
 
-use request::build_request;
+use request::{build_request, request_for, user_text};
 pub use request::{load_generator, prompt_tokens, GenerateArgs};
 
-/// The grammar, read before the model loads so that a bad one fails at once.
-fn read_grammar(args: &GenerateArgs) -> Result<Grammar, String> {
-    args.grammar_for_generation()
-        .grammar(args.json_grammar.then_some(JSON_GBNF))
-        .map_err(|e| format!("invalid grammar: {e}"))
+/// The grammar, read before the model loads so that a bad one fails at once
+/// (with `--tools`, the calls in the format given or Hermes's: the model's own
+/// comes with its template).
+fn read_grammar(
+    args: &GenerateArgs,
+    tools: Option<&tools::ToolRequest>,
+) -> Result<Grammar, String> {
+    let grammar_args = args.grammar_for_generation();
+    match tools {
+        Some(t) => t.grammar(t.provisional_format(), &tool_options(&grammar_args)),
+        None => grammar_args.grammar(args.json_grammar.then_some(JSON_GBNF)),
+    }
+    .map_err(|e| format!("invalid grammar: {e}"))
+}
+
+/// Tool calls' arguments are strict (declared properties only), as the
+/// server's are.
+fn tool_options(grammar_args: &crate::cli::grammar::GrammarArgs) -> StructuralTagOptions {
+    let mut options = grammar_args.structural_tag_options();
+    options.json.strict = true;
+    options
 }
 
 /// What `--stream` prints as text arrives: the text itself, or with `--output-json`
@@ -68,8 +89,12 @@ pub fn run(args: &GenerateArgs) -> i32 {
     }
     // Grammars and request lines are checked before the model loads: a bad one fails
     // in milliseconds, not after a download.
+    let tool_request = match tools::read(args) {
+        Ok(t) => t,
+        Err(e) => return bad_request(e),
+    };
     let grammar = if args.has_grammar() {
-        match read_grammar(args) {
+        match read_grammar(args, tool_request.as_ref()) {
             Ok(g) => Some(g),
             Err(e) => return bad_request(e),
         }
@@ -93,6 +118,14 @@ pub fn run(args: &GenerateArgs) -> i32 {
     };
     // One compiler for the run: the grammars of a requests file share with it.
     let compiler = Compiler::new(Arc::clone(generator.tokenizer().vocab()));
+    if lines.is_none()
+        && (tool_request.is_some() || args.reasoning || args.reasoning_budget.is_some())
+    {
+        let Some(grammar) = grammar else {
+            unreachable!("checked above: a grammar or --requests")
+        };
+        return run_with_reply_parts(args, &generator, &compiler, grammar, tool_request.as_ref());
+    }
     let fallback = args.json_grammar.then_some(JSON_GBNF);
     let compiled = grammar.map(|g| {
         args.grammar_for_generation()
@@ -112,6 +145,19 @@ pub fn run(args: &GenerateArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
+    generate_and_report(args, &generator, request, |g| {
+        generation_json(g, args.logprobs > 0)
+    })
+}
+
+/// Runs `request`, writes the trace, reports (`as_json` makes the
+/// `--output-json` object).
+fn generate_and_report(
+    args: &GenerateArgs,
+    generator: &Generator,
+    request: stencil::decode::Request,
+    as_json: impl Fn(&Generation) -> serde_json::Value,
+) -> i32 {
     let mut sink = stream_sink(args.stream, args.output_json);
     let generation = match generator.generate(request, &mut sink) {
         Ok(g) => g,
@@ -126,7 +172,75 @@ pub fn run(args: &GenerateArgs) -> i32 {
             return 2;
         }
     }
-    report(args, &generation)
+    report(args, &generation, &as_json(&generation))
+}
+
+/// `--tools` and `--reasoning`: the prompt offers the tools, the calls are in
+/// the model's format, a reasoning span goes first (its close forced after
+/// `--reasoning-budget` tokens), and the reply is read back into content,
+/// reasoning and calls.
+fn run_with_reply_parts(
+    args: &GenerateArgs,
+    generator: &Generator,
+    compiler: &Compiler,
+    grammar: Grammar,
+    tool_request: Option<&tools::ToolRequest>,
+) -> i32 {
+    let template = generator.tokenizer().chat_template();
+    let grammar_args = args.grammar_for_generation();
+    let prompting = tool_request.map(|t| t.prompting(template));
+    let (grammar, prompt) = match (tool_request, prompting) {
+        (Some(t), Some(prompting)) => {
+            let grammar = if prompting.format == t.provisional_format() {
+                Ok(grammar)
+            } else {
+                t.grammar(prompting.format, &tool_options(&grammar_args))
+            };
+            let prompt = user_text(args).and_then(|text| t.prompt(generator, &text, prompting));
+            match (grammar, prompt) {
+                (Ok(g), Ok(p)) => (g, p),
+                (Err(e), _) | (_, Err(e)) => return bad_request(e),
+            }
+        }
+        _ => {
+            let prompt =
+                user_text(args).and_then(|text| request::render_prompt(generator, &text, args.raw));
+            match prompt {
+                Ok(p) => (grammar, p),
+                Err(e) => return bad_request(e),
+            }
+        }
+    };
+    let span = (args.reasoning || args.reasoning_budget.is_some())
+        .then(|| tools::reasoning_span(generator, &prompt));
+    let grammar = tools::with_span(grammar, span.as_ref());
+    let tables = match grammar_args.compile_for(compiler, &grammar, None) {
+        Ok(t) => t,
+        Err(e) => return bad_request(format!("invalid grammar: {e}")),
+    };
+    let tokens = match generator.tokenizer().encode_prompt(&prompt) {
+        Ok(t) => t,
+        Err(e) => return bad_request(e.to_string()),
+    };
+    let mut request = request_for(args, tokens, tables);
+    request.reasoning = match (&span, args.reasoning_budget) {
+        (Some(span), Some(max_tokens)) => Some(ReasoningBudget {
+            open: span.open.clone(),
+            close: span.close.clone(),
+            max_tokens,
+        }),
+        _ => None,
+    };
+    let calls = tool_request.zip(prompting.map(|p| p.format));
+    generate_and_report(args, generator, request, |g| {
+        let mut value = generation_json(g, args.logprobs > 0);
+        let stopped = g.finish_reason == stencil::decode::FinishReason::Stop;
+        let parts = tools::reply_fields(&g.text, span.as_ref(), calls, stopped);
+        if let (Some(object), serde_json::Value::Object(fields)) = (value.as_object_mut(), parts) {
+            object.extend(fields);
+        }
+        value
+    })
 }
 
 fn write_trace(path: &Path, generation: &Generation) -> std::io::Result<()> {
@@ -149,6 +263,9 @@ fn generation_json(g: &Generation, logprobs: bool) -> serde_json::Value {
     });
     if let Some(e) = &g.error {
         value["error"] = json!(e);
+    }
+    if let Some(n) = g.reasoning_tokens {
+        value["reasoning_tokens"] = json!(n);
     }
     if logprobs {
         value["logprobs"] = json!(g.logprobs);
@@ -192,9 +309,9 @@ fn run_batch(
     }
 }
 
-fn report(args: &GenerateArgs, g: &Generation) -> i32 {
+fn report(args: &GenerateArgs, g: &Generation, as_json: &serde_json::Value) -> i32 {
     if args.output_json {
-        println!("{}", generation_json(g, args.logprobs > 0));
+        println!("{as_json}");
     } else {
         if args.stream {
             println!();

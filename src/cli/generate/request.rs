@@ -85,9 +85,45 @@ pub struct GenerateArgs {
     /// Write the sampling pipeline's per-step trace (JSON lines).
     #[arg(long, value_name = "FILE")]
     pub(super) trace: Option<PathBuf>,
-    /// Print one JSON object: text, finish_reason, grammar_complete, tokens, timings.
+    /// Print one JSON object: text, finish_reason, grammar_complete, tokens, timings
+    /// (with --tools or --reasoning also content, reasoning, tool_calls).
     #[arg(long)]
     pub(super) output_json: bool,
+    /// Tools the model may call (a JSON file: OpenAI's `tools` array): the reply
+    /// is constrained to the model's own tool-call format, each call's arguments
+    /// to its tool's `parameters`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "grammar",
+        conflicts_with = "requests"
+    )]
+    pub(super) tools: Option<PathBuf>,
+    /// auto (text, calls or both), required (calls only), none (no call), or a
+    /// tool's name (that call only).
+    #[arg(
+        long,
+        value_name = "CHOICE",
+        default_value = "auto",
+        requires = "tools"
+    )]
+    pub(super) tool_choice: String,
+    /// At most one call.
+    #[arg(long, requires = "tools")]
+    pub(super) no_parallel_tool_calls: bool,
+    /// The tool-call format instead of the chat template's (hermes, qwen-xml, glm,
+    /// seed-oss, minimax, deepseek-dsml, deepseek-v4, mistral-nemo, mistral-args,
+    /// mistral-call-id).
+    #[arg(long, value_name = "NAME", requires = "tools")]
+    pub(super) tool_format: Option<String>,
+    /// A reasoning span first (`<think>...</think>`, or the chat template's own),
+    /// its text free; the grammar constrains what follows it.
+    #[arg(long, conflicts_with = "requests")]
+    pub(super) reasoning: bool,
+    /// Most tokens of reasoning: then its close is written for the model
+    /// (implies --reasoning).
+    #[arg(long, value_name = "N", conflicts_with = "requests")]
+    pub(super) reasoning_budget: Option<usize>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -126,8 +162,21 @@ pub fn load_generator(
 
 /// The chat-templated (or raw) prompt's tokens.
 pub fn prompt_tokens(generator: &Generator, text: &str, raw: bool) -> Result<Vec<u32>, String> {
+    let rendered = render_prompt(generator, text, raw)?;
+    generator
+        .tokenizer()
+        .encode_prompt(&rendered)
+        .map_err(|e| e.to_string())
+}
+
+/// The user message `text` through the chat template (as is when `raw`).
+pub(super) fn render_prompt(
+    generator: &Generator,
+    text: &str,
+    raw: bool,
+) -> Result<String, String> {
     let tokenizer = generator.tokenizer();
-    let rendered = match (raw, tokenizer.chat_template()) {
+    Ok(match (raw, tokenizer.chat_template()) {
         (false, Some(template)) => render_chat(
             template,
             &[Message::new("user", text)],
@@ -136,10 +185,7 @@ pub fn prompt_tokens(generator: &Generator, text: &str, raw: bool) -> Result<Vec
         )
         .map_err(|e| e.to_string())?,
         _ => text.to_string(),
-    };
-    tokenizer
-        .encode_prompt(&rendered)
-        .map_err(|e| e.to_string())
+    })
 }
 
 /// The user message when none is given: asks for the grammar's output.
@@ -158,6 +204,8 @@ fn default_prompt(args: &GenerateArgs) -> Result<String, String> {
         structural_tag_prompt(&tag)
     } else if let Some(regex) = &g.regex {
         regex_prompt(regex)
+    } else if args.tools.is_some() {
+        "Help me with one of the tools you have.".to_string()
     } else {
         "Describe a city as a JSON object. Reply with the JSON only.".to_string()
     })
@@ -215,6 +263,19 @@ impl GenerateArgs {
             || g.lark.is_some()
             || g.regex.is_some()
             || g.structural_tag.is_some()
+            || self.tools.is_some()
+    }
+}
+
+/// The user message: `--prompt`, `--prompt-file`, or a default that asks for
+/// the grammar's output.
+pub(super) fn user_text(args: &GenerateArgs) -> Result<String, String> {
+    match (&args.prompt, &args.prompt_file) {
+        (Some(p), _) => Ok(p.clone()),
+        (None, Some(f)) => {
+            std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))
+        }
+        (None, None) => default_prompt(args),
     }
 }
 
@@ -223,15 +284,18 @@ pub(super) fn build_request(
     generator: &Generator,
     tables: Arc<TokenTables>,
 ) -> Result<Request, String> {
-    let prompt_text = match (&args.prompt, &args.prompt_file) {
-        (Some(p), _) => p.clone(),
-        (None, Some(f)) => {
-            std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?
-        }
-        (None, None) => default_prompt(args)?,
-    };
-    Ok(Request {
-        prompt: prompt_tokens(generator, &prompt_text, args.raw)?,
+    let prompt = prompt_tokens(generator, &user_text(args)?, args.raw)?;
+    Ok(request_for(args, prompt, tables))
+}
+
+/// The decode request of `args` for a prompt already tokenized.
+pub(super) fn request_for(
+    args: &GenerateArgs,
+    prompt: Vec<u32>,
+    tables: Arc<TokenTables>,
+) -> Request {
+    Request {
+        prompt,
         grammar: Some(tables),
         stop_policy: match args.stop_policy {
             StopPolicyArg::Stop => StopPolicy::Stop,
@@ -245,5 +309,5 @@ pub(super) fn build_request(
         trace: args.trace.is_some(),
         budget_steering: !args.no_budget_steering,
         reasoning: None,
-    })
+    }
 }

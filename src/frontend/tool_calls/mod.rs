@@ -25,6 +25,8 @@
 
 mod parse;
 mod progress;
+mod prompt;
+mod reasoning;
 mod xml;
 
 use serde_json::{json, Value};
@@ -33,6 +35,8 @@ use super::FrontendError;
 
 pub use parse::{content_prefix_len, parse_reply, ParsedCall, ParsedReply};
 pub use progress::{calls_in_progress, CallProgress};
+pub use prompt::{tool_system_prompt, ToolPrompting};
+pub use reasoning::{grammar_with_reasoning, split_reasoning, with_reasoning, Reasoning};
 
 /// A model family's tool-call format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,36 +253,6 @@ fn repeated(item: Value, gap: Value, parallel: bool) -> Value {
     }
 }
 
-/// A reasoning span before the reply: `<think>...</think>`, `[THINK]...[/THINK]`.
-/// Its text is free (a model may think about a call without making it); the
-/// reply's format starts after `close` (and any whitespace).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reasoning {
-    /// What opens the span, when the model writes it; `None` when the prompt
-    /// already opened it (Qwen3's template ends with `<think>\n`).
-    pub open: Option<String>,
-    pub close: String,
-    /// The model may skip the span (only where it writes `open` itself).
-    pub optional: bool,
-}
-
-/// `tag` (a structural tag) with `reasoning` before its format.
-pub fn with_reasoning(tag: &Value, reasoning: &Reasoning) -> Value {
-    let span = json!({
-        "type": "tag",
-        "begin": reasoning.open.clone().unwrap_or_default(),
-        "content": {"type": "any_text"},
-        "end": reasoning.close,
-    });
-    let span = if reasoning.optional && reasoning.open.is_some() {
-        json!({"type": "optional", "content": span})
-    } else {
-        span
-    };
-    let gap = json!({"type": "regex", "pattern": "[ \\t\\r\\n]*"});
-    json!({"type": "structural_tag", "format": seq(vec![span, gap, tag["format"].clone()])})
-}
-
 /// One callable tool: its name and its arguments' JSON Schema.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
@@ -354,6 +328,29 @@ pub fn read_tools(tools: &Value) -> Result<Vec<Tool>, FrontendError> {
         });
     }
     Ok(out)
+}
+
+/// Compiles each tool's `parameters` on its own (as the calls' arguments are:
+/// `options` should be strict), so that a schema that cannot be enforced is an
+/// error at its place in `definitions` (the `tools` array as sent):
+/// `/tools/1/function/parameters/properties/when: unsupported keyword ...`.
+pub fn check_parameters(
+    definitions: &Value,
+    tools: &[Tool],
+    options: &super::json_schema::JsonSchemaOptions,
+) -> Result<(), FrontendError> {
+    for (i, tool) in tools.iter().enumerate() {
+        let Err(e) = super::json_schema::compile_schema(&tool.parameters, options) else {
+            continue;
+        };
+        let base = match definitions.pointer(&format!("/{i}/function")) {
+            Some(_) => format!("/tools/{i}/function/parameters"),
+            None => format!("/tools/{i}/parameters"),
+        };
+        let inner = e.pointer().unwrap_or_default();
+        return Err(error(&format!("{base}{inner}"), e.to_string()));
+    }
+    Ok(())
 }
 
 /// Reads OpenAI's `tool_choice` (`"none"`, `"auto"`, `"required"`, or
