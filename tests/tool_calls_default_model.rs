@@ -172,7 +172,7 @@ fn request(g: &Generator, set: &ToolSet, mode: &Mode, seed: u64) -> Request {
         sampling: SamplingConfig {
             seed: Some(seed),
             // Half greedy, half sampled.
-            temperature: Some(if seed % 2 == 0 { 0.0 } else { 0.8 }),
+            temperature: Some(if seed.is_multiple_of(2) { 0.0 } else { 0.8 }),
             ..SamplingConfig::default()
         },
         max_tokens: MAX_TOKENS,
@@ -257,10 +257,10 @@ fn default_model_calls_validate_on_bfcl_tool_sets() {
             Mode {
                 choice: ToolChoice::Auto,
                 parallel: true,
-                reasoning: i % 2 == 1,
+                reasoning: !i.is_multiple_of(2),
             },
         ];
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             modes.push(Mode {
                 choice: ToolChoice::None,
                 parallel: true,
