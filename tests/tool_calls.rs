@@ -77,9 +77,10 @@ fn real_outputs_are_accepted_in_their_models_format() {
         if calls.is_empty() {
             continue;
         }
-        // llama.cpp also reads Qwen's calls without their `<tool_call>` opener;
-        // stencil writes it (those vectors are parse-back only).
-        if format == ToolCallFormat::QwenXml && input.matches("<tool_call>").count() < calls.len() {
+        // llama.cpp also reads calls without their opener (Qwen's `<tool_call>`,
+        // Kimi's section); stencil writes it (those vectors are parse-back only).
+        let triggers = input.matches(format.trigger()).count();
+        if triggers == 0 || (format == ToolCallFormat::QwenXml && triggers < calls.len()) {
             continue;
         }
         // A reasoning span first: opened by the model (`[THINK]`) or by the prompt.
@@ -183,6 +184,19 @@ fn real_outputs_are_accepted_in_their_models_format() {
     assert!(checked >= 8, "only {checked} vectors in a built format");
 }
 
+/// Outputs llama.cpp reads leniently and stencil's readers do not (no grammar
+/// of stencil's writes them), with the reason.
+const UNREAD: [(&str, &str); 2] = [
+    (
+        "Kimi-K2-Thinking#12",
+        "calls without their section or `<|tool_call_end|>` (text, as a call cut short is)",
+    ),
+    (
+        "Kimi-K2-Thinking#13",
+        "a call without its section or `<|tool_call_end|>` (text, as a call cut short is)",
+    ),
+];
+
 /// The reply after a reasoning span (`</think>`, `[/THINK]`), and the span's text.
 fn split_reasoning(input: &str) -> (&str, &str) {
     for (open, close) in REASONING_SPANS {
@@ -221,6 +235,10 @@ fn real_outputs_parse_back_into_the_expected_calls() {
             continue;
         }
         let id = &case["id"];
+        if let Some((_, why)) = UNREAD.iter().find(|(known, _)| id == known) {
+            println!("{id}: not read back: {why}");
+            continue;
+        }
         let expect = &case["expect"];
         let (reasoning, reply) =
             split_reasoning(without_end_of_turn(case["input"].as_str().unwrap()));
@@ -309,47 +327,62 @@ fn requests_with_mistakes_are_located() {
     }
 }
 
-/// On Qwen3's real vocabulary, `<tool_call>` is one added token (not special):
-/// a model writes it as that token, and the Hermes format's mask allows it there,
-/// then every token of the call, to an accepted end.
+/// On real vocabularies a format's delimiters are added tokens (not special):
+/// Qwen3's `<tool_call>`, DeepSeek V3's `<｜tool▁calls▁begin｜>`. A model writes
+/// each as its one token, and the format's mask allows it there, then every
+/// token of the call, to an accepted end.
 #[test]
-fn qwen3_writes_its_tool_call_token_under_the_mask() {
+fn models_write_their_call_tokens_under_the_mask() {
     let Some(dir) = data() else {
         eprintln!("../shared/data not found: skipped");
         return;
     };
-    let path = dir.join("../tokenizers/qwen3/tokenizer.json");
-    let vocab = Arc::new(stencil::vocab::Vocabulary::from_tokenizer_file(&path).unwrap());
-    let tokenizer = stencil::vocab::load_tokenizer(&path).unwrap();
     let tools = tool_calls::read_tools(&serde_json::json!([{"type": "function", "function": {
         "name": "get_weather",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
     .unwrap();
-    let tag = tool_calls::structural_tag(ToolCallFormat::Hermes, &tools, &ToolChoice::Auto, true)
-        .unwrap();
-    let tables = stencil::Compiler::new(Arc::clone(&vocab))
-        .compile_structural_tag(&tag, &StructuralTagOptions::default())
-        .unwrap();
-    let text = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-    let ids = tokenizer.encode(text, false).unwrap().get_ids().to_vec();
-    let call = vocab.ids_named("<tool_call>");
-    assert_eq!(call.len(), 1, "one <tool_call> token");
-    assert!(
-        ids.contains(&call[0]),
-        "the tokenizer writes <tool_call> as its one token"
-    );
-    let mut matcher = stencil::matcher::TokenMatcher::new(tables);
-    let mut mask = vec![0u32; vocab.len().div_ceil(32)];
-    for &id in &ids {
-        matcher.fill_next_token_bitmask(&mut mask);
+    let cases = [
+        (
+            "qwen3",
+            ToolCallFormat::Hermes,
+            "<tool_call>",
+            "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+        ),
+        (
+            "deepseek-v3",
+            ToolCallFormat::DeepSeekV3,
+            "<｜tool▁calls▁begin｜>",
+            "Let me look.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        ),
+    ];
+    for (name, format, token, text) in cases {
+        let path = dir.join(format!("../tokenizers/{name}/tokenizer.json"));
+        let vocab = Arc::new(stencil::vocab::Vocabulary::from_tokenizer_file(&path).unwrap());
+        let tokenizer = stencil::vocab::load_tokenizer(&path).unwrap();
+        let tag = tool_calls::structural_tag(format, &tools, &ToolChoice::Auto, true).unwrap();
+        let tables = stencil::Compiler::new(Arc::clone(&vocab))
+            .compile_structural_tag(&tag, &StructuralTagOptions::default())
+            .unwrap();
+        let ids = tokenizer.encode(text, false).unwrap().get_ids().to_vec();
+        let call = vocab.ids_named(token);
+        assert_eq!(call.len(), 1, "{name}: one {token} token");
         assert!(
-            mask[id as usize / 32] >> (id % 32) & 1 == 1,
-            "token {id} ({:?}) masked",
-            vocab.token_text(id)
+            ids.contains(&call[0]),
+            "{name}: the tokenizer writes {token} as its one token"
         );
-        matcher.consume_token(id).unwrap();
+        let mut matcher = stencil::matcher::TokenMatcher::new(tables);
+        let mut mask = vec![0u32; vocab.len().div_ceil(32)];
+        for &id in &ids {
+            matcher.fill_next_token_bitmask(&mut mask);
+            assert!(
+                mask[id as usize / 32] >> (id % 32) & 1 == 1,
+                "{name}: token {id} ({:?}) masked",
+                vocab.token_text(id)
+            );
+            matcher.consume_token(id).unwrap();
+        }
+        assert!(matcher.is_accepting(), "{name}");
     }
-    assert!(matcher.is_accepting());
 }
 
 /// Every format writes a call (`call_text`, as the server writes earlier calls

@@ -50,8 +50,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 64)]
     prefill_chunk: usize,
     /// Tool-call format instead of the chat template's: hermes, qwen-xml, glm,
-    /// seed-oss, minimax, deepseek-dsml, deepseek-v4, mistral-nemo,
-    /// mistral-args, mistral-call-id.
+    /// seed-oss, minimax, deepseek-dsml, deepseek-v4, deepseek-v3, deepseek-r1,
+    /// kimi-k2, llama3-json, mistral-nemo, mistral-args, mistral-call-id.
     #[arg(long)]
     tool_format: Option<String>,
 }

@@ -11,18 +11,22 @@
 //!
 //! * `auto`: free text with calls (`triggered_tags`); `required`: calls only, at
 //!   least one; a named function: that call only; `none`: free text holding no
-//!   trigger.
+//!   trigger. Free text never holds what a reader takes for the start of a call
+//!   ([`ToolCallFormat::call_markers`]), so no call is written unconstrained.
 //! * `parallel_tool_calls: false`: at most one call (`stop_after_first`).
 //!
-//! Families so far ([`ToolCallFormat`]): Hermes (`<tool_call>` JSON), the XML
-//! ones whose arguments are tagged parameters (Qwen3-Coder's `<function=f>`,
-//! GLM's `<tool_call>f<arg_key>`, Seed-OSS, MiniMax-M2 and DeepSeek's DSML
-//! `<invoke name="f">`; one `CallShape` each, one reader for all) and
-//! Mistral's three `[TOOL_CALLS]` shapes. The others of the chat templates in
-//! the test data (Llama 3.x JSON, DeepSeek V3.1's special tokens, Kimi, gpt-oss
-//! harmony, LFM2's Python calls, ...) are to come. A reasoning span before the reply
-//! ([`Reasoning`], [`with_reasoning`]) is free text up to its close.
+//! Families so far ([`ToolCallFormat`]): Hermes (`<tool_call>` JSON) and Llama
+//! 3.x's bare JSON; the XML ones whose arguments are tagged parameters
+//! (Qwen3-Coder's `<function=f>`, GLM's `<tool_call>f<arg_key>`, Seed-OSS,
+//! MiniMax-M2 and DeepSeek's DSML `<invoke name="f">`: one `CallShape` each, one
+//! reader for all, `xml.rs`); those whose JSON arguments follow the name between
+//! delimiters (DeepSeek V3.1 and R1, Kimi K2: one `JsonCallShape` each,
+//! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes. Not built yet: gpt-oss
+//! harmony, Gemma 4, LFM2's Python calls, Kimi K3, Cohere and others of the chat
+//! templates in the test data. A reasoning span before the reply ([`Reasoning`],
+//! [`with_reasoning`], [`grammar_with_reasoning`]) is free text up to its close.
 
+mod json_calls;
 mod parse;
 mod progress;
 mod prompt;
@@ -64,6 +68,18 @@ pub enum ToolCallFormat {
     DeepSeekDsml,
     /// DeepSeek V3.2's DSML calls inside `<｜DSML｜tool_calls>`: DeepSeek V4.
     DeepSeekV4,
+    /// `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`:
+    /// DeepSeek V3 and V3.1.
+    DeepSeekV3,
+    /// DeepSeek R1's: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>`
+    /// inside the same block (R1 and its Llama and Qwen distills).
+    DeepSeekR1,
+    /// `<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|><|tool_calls_section_end|>`:
+    /// Kimi K2 (the call's id is `functions.f:0`, numbered by the model).
+    KimiK2,
+    /// `{"name": "f", "parameters": {...}}`: Llama 3.1, 3.2, 3.3 (the whole
+    /// reply is the call).
+    Llama3Json,
     /// `[TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "a1b2c3d4e"}]`: Mistral
     /// Nemo (one block; parallel calls are items of its array).
     MistralNemo,
@@ -102,6 +118,22 @@ impl ToolCallFormat {
         if template.contains("<minimax:tool_call>") && template.contains("<invoke name=") {
             return Some(ToolCallFormat::MiniMax);
         }
+        if template.contains("<|tool_call_argument_begin|>") {
+            return Some(ToolCallFormat::KimiK2);
+        }
+        if template.contains("<｜tool▁call▁begin｜>") && !template.contains("｜DSML｜") {
+            return Some(if template.contains("```json") {
+                ToolCallFormat::DeepSeekR1
+            } else {
+                ToolCallFormat::DeepSeekV3
+            });
+        }
+        let llama = template.contains("<|start_header_id|>")
+            && template.contains("\"parameters\": ")
+            && template.contains("tool_call");
+        if llama {
+            return Some(ToolCallFormat::Llama3Json);
+        }
         if template.contains("｜DSML｜") {
             return Some(if template.contains("function_calls>") {
                 ToolCallFormat::DeepSeekDsml
@@ -123,7 +155,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 10] = [
+    pub const ALL: [ToolCallFormat; 14] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -131,13 +163,17 @@ impl ToolCallFormat {
         ToolCallFormat::MiniMax,
         ToolCallFormat::DeepSeekDsml,
         ToolCallFormat::DeepSeekV4,
+        ToolCallFormat::DeepSeekV3,
+        ToolCallFormat::DeepSeekR1,
+        ToolCallFormat::KimiK2,
+        ToolCallFormat::Llama3Json,
         ToolCallFormat::MistralNemo,
         ToolCallFormat::MistralArgs,
         ToolCallFormat::MistralCallId,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 14] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -145,6 +181,10 @@ impl ToolCallFormat {
         "minimax",
         "deepseek-dsml",
         "deepseek-v4",
+        "deepseek-v3",
+        "deepseek-r1",
+        "kimi-k2",
+        "llama3-json",
         "mistral-nemo",
         "mistral-args",
         "mistral-call-id",
@@ -152,7 +192,8 @@ impl ToolCallFormat {
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
     /// (`qwen`, `qwen2.5`, `qwen3`: Hermes; `qwen3-coder`, `qwen3.5`; `glm-4.5`
-    /// to `glm-4.7`; `minimax-m2`; `deepseek-v3.2`; `devstral`).
+    /// to `glm-4.7`; `minimax-m2`; `deepseek-v3.2`; `deepseek-v3.1`; `llama3`
+    /// to `llama3.3`; `devstral`).
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
@@ -162,6 +203,12 @@ impl ToolCallFormat {
             "minimax" | "minimax-m2" => Some(ToolCallFormat::MiniMax),
             "deepseek-dsml" | "deepseek-v3.2" => Some(ToolCallFormat::DeepSeekDsml),
             "deepseek-v4" => Some(ToolCallFormat::DeepSeekV4),
+            "deepseek-v3" | "deepseek-v3.1" => Some(ToolCallFormat::DeepSeekV3),
+            "deepseek-r1" => Some(ToolCallFormat::DeepSeekR1),
+            "kimi-k2" => Some(ToolCallFormat::KimiK2),
+            "llama3-json" | "llama3" | "llama3.1" | "llama3.2" | "llama3.3" => {
+                Some(ToolCallFormat::Llama3Json)
+            }
             "mistral-nemo" => Some(ToolCallFormat::MistralNemo),
             "mistral-args" | "devstral" => Some(ToolCallFormat::MistralArgs),
             "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
@@ -176,7 +223,33 @@ impl ToolCallFormat {
             ToolCallFormat::MistralNemo
             | ToolCallFormat::MistralArgs
             | ToolCallFormat::MistralCallId => "[TOOL_CALLS]",
+            ToolCallFormat::Llama3Json => "{\"name\": \"",
+            ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
+                self.json_shape().expect("a JSON format").block.0
+            }
             xml => xml.xml_shape().expect("an XML format").wrapper.0,
+        }
+    }
+
+    /// Every text a reader of this format takes as the start of a call (the
+    /// trigger, and a call's own opening where calls sit inside a wrapper): free
+    /// text holds none of them, so a call can only be written where the grammar
+    /// constrains it, never slip through the text around the calls.
+    pub fn call_markers(self) -> Vec<&'static str> {
+        let mut markers = vec![self.trigger()];
+        markers.extend(self.xml_shape().map(|shape| shape.open));
+        markers.extend(self.json_shape().map(|shape| shape.call_open));
+        markers.dedup();
+        markers
+    }
+
+    /// How the format frames calls whose arguments are JSON after the name.
+    pub(crate) fn json_shape(self) -> Option<&'static json_calls::JsonCallShape> {
+        match self {
+            ToolCallFormat::DeepSeekV3 => Some(&json_calls::DEEPSEEK_V3),
+            ToolCallFormat::DeepSeekR1 => Some(&json_calls::DEEPSEEK_R1),
+            ToolCallFormat::KimiK2 => Some(&json_calls::KIMI_K2),
+            _ => None,
         }
     }
 
@@ -216,7 +289,15 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
             false => text,
         };
     }
+    if let Some(shape) = format.json_shape() {
+        let call = shape.call_text(name, arguments, 0);
+        return format!("{}{call}{}", shape.block.0, shape.block.1);
+    }
     match format {
+        ToolCallFormat::Llama3Json => {
+            let quoted = serde_json::to_string(name).expect("a string");
+            format!("{{\"name\": {quoted}, \"parameters\": {arguments}}}")
+        }
         ToolCallFormat::MistralNemo => {
             let quoted = serde_json::to_string(name).expect("a string");
             format!("[TOOL_CALLS][{{\"name\": {quoted}, \"arguments\": {arguments}, \"id\": \"{id}\"}}]")
@@ -426,7 +507,8 @@ pub fn structural_tag(
         ToolChoice::Function(name) => tools.iter().filter(|t| &t.name == name).collect(),
         _ => tools.iter().collect(),
     };
-    let free = json!({"type": "any_text", "excludes": [trigger]});
+    let markers = format.call_markers();
+    let free = json!({"type": "any_text", "excludes": markers});
     if let ToolChoice::None = choice {
         return Ok(json!({"type": "structural_tag", "format": free}));
     }
@@ -450,6 +532,7 @@ pub fn structural_tag(
             "triggers": [trigger],
             "tags": tags,
             "stop_after_first": !parallel,
+            "excludes": markers,
         }),
         Layout::Calls { tags, gap } => seq(vec![lead_in, repeated(one_of(tags), gap, parallel)]),
         Layout::Block {
@@ -466,6 +549,7 @@ pub fn structural_tag(
                     "triggers": [trigger],
                     "tags": [{"type": "tag", "begin": open, "content": calls, "end": close}],
                     "stop_after_first": ends_reply || !parallel,
+                    "excludes": markers,
                 }),
                 _ => seq(vec![lead_in, text(&open), calls, text(&close)]),
             }
@@ -503,6 +587,32 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
         }
         let gap = json!({"type": "optional", "content": text("\n")});
         return Layout::Calls { tags: calls, gap };
+    }
+    if let Some(shape) = format.json_shape() {
+        let call = |t: &Tool| {
+            let head = if shape.indexed {
+                // Kimi numbers the calls itself.
+                vec![
+                    text(&format!(
+                        "{}{}{}:",
+                        shape.call_open, shape.name_prefix, t.name
+                    )),
+                    json!({"type": "regex", "pattern": "[0-9]{1,4}"}),
+                    text(shape.arguments_open),
+                ]
+            } else {
+                vec![text(&shape.head(&t.name, 0))]
+            };
+            let close = one_of(shape.arguments_close.iter().map(|c| text(c)).collect());
+            seq([head, vec![arguments(t), close, text(shape.call_close)]].concat())
+        };
+        return Layout::Block {
+            open: shape.block.0.to_string(),
+            call: one_of(chosen.iter().map(|t| call(t)).collect()),
+            separator: text(""),
+            close: shape.block.1.to_string(),
+            ends_reply: false,
+        };
     }
     let quoted = |tool: &Tool| serde_json::to_string(&tool.name).expect("a string");
     let id = json!({"type": "regex", "pattern": "[a-zA-Z0-9]{9}"});
@@ -554,6 +664,20 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
                 ends_reply: true,
             }
         }
+        ToolCallFormat::Llama3Json => Layout::Calls {
+            tags: chosen
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "tag",
+                        "begin": format!("{{\"name\": {}, \"parameters\": ", quoted(t)),
+                        "content": arguments(t),
+                        "end": "}",
+                    })
+                })
+                .collect(),
+            gap: json!({"type": "optional", "content": text("\n")}),
+        },
         _ => Layout::Calls {
             tags: chosen
                 .iter()

@@ -31,7 +31,7 @@ pub struct ParsedReply {
 
 /// The first JSON value at the start of `text` (after whitespace) and the bytes
 /// it spans, whitespace included.
-fn leading_json(text: &str) -> Option<(Value, usize)> {
+pub(crate) fn leading_json(text: &str) -> Option<(Value, usize)> {
     let mut values = Deserializer::from_str(text).into_iter::<Value>();
     let value = values.next()?.ok()?;
     Some((value, values.byte_offset()))
@@ -52,10 +52,14 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
     if let Some(shape) = format.xml_shape() {
         return parse_xml_calls(text, shape, tools);
     }
+    if let Some(shape) = format.json_shape() {
+        return super::json_calls::parse(text, shape);
+    }
     match format {
         ToolCallFormat::MistralNemo
         | ToolCallFormat::MistralArgs
         | ToolCallFormat::MistralCallId => parse_mistral(format, text),
+        ToolCallFormat::Llama3Json => parse_llama(text),
         _ => parse_hermes(text),
     }
 }
@@ -114,31 +118,52 @@ fn parse_xml_calls(text: &str, shape: &CallShape, tools: &[Tool]) -> ParsedReply
 /// `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks anywhere in
 /// the reply; the text around them is the content.
 fn parse_hermes(text: &str) -> ParsedReply {
-    const OPEN: &str = "<tool_call>";
-    const CLOSE: &str = "</tool_call>";
+    parse_named_objects(text, "<tool_call>", "</tool_call>", "arguments")
+}
+
+/// Llama 3.x's `{"name": ..., "parameters": {...}}` objects anywhere in the reply.
+fn parse_llama(text: &str) -> ParsedReply {
+    parse_named_objects(text, "", "", "parameters")
+}
+
+/// JSON objects naming a function and its arguments (under `arguments_key`),
+/// each after `open` and before `close` (Hermes's tags; none for Llama, whose
+/// objects are found by their `{"name"`); the text around them is the content.
+fn parse_named_objects(text: &str, open: &str, close: &str, arguments_key: &str) -> ParsedReply {
+    // Llama's objects are found by their trigger (what its free text excludes).
+    let anchor = if open.is_empty() {
+        "{\"name\": \""
+    } else {
+        open
+    };
     let mut reply = ParsedReply::default();
     let mut rest = text;
-    while let Some(start) = rest.find(OPEN) {
-        let body = &rest[start + OPEN.len()..];
+    while let Some(start) = rest.find(anchor) {
+        let body = &rest[start + open.len()..];
         let parsed = leading_json(body).and_then(|(value, used)| {
             let after = body[used..].trim_start();
-            let tail = after
-                .strip_prefix(CLOSE)
-                .or(after.is_empty().then_some(after))?;
+            let tail = match close {
+                "" => after,
+                _ => after
+                    .strip_prefix(close)
+                    .or(after.is_empty().then_some(after))?,
+            };
             let name = value.get("name")?.as_str()?;
-            let arguments = value.get("arguments")?;
+            let arguments = value.get(arguments_key)?;
             Some((call(name, arguments, None)?, body.len() - tail.len()))
         });
         match parsed {
             Some((c, consumed)) => {
-                reply.content.push_str(&rest[..start]);
+                if reply.calls.is_empty() || !rest[..start].trim().is_empty() {
+                    reply.content.push_str(&rest[..start]);
+                }
                 reply.calls.push(c);
                 rest = &body[consumed..];
             }
             None => {
                 // Not a call: keep it as text and look further.
-                reply.content.push_str(&rest[..start + OPEN.len()]);
-                rest = body;
+                reply.content.push_str(&rest[..start + anchor.len()]);
+                rest = &rest[start + anchor.len()..];
             }
         }
     }

@@ -37,20 +37,30 @@ pub fn calls_in_progress<'a>(
     if let Some(shape) = format.xml_shape() {
         return xml_calls(text, shape, tools);
     }
+    if let Some(shape) = format.json_shape() {
+        return super::json_calls::calls_in_progress(text, shape);
+    }
     match format {
         ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => mistral(text),
         ToolCallFormat::MistralNemo => Vec::new(),
-        _ => hermes(text),
+        ToolCallFormat::Llama3Json => named_objects(text, "", "parameters"),
+        _ => named_objects(text, "<tool_call>", "arguments"),
     }
 }
 
-/// `<tool_call>` `{"name": "f", "arguments": {...}}`: the name must come first.
-fn hermes(text: &str) -> Vec<CallProgress<'_>> {
-    const OPEN: &str = "<tool_call>";
+/// `<tool_call>` `{"name": "f", "arguments": {...}}` (Hermes; Llama's objects
+/// have no `open` and name their arguments `parameters`): the name must come
+/// first.
+fn named_objects<'a>(text: &'a str, open: &str, arguments_key: &str) -> Vec<CallProgress<'a>> {
+    let anchor = if open.is_empty() {
+        "{\"name\": \""
+    } else {
+        open
+    };
     let mut out = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find(OPEN) {
-        let body = rest[start + OPEN.len()..].trim_start();
+    while let Some(start) = rest.find(anchor) {
+        let body = rest[start + open.len()..].trim_start();
         let Some(after_brace) = body.strip_prefix('{') else {
             break;
         };
@@ -60,7 +70,7 @@ fn hermes(text: &str) -> Vec<CallProgress<'_>> {
         let Some(after_comma) = after_name.trim_start().strip_prefix(',') else {
             break;
         };
-        let Some(arguments_at) = key(after_comma, "arguments") else {
+        let Some(arguments_at) = key(after_comma, arguments_key) else {
             break;
         };
         let (arguments, complete) = object_prefix(arguments_at);
@@ -152,7 +162,7 @@ fn string(text: &str) -> Option<(&str, &str)> {
 /// The JSON object at the start of `text` as far as it is written: up to its
 /// closing brace (then complete) or all of `text`. Empty when `text` does not
 /// start with `{`.
-fn object_prefix(text: &str) -> (&str, bool) {
+pub(crate) fn object_prefix(text: &str) -> (&str, bool) {
     if !text.starts_with('{') {
         return ("", false);
     }
