@@ -3,7 +3,9 @@
 //! servers do. Python string methods used by real templates (`.strip()`,
 //! `.startswith()`...) come from `minijinja-contrib`'s pycompat layer.
 
-use minijinja::value::Serde;
+use std::sync::{Arc, Mutex};
+
+use minijinja::value::{ArgType, Enumerator, Object, ObjectRepr, Serde, ValueKind, ValueOrKwargs};
 use minijinja::{context, Environment, Error, ErrorKind};
 use serde::Serialize;
 
@@ -83,6 +85,7 @@ fn render_once(
         },
     );
     env.add_function("strftime_now", |format: String| strftime_now(&format));
+    env.add_function("namespace", namespace);
     env.add_filter("tojson", tojson);
     let to_error = |e: Error| DecodeError::Template(format!("{e:#}"));
     let template = without_generation_tags(template);
@@ -99,6 +102,89 @@ fn render_once(
             })
         })
         .map_err(to_error)
+}
+
+/// minijinja's `namespace`, with its lists mutable as Python's are: Kimi K2's
+/// template queues call ids with `ns.ids.append(id)` and takes them back with
+/// `ns.ids.pop(0)`.
+fn namespace(defaults: Option<ValueOrKwargs>) -> Result<minijinja::Value, Error> {
+    let Some(defaults) = defaults else {
+        return minijinja::functions::namespace(None);
+    };
+    let defaults = defaults.into_value();
+    let mut pairs = std::collections::BTreeMap::new();
+    if let Ok(keys) = defaults.try_iter() {
+        for key in keys {
+            let value = defaults.get_item(&key)?;
+            let value = match value.kind() {
+                ValueKind::Seq => minijinja::Value::from_object(MutableList(Mutex::new(
+                    value.try_iter()?.collect(),
+                ))),
+                _ => value,
+            };
+            pairs.insert(key.to_string(), value);
+        }
+    }
+    let map = minijinja::Value::from(pairs);
+    minijinja::functions::namespace(Some(ValueOrKwargs::from_value(Some(&map))?))
+}
+
+/// A list a template may change (`append`, `pop`), kept in a namespace.
+#[derive(Debug)]
+struct MutableList(Mutex<Vec<minijinja::Value>>);
+
+impl MutableList {
+    fn items(&self) -> std::sync::MutexGuard<'_, Vec<minijinja::Value>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Object for MutableList {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Seq
+    }
+
+    fn get_value(self: &Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
+        let index = usize::try_from(key.as_i64()?).ok()?;
+        self.items().get(index).cloned()
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Seq(self.items().len())
+    }
+
+    fn call_method(
+        self: &Arc<Self>,
+        _state: &mut minijinja::State<'_, '_>,
+        method: &str,
+        args: &[minijinja::Value],
+    ) -> Result<minijinja::Value, Error> {
+        let mut items = self.items();
+        match (method, args) {
+            ("append", [value]) => {
+                items.push(value.clone());
+                Ok(minijinja::Value::from(()))
+            }
+            ("pop", _) if items.is_empty() => Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "pop from an empty list",
+            )),
+            ("pop", []) => Ok(items.pop().expect("not empty")),
+            ("pop", [index]) => {
+                let len = items.len() as i64;
+                let at = i64::try_from(index.clone())?;
+                let at = if at < 0 { at + len } else { at };
+                if !(0..len).contains(&at) {
+                    return Err(Error::new(
+                        ErrorKind::InvalidOperation,
+                        "pop index out of range",
+                    ));
+                }
+                Ok(items.remove(at as usize))
+            }
+            _ => Err(Error::from(ErrorKind::UnknownMethod)),
+        }
+    }
 }
 
 /// `template` without transformers' `{% generation %}` / `{% endgeneration %}`
@@ -401,5 +487,18 @@ mod tests {
             "a{% generation %}b{%- endgeneration -%}c{% if x %}{% endif %}",
         );
         assert_eq!(text, "abc{% if x %}{% endif %}");
+    }
+
+    #[test]
+    fn namespace_lists_take_append_and_pop() {
+        let out = render_once(
+            "{% set ns = namespace(ids=[], n=0) %}{% set _ = ns.ids.append('a') %}{% set _ = ns.ids.append('b') %}{% set ns.n = 2 %}{{ ns.ids | length }}{{ ns.ids.pop(0) }}{{ ns.ids[0] }}{% if ns.ids %}!{% endif %}{{ ns.n }}",
+            &serde_json::json!([]),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(out, "2ab!2");
     }
 }
