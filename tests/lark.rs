@@ -13,59 +13,22 @@
 //! listed one starts passing, so the list stays honest.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "support/lark_cases.rs"]
+mod lark_cases;
+
+use lark_cases::{compile, strings, verdict};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use stencil::frontend::lark::{parse, LarkOptions};
 use stencil::frontend::FrontendError;
-use stencil::{CompileOptions, CompiledGrammar, Error, Matcher};
+use stencil::{CompileOptions, CompiledGrammar, Error};
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/fixtures/lark/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// Compiles with token names bound to the vendored GPT-2 vocabulary (where
-/// llguidance's cases name tokens it lacks, the error is the same).
-fn compile(grammar: &str) -> Result<Arc<CompiledGrammar>, Error> {
-    static COMPILER: std::sync::OnceLock<stencil::Compiler> = std::sync::OnceLock::new();
-    let compiler = COMPILER.get_or_init(|| {
-        let path = format!(
-            "{}/tests/fixtures/tokenizers/gpt2/tokenizer.json.gz",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let vocab = stencil::vocab::Vocabulary::from_tokenizer_file(&path).unwrap();
-        stencil::Compiler::new(Arc::new(vocab))
-    });
-    let g = parse(grammar, &LarkOptions::default())?;
-    let g = compiler.bind_tokens(&g)?;
-    Ok(Arc::new(CompiledGrammar::compile(
-        &g,
-        &CompileOptions::default(),
-    )?))
-}
-
-/// (accepted, viable prefix).
-fn verdict(grammar: &Arc<CompiledGrammar>, input: &str) -> (bool, bool) {
-    let mut m = Matcher::new(Arc::clone(grammar));
-    match m.consume_bytes(input.as_bytes()) {
-        Ok(()) => (m.is_accepting(), true),
-        Err(_) => (false, false),
-    }
-}
-
-fn strings(case: &Value, key: &str) -> Vec<String> {
-    case[key]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 const LLG: &str = "llguidance.lark.cases.json";

@@ -14,14 +14,17 @@
 //! fails or a listed one starts passing. Skipped, with a message, when
 //! `../shared` is absent.
 
+#[path = "support/lark_cases.rs"]
+mod lark_cases;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use lark_cases::{compile, strings, verdict};
 use serde_json::{json, Value};
 use stencil::frontend::json_schema::PatternCache;
-use stencil::frontend::lark::{parse, LarkOptions};
 use stencil::frontend::structural_tag::{self, StructuralTagOptions};
-use stencil::{CompileOptions, CompiledGrammar, Error, Matcher};
+use stencil::{CompileOptions, CompiledGrammar};
 
 fn cases() -> Option<Vec<Value>> {
     let dir = std::env::var("STENCIL_SHARED_DATA")
@@ -66,24 +69,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("test_ll_special_token#7", SPECIAL),
 ];
 
-fn compile(grammar: &str) -> Result<Arc<CompiledGrammar>, Error> {
-    static COMPILER: std::sync::OnceLock<stencil::Compiler> = std::sync::OnceLock::new();
-    let compiler = COMPILER.get_or_init(|| {
-        let path = format!(
-            "{}/tests/fixtures/tokenizers/gpt2/tokenizer.json.gz",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let vocab = stencil::vocab::Vocabulary::from_tokenizer_file(&path).unwrap();
-        stencil::Compiler::new(Arc::new(vocab))
-    });
-    let g = parse(grammar, &LarkOptions::default())?;
-    let g = compiler.bind_tokens(&g)?;
-    Ok(Arc::new(CompiledGrammar::compile(
-        &g,
-        &CompileOptions::default(),
-    )?))
-}
-
 /// The struct tags of llguidance's Python `StructTag` as the legacy structural
 /// tag: free text until a trigger, then `begin`, the schema, `end`.
 fn legacy_tag(case: &Value) -> Result<Arc<CompiledGrammar>, String> {
@@ -107,26 +92,6 @@ fn legacy_tag(case: &Value) -> Result<Arc<CompiledGrammar>, String> {
     CompiledGrammar::compile(&grammar, &CompileOptions::default())
         .map(Arc::new)
         .map_err(|e| e.to_string())
-}
-
-/// (accepted, viable prefix).
-fn verdict(grammar: &Arc<CompiledGrammar>, input: &str) -> (bool, bool) {
-    let mut m = Matcher::new(Arc::clone(grammar));
-    match m.consume_bytes(input.as_bytes()) {
-        Ok(()) => (m.is_accepting(), true),
-        Err(_) => (false, false),
-    }
-}
-
-fn strings(case: &Value, key: &str) -> Vec<String> {
-    case[key]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Runs one case; `Err` says what went wrong.
