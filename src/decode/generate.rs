@@ -517,7 +517,18 @@ impl Generator {
         if let Some((watch, _)) = &mut r.reasoning {
             watch.closed();
         }
-        for token in close {
+        self.commit_forced_tokens(r, close, index, on_event)
+    }
+
+    /// Commits `tokens` the loop chose, in order, until the request ends.
+    fn commit_forced_tokens(
+        &self,
+        r: &mut ActiveRequest,
+        tokens: Vec<u32>,
+        index: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), DecodeError> {
+        for token in tokens {
             if r.done.is_some() {
                 break;
             }
@@ -694,12 +705,7 @@ impl Generator {
             }
             tokens
         };
-        for token in tokens {
-            if r.done.is_some() {
-                return Ok(());
-            }
-            self.commit_forced(r, token, index, on_event)?;
-        }
+        self.commit_forced_tokens(r, tokens, index, on_event)?;
         // Accepting with no possible continuation: only EOS is allowed.
         let m = r.matcher.as_ref().expect("checked above");
         if r.done.is_none()

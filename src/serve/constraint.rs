@@ -150,8 +150,6 @@ fn tool_constraint(
         ApiError::invalid(param, text)
     };
     let tools = tool_calls::read_tools(tools_field).map_err(located)?;
-    // Each schema on its own first, so that its mistakes name their place in `tools`.
-    tool_calls::check_parameters(tools_field, &tools, &json_options(true)).map_err(located)?;
     let choice = tool_calls::read_tool_choice(body.get("tool_choice"), &tools).map_err(located)?;
     let parallel = body.bool("parallel_tool_calls")?.unwrap_or(true);
     let offered = ToolUse {
@@ -160,6 +158,8 @@ fn tool_constraint(
         tools: tools.clone(),
     };
     if let ToolChoice::None = choice {
+        // No calls to compile, but a tool's schema must still be one stencil takes.
+        tool_calls::check_parameters(tools_field, &tools, &json_options(true)).map_err(located)?;
         let tables = match answer {
             Some((schema, param)) => compiler
                 .compile_json_schema(schema, &json_options(true))
@@ -194,7 +194,13 @@ fn tool_constraint(
     };
     let tables = compiler
         .compile_structural_tag(&tag, &options)
-        .map_err(|e| compile_error("tools", e))?;
+        .map_err(|e| {
+            // A schema that does not compile: named at its place in `tools`.
+            match tool_calls::check_parameters(tools_field, &tools, &options.json) {
+                Err(located_error) => located(located_error),
+                Ok(()) => compile_error("tools", e),
+            }
+        })?;
     Ok(Constraint {
         tables: Some(tables),
         tools: Some(offered.clone()),

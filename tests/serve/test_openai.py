@@ -126,6 +126,25 @@ def test_parse_with_a_pydantic_model(client):
     assert isinstance(city, City)
 
 
+def complete_with_tools(client, stream, allow_length=False, **kwargs):
+    """The chat completion, whole or assembled by the SDK's stream helper, and
+    how many argument fragments the stream carried. A `length` finish raises
+    unless `allow_length`."""
+    if not stream:
+        return client.chat.completions.create(**kwargs), 0
+    fragments = 0
+    with client.chat.completions.stream(**kwargs) as s:
+        for event in s:
+            if event.type == "tool_calls.function.arguments.delta":
+                fragments += 1
+        try:
+            return s.get_final_completion(), fragments
+        except openai.LengthFinishReasonError as e:
+            if not allow_length:
+                raise
+            return e.completion, fragments
+
+
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(
     "choice",
@@ -134,20 +153,8 @@ def test_parse_with_a_pydantic_model(client):
 )
 def test_tool_calls(client, choice, stream):
     kwargs = dict(model="m", messages=ASK, tools=[WEATHER, TIME], tool_choice=choice, max_tokens=120, seed=7)
-    fragments = 0
-    if stream:
-        with client.chat.completions.stream(**kwargs) as s:
-            for event in s:
-                if event.type == "tool_calls.function.arguments.delta":
-                    fragments += 1
-            try:
-                r = s.get_final_completion()
-            except openai.LengthFinishReasonError as e:
-                # Free text (auto) closed by the output budget: `length`.
-                assert choice == "auto"
-                r = e.completion
-    else:
-        r = client.chat.completions.create(**kwargs)
+    # Free text (auto) may be closed by the output budget: `length`.
+    r, fragments = complete_with_tools(client, stream, allow_length=choice == "auto", **kwargs)
     message = r.choices[0].message
     calls = message.tool_calls or []
     if choice == "auto":
@@ -515,15 +522,7 @@ def qwen_xml_client():
 @pytest.mark.parametrize("stream", [False, True])
 def test_tool_calls_in_qwen_xml(qwen_xml_client, stream):
     kwargs = dict(model="m", messages=ASK, tools=[WEATHER, TIME], tool_choice="required", max_tokens=120, seed=7)
-    fragments = 0
-    if stream:
-        with qwen_xml_client.chat.completions.stream(**kwargs) as s:
-            for event in s:
-                if event.type == "tool_calls.function.arguments.delta":
-                    fragments += 1
-            r = s.get_final_completion()
-    else:
-        r = qwen_xml_client.chat.completions.create(**kwargs)
+    r, fragments = complete_with_tools(qwen_xml_client, stream, **kwargs)
     calls = r.choices[0].message.tool_calls
     assert calls and r.choices[0].finish_reason == "tool_calls", r
     for call in calls:

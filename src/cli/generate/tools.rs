@@ -84,12 +84,15 @@ impl ToolRequest {
         format: ToolCallFormat,
         options: &StructuralTagOptions,
     ) -> Result<Grammar, String> {
-        tool_calls::check_parameters(&self.definitions, &self.tools, &options.json)
-            .map_err(|e| format!("{}: {e}", self.origin))?;
         let tag = tool_calls::structural_tag(format, &self.tools, &self.choice, self.parallel)
             .map_err(|e| format!("{}: {e}", self.origin))?;
-        structural_tag::parse(&tag, options, &Default::default())
-            .map_err(|e| format!("{}: the {format:?} calls: {e}", self.origin))
+        structural_tag::parse(&tag, options, &Default::default()).map_err(|e| {
+            // A schema that does not compile: named at its place in the file.
+            match tool_calls::check_parameters(&self.definitions, &self.tools, &options.json) {
+                Err(located) => format!("{}: {located}", self.origin),
+                Ok(()) => format!("{}: the {format:?} calls: {e}", self.origin),
+            }
+        })
     }
 
     /// The rendered prompt that offers the tools with the user's `text`.
