@@ -268,6 +268,65 @@ fn streaming_yields_the_text_and_logprobs_name_their_layers() {
     }
 }
 
+/// A stop string ends the output where it first begins, even when it spans two
+/// tokens; the tokens up to it are the same as without it (same seed), and the
+/// streamed text never shows any of it.
+#[test]
+fn stop_strings_cut_the_output_where_they_begin() {
+    let schema = json!({"type": "string", "pattern": "^[a-z ]*$", "maxLength": 40});
+    let free = run(request(&schema, Some(3), "reference"));
+    let vocab = generator().tokenizer().vocab();
+    // The two bytes around the first boundary between two tokens past the
+    // opening quote, each with text.
+    let lengths: Vec<usize> = free
+        .tokens
+        .iter()
+        .map(|&t| vocab.token_bytes(t).len())
+        .collect();
+    let mut boundary = lengths[0];
+    let mut k = 1;
+    while k < lengths.len() && (boundary < 2 || lengths[k] == 0) {
+        boundary += lengths[k];
+        k += 1;
+    }
+    assert!(k < lengths.len(), "too short an output: {:?}", free.text);
+    let stop = free.text[boundary - 1..boundary + 1].to_string();
+    let at = free.text.find(&stop).unwrap();
+
+    let mut r = request(&schema, Some(3), "reference");
+    r.sampling.stop = Some(vec!["never written".into(), stop.clone()]);
+    let mut streamed = String::new();
+    let g = generator()
+        .generate(r, &mut |e| {
+            let Event::Text { text, .. } = e;
+            streamed.push_str(text);
+        })
+        .unwrap();
+    assert_eq!(g.text, free.text[..at], "stop {stop:?}");
+    assert_eq!(streamed, g.text);
+    assert_eq!(g.finish_reason, FinishReason::Stop);
+    assert_eq!(g.stop_string.as_deref(), Some(stop.as_str()));
+    assert!(!g.grammar_complete, "{:?}", g.text);
+    // The tokens that wrote the stop string's first byte and the rest of it.
+    let mut written = 0;
+    let needed = free
+        .tokens
+        .iter()
+        .take_while(|&&t| {
+            let before = written;
+            written += vocab.token_bytes(t).len();
+            before < at + stop.len()
+        })
+        .count();
+    assert_eq!(g.tokens, free.tokens[..needed]);
+
+    // An empty stop string is refused, naming the field.
+    let mut bad = request(&schema, Some(3), "reference");
+    bad.sampling.stop = Some(vec![String::new()]);
+    let e = generator().generate(bad, &mut |_| {}).err().unwrap();
+    assert!(e.to_string().contains("`stop`"), "{e}");
+}
+
 /// With a reasoning budget, the span's close is written for the model once the
 /// span holds that many tokens, the grammar takes it, and the constrained part
 /// follows; without a grammar the budget holds the same way.
@@ -768,6 +827,174 @@ fn zero_max_tokens_from_the_command_line_writes_nothing() {
     assert_eq!(lines[0]["tokens"], 0, "{}", lines[0]);
     let written = lines[1]["tokens"].as_u64().unwrap();
     assert!((1..=2).contains(&written), "{}", lines[1]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--sampling FILE` takes the library's keys, flags override them, `--requests`
+/// lines take the same keys; every processor so configured runs (the trace lists
+/// it), stop strings cut the text, and a wrong setting exits 2 naming it.
+#[test]
+fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
+    let dir = std::env::temp_dir().join(format!("stencil-sampling-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = dir.join("sampling.json");
+    std::fs::write(
+        &settings,
+        json!({"temperature": 0.9, "seed": 4, "repetition_penalty": 1.3,
+               "frequency_penalty": 0.5, "typical_p": 0.95, "logit_bias": {"5": -1.0},
+               "min_tokens": 2, "order": "hf"})
+        .to_string(),
+    )
+    .unwrap();
+    let trace = dir.join("trace.jsonl");
+    let model = tiny_model().to_str().unwrap().to_string();
+    let base = |extra: &[&str]| {
+        let mut args = vec![
+            "--model",
+            &model,
+            "--raw",
+            "--prompt",
+            "Letters:",
+            "--max-tokens",
+            "16",
+            "--regex",
+            "x[ab]{6}y",
+            "--output-json",
+        ];
+        args.extend_from_slice(extra);
+        let out = run_generate(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let value = serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), value, stderr)
+    };
+    let file = settings.to_str().unwrap();
+    let (code, full, stderr) = base(&["--sampling", file, "--trace", trace.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let steps: Vec<Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!steps.is_empty());
+    for step in &steps {
+        assert_eq!(step["order_source"], "hf");
+        let order: Vec<&str> = step["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        for processor in [
+            "repetition_penalty",
+            "frequency_penalty",
+            "typical",
+            "logit_bias",
+            "min_length",
+            "temperature",
+        ] {
+            assert!(order.contains(&processor), "{processor} not in {order:?}");
+        }
+        assert_eq!(step["strategy"], "categorical");
+    }
+    // A flag overrides the file: temperature 0 is greedy.
+    let (_, _, stderr) = base(&[
+        "--sampling",
+        file,
+        "--temperature",
+        "0",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["strategy"], "greedy", "{stderr}");
+
+    // Stop strings from the flags cut the same output where the first begins.
+    let text = full["text"].as_str().unwrap();
+    let (code, cut, stderr) = base(&["--sampling", file, "--stop", "ab", "--stop", "ba"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let at = ["ab", "ba"].iter().filter_map(|s| text.find(s)).min();
+    match at {
+        Some(at) => {
+            assert_eq!(cut["text"], text[..at]);
+            assert_eq!(cut["finish_reason"], "stop");
+            assert!(["ab", "ba"].contains(&cut["stop_string"].as_str().unwrap()));
+            assert_eq!(cut["grammar_complete"], false);
+        }
+        None => assert_eq!(cut["text"], text),
+    }
+
+    // A requests line takes the same keys (its stop, its penalty).
+    let requests = dir.join("requests.jsonl");
+    std::fs::write(
+        &requests,
+        format!(
+            "{}\n",
+            json!({"stop": ["ab", "ba"], "repetition_penalty": 1.3, "frequency_penalty": 0.5,
+                   "typical_p": 0.95, "logit_bias": {"5": -1.0}, "min_tokens": 2,
+                   "preset": "hf", "temperature": 0.9, "seed": 4})
+        ),
+    )
+    .unwrap();
+    let out = run_generate(&[
+        "--model",
+        &model,
+        "--raw",
+        "--prompt",
+        "Letters:",
+        "--max-tokens",
+        "16",
+        "--regex",
+        "x[ab]{6}y",
+        "--requests",
+        requests.to_str().unwrap(),
+    ]);
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        line["text"],
+        cut["text"],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Mistakes exit 2 and name the setting (the file's with line and column).
+    std::fs::write(&settings, "{\n  \"temprature\": 1.0\n}").unwrap();
+    let (code, _, stderr) = base(&["--sampling", file]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("sampling.json:2:") && stderr.contains("temprature"),
+        "{stderr}"
+    );
+    for (flags, named) in [
+        (vec!["--repetition-penalty", "0.5"], "repetition_penalty"),
+        (vec!["--logit-bias", "five=1"], "--logit-bias"),
+        (vec!["--stop", ""], "`stop`"),
+        (vec!["--top-p", "1.5"], "top_p"),
+    ] {
+        let (code, _, stderr) = base(&flags);
+        assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(named), "{flags:?}: {stderr}");
+    }
+    std::fs::write(&requests, "{\"top_p\": 0.5, \"dry_multiplier\": 1}\n").unwrap();
+    let out = run_generate(&[
+        "--model",
+        "/nonexistent.gguf",
+        "--json",
+        "--requests",
+        requests.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(":1:") && stderr.contains("dry_multiplier"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -299,13 +299,13 @@ fn finished_requests_refuse_further_steps() {
     let mut st: DecoderState<Unconstrained> = s.new_state(vec![], None, None);
     let o = s.step(&st, &[0.0, 5.0], &StepOptions::default()).unwrap();
     assert_eq!(o.token, 1);
-    st.commit(o.commit).unwrap();
+    st.commit(o.commit, b"").unwrap();
     assert!(matches!(
         s.step(&st, &[0.0, 5.0], &StepOptions::default()),
         Err(SamplingError::Finished(_))
     ));
     assert!(matches!(
-        st.commit(o.commit),
+        st.commit(o.commit, b""),
         Err(SamplingError::Finished(_))
     ));
 }

@@ -44,11 +44,11 @@ fn greedy_picks_the_best_token_the_grammar_allows() {
     let logits = [0.5, 0.1, 1.0, 3.0, 4.0];
     let out = s.step(&state, &logits, &options).unwrap();
     assert_eq!(out.token, 2);
-    state.commit(out.commit).unwrap();
+    state.commit(out.commit, b"").unwrap();
     // After "ab": "c" is allowed now; EOS is not (the grammar does not accept yet).
     let out = s.step(&state, &logits, &options).unwrap();
     assert_eq!(out.token, 3);
-    state.commit(out.commit).unwrap();
+    state.commit(out.commit, b"").unwrap();
     // After "abc": only EOS.
     let out = s
         .step(&state, &[9.0, 9.0, 9.0, 9.0, -5.0], &options)

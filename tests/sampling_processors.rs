@@ -79,7 +79,7 @@ fn xtc_removes_all_but_the_least_likely_top_choice() {
     for _ in 0..400 {
         let o = s.step(&st, &ROW, &StepOptions::default()).unwrap();
         fired += usize::from(o.support.len() == 4);
-        st.commit(o.commit).unwrap();
+        st.commit(o.commit, b"").unwrap();
     }
     assert!((150..250).contains(&fired), "fired {fired} / 400");
 }
@@ -93,7 +93,7 @@ fn mirostat_v2_truncates_by_surprise_and_adapts_mu() {
     assert_eq!(o.support.ids, [0]);
     // Selected with probability 1: surprise 0, mu <- 2 - 0.5 (0 - 1) = 2.5.
     assert_eq!(o.commit.processor_state.mirostat_mu, Some(2.5));
-    st.commit(o.commit).unwrap();
+    st.commit(o.commit, b"").unwrap();
     let o2 = s.step(&st, &ROW, &StepOptions::default()).unwrap();
     assert_eq!(o2.support.ids, [0, 1], "-log2(0.0861) = 3.54 > 2.5");
 }
@@ -133,7 +133,7 @@ fn watermark_is_detected_only_when_applied() {
                 .collect();
             let o = s.step(&st, &row, &StepOptions::default()).unwrap();
             out.push(o.token);
-            st.commit(o.commit).unwrap();
+            st.commit(o.commit, b"").unwrap();
         }
         out
     };

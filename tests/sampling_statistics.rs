@@ -40,7 +40,7 @@ fn draw_many(cfg: serde_json::Value, row: &[f32], n: u64, seed: u64) -> (Vec<u64
             "no history-dependent processor"
         );
         counts[o.token as usize] += 1;
-        st.commit(o.commit).unwrap();
+        st.commit(o.commit, b"").unwrap();
     }
     (counts, probs)
 }
@@ -143,7 +143,7 @@ fn step_req(r: &mut Req) {
         .step(&r.state, &row, &StepOptions::default())
         .unwrap();
     r.tokens.push(o.token);
-    r.state.commit(o.commit).unwrap();
+    r.state.commit(o.commit, b"").unwrap();
 }
 
 #[test]

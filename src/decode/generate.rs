@@ -125,7 +125,7 @@ pub struct Timings {
 pub struct Generation {
     pub text: String,
     pub finish_reason: FinishReason,
-    /// The grammar accepts the output (always true without a grammar).
+    /// The grammar accepts `text` (always true without a grammar).
     pub grammar_complete: bool,
     /// Output tokens (EOS excluded).
     pub tokens: Vec<u32>,
@@ -140,6 +140,10 @@ pub struct Generation {
     /// Tokens inside the reasoning span (when the request had a budget for one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<usize>,
+    /// The stop string that ended the output (`text` stops where it begins; the
+    /// tokens that wrote it are still in `tokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_string: Option<String>,
 }
 
 /// Streamed as tokens arrive.
@@ -176,8 +180,14 @@ pub struct ActiveRequest {
     logprobs: usize,
     trace: Option<Vec<StepTrace>>,
     eos: u32,
-    /// Output bytes not yet streamed (an incomplete UTF-8 character).
+    /// Output bytes not yet streamed (an incomplete UTF-8 character, or text
+    /// that may begin a stop string).
     unstreamed: Vec<u8>,
+    /// Output bytes streamed so far.
+    streamed: usize,
+    /// Where a stop string cut the output (a byte offset), and the string.
+    text_end: Option<usize>,
+    stop_string: Option<String>,
     output: Vec<u32>,
     forced: Vec<bool>,
     logprob_records: Vec<TokenLogprobs>,
@@ -399,6 +409,9 @@ impl Generator {
             trace: request.trace.then(Vec::new),
             eos: first_eos,
             unstreamed: Vec::new(),
+            streamed: 0,
+            text_end: None,
+            stop_string: None,
             output: Vec::new(),
             forced: Vec::new(),
             logprob_records: Vec::new(),
@@ -629,7 +642,8 @@ impl Generator {
         })
     }
 
-    /// Commits a token to the decoder state, the grammar and the output.
+    /// Commits a token to the grammar, the decoder state and the output, and
+    /// streams what text is now safe to hand out.
     fn commit(
         &self,
         r: &mut ActiveRequest,
@@ -638,18 +652,27 @@ impl Generator {
         index: usize,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), DecodeError> {
-        let processor_state = r.state.processor_state();
-        let status = r.state.commit(Commit {
-            token,
-            processor_state,
-        })?;
+        // The grammar first: it is the one part that can refuse, and a refused
+        // token must leave the decoder state untouched.
         if let Some(m) = &mut r.matcher {
             m.consume_token(token)
                 .map_err(|e| DecodeError::Grammar(e.to_string()))?;
         }
-        let is_eos = matches!(status, FinishStatus::Eos(_));
-        if !is_eos {
-            let bytes = self.tokenizer.vocab().token_bytes(token);
+        let vocab = self.tokenizer.vocab();
+        let bytes = if vocab.is_eos(token) {
+            &[][..]
+        } else {
+            vocab.token_bytes(token)
+        };
+        let processor_state = r.state.processor_state();
+        let status = r.state.commit(
+            Commit {
+                token,
+                processor_state,
+            },
+            bytes,
+        )?;
+        if !matches!(status, FinishStatus::Eos(_)) {
             if let Some((watch, _)) = &mut r.reasoning {
                 watch.observe(bytes);
             }
@@ -657,12 +680,30 @@ impl Generator {
             r.forced.push(forced);
             r.pending.push(token);
             r.unstreamed.extend_from_slice(bytes);
-            stream(&mut r.unstreamed, index, on_event);
         }
         match status {
-            FinishStatus::Running => {}
-            FinishStatus::Length => r.done = Some((FinishReason::Length, None)),
-            _ => r.done = Some((FinishReason::Stop, None)),
+            FinishStatus::Running => {
+                // Text that may begin a stop string waits for the next token.
+                let held = r.state.stop_strings().held_back(&r.unstreamed);
+                r.streamed += stream(&mut r.unstreamed, held, index, on_event);
+            }
+            FinishStatus::StopString { index: which, at } => {
+                // Held back since it began, so none of it was streamed.
+                r.unstreamed.truncate(at.saturating_sub(r.streamed));
+                r.streamed += stream(&mut r.unstreamed, 0, index, on_event);
+                r.text_end = Some(at);
+                let matched = &r.state.stop_strings().strings()[which];
+                r.stop_string = Some(String::from_utf8_lossy(matched).into_owned());
+                r.done = Some((FinishReason::Stop, None));
+            }
+            FinishStatus::Length => {
+                r.streamed += stream(&mut r.unstreamed, 0, index, on_event);
+                r.done = Some((FinishReason::Length, None));
+            }
+            _ => {
+                r.streamed += stream(&mut r.unstreamed, 0, index, on_event);
+                r.done = Some((FinishReason::Stop, None));
+            }
         }
         Ok(())
     }
@@ -722,11 +763,17 @@ impl Generator {
     /// The finished (or abandoned) request's result.
     pub fn end(&self, mut r: ActiveRequest) -> Generation {
         let (finish_reason, error) = r.done.take().unwrap_or((FinishReason::Error, None));
+        if let (Some(m), Some(end)) = (&mut r.matcher, r.text_end) {
+            self.rewind_to(m, &r.output, end);
+        }
         let grammar_complete = r
             .matcher
             .as_ref()
             .is_none_or(|m| m.is_accepting() || m.is_terminated());
-        let bytes = self.tokenizer.vocab().decode(&r.output);
+        let mut bytes = self.tokenizer.vocab().decode(&r.output);
+        if let Some(end) = r.text_end {
+            bytes.truncate(end);
+        }
         r.timings.forward_passes = r.session.forward_passes();
         if r.timings.decode_ms > 0.0 {
             r.timings.tokens_per_second = r.output.len() as f64 / (r.timings.decode_ms / 1000.0);
@@ -741,6 +788,32 @@ impl Generator {
             logprobs: r.logprob_records,
             trace: r.trace.unwrap_or_default(),
             reasoning_tokens: r.reasoning.map(|(watch, _)| watch.content_tokens()),
+            stop_string: r.stop_string,
+        }
+    }
+}
+
+impl Generator {
+    /// Puts the matcher, which read every token of `output`, where the text cut at
+    /// byte `end` leaves it, so `grammar_complete` speaks of the text returned.
+    fn rewind_to(&self, m: &mut TokenMatcher, output: &[u32], end: usize) {
+        let vocab = self.tokenizer.vocab();
+        let (mut whole, mut kept) = (0, 0);
+        for &t in output {
+            let len = vocab.token_bytes(t).len();
+            if kept + len > end {
+                break;
+            }
+            kept += len;
+            whole += 1;
+        }
+        m.rollback(output.len() - whole);
+        if let Some(&cut) = output.get(whole) {
+            let part = &vocab.token_bytes(cut)[..end - kept];
+            // The cut text is a prefix of text the grammar read: it takes it.
+            if !part.is_empty() && m.consume_bytes(part).is_err() {
+                debug_assert!(false, "the grammar refused a prefix of its own output");
+            }
         }
     }
 }
@@ -797,16 +870,23 @@ fn top_raw(raw: &[f32], n: usize) -> Vec<(u32, f64)> {
         .collect()
 }
 
-/// Emits the longest complete-UTF-8 prefix of `pending`; invalid bytes (which a
-/// grammar over valid UTF-8 never produces) are emitted as U+FFFD.
-fn stream(pending: &mut Vec<u8>, request: usize, on_event: &mut dyn FnMut(Event<'_>)) {
-    let cut = match std::str::from_utf8(pending) {
-        Ok(_) => pending.len(),
+/// Emits the longest complete-UTF-8 prefix of `pending` short of its last `hold`
+/// bytes; returns how many bytes went out. Invalid bytes (which a grammar over
+/// valid UTF-8 never produces) are emitted as U+FFFD.
+fn stream(
+    pending: &mut Vec<u8>,
+    hold: usize,
+    request: usize,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> usize {
+    let ready = &pending[..pending.len() - hold.min(pending.len())];
+    let cut = match std::str::from_utf8(ready) {
+        Ok(_) => ready.len(),
         Err(e) if e.error_len().is_none() => e.valid_up_to(),
-        Err(_) => pending.len(),
+        Err(_) => ready.len(),
     };
     if cut == 0 {
-        return;
+        return 0;
     }
     let text = String::from_utf8_lossy(&pending[..cut]).into_owned();
     pending.drain(..cut);
@@ -814,6 +894,7 @@ fn stream(pending: &mut Vec<u8>, request: usize, on_event: &mut dyn FnMut(Event<
         request,
         text: &text,
     });
+    cut
 }
 
 #[cfg(test)]
@@ -826,7 +907,7 @@ mod tests {
         let mut pending = Vec::new();
         let mut push = |bytes: &[u8], pending: &mut Vec<u8>| {
             pending.extend_from_slice(bytes);
-            stream(pending, 0, &mut |e| {
+            stream(pending, 0, 0, &mut |e| {
                 let Event::Text { text, .. } = e;
                 seen.push_str(text);
             });

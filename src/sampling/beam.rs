@@ -134,7 +134,7 @@ where
                 continue;
             }
             let mut state = h.state.clone();
-            match state.commit(commit)? {
+            match state.commit(commit, b"")? {
                 FinishStatus::Running => next.push(Hyp {
                     tokens,
                     sum: score,

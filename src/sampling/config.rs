@@ -102,6 +102,9 @@ pub struct SamplingConfig {
     pub min_length_priority: Option<MinLengthPriority>,
     pub stop_token_ids: Option<Vec<u32>>,
     pub stop_sequences: Option<Vec<Vec<u32>>>,
+    /// Text stop strings (OpenAI's `stop`): matched over the output's bytes, the
+    /// output cut where the first one begins.
+    pub stop: Option<Vec<String>>,
     pub max_tokens: Option<usize>,
     pub banned_sequences: Option<Vec<Vec<u32>>>,
     pub no_repeat_ngram_size: Option<usize>,

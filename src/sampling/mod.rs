@@ -2,8 +2,9 @@
 //!
 //! It owns the four objects of §3.1 ([`logits`]), the per-request [`DecoderState`]
 //! (§3.2, §3.10), the processors ([`processors`]) applied in a declared, recorded
-//! [`order`], the selectors ([`select`]), the counter-based RNG ([`rng`]), beam search
-//! ([`beam`]), the per-step [`trace`] and the `sample` CLI ([`cli`]).
+//! [`order`], the selectors ([`select`]), the counter-based RNG ([`rng`]), text
+//! [`stop_strings`], beam search ([`beam`]), the per-step [`trace`] and the `sample` CLI
+//! ([`cli`]).
 //!
 //! Shape: a [`SamplingConfig`] is validated once into a [`Sampler`] (all parameter
 //! domains and contradictions fail there); each step is a pure function of the sampler,
@@ -24,6 +25,7 @@ pub mod rng;
 pub mod sampler;
 pub mod select;
 pub mod state;
+pub mod stop_strings;
 pub mod trace;
 
 pub use config::{SamplingConfig, Strategy};

@@ -8,6 +8,7 @@
 use super::constraint::{SeqMatcher, SequenceConstraintState, TokenConstraint, Unconstrained};
 use super::error::{Result, SamplingError};
 use super::rng::RngStream;
+use super::stop_strings::StopStrings;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -32,32 +33,46 @@ pub enum FinishStatus {
     Eos(u32),
     StopToken(u32),
     StopSequence(usize),
+    /// Text stop string `index` completed; the output is cut at byte `at`, where it
+    /// begins.
+    StopString {
+        index: usize,
+        at: usize,
+    },
     Length,
 }
 
-/// §3.2 `stop_matcher_state`: stop token ids, stop token sequences, EOS, max length.
+/// §3.2 `stop_matcher_state`: stop token ids, stop token sequences, text stop strings,
+/// EOS, max length.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StopMatcher {
     pub eos: BTreeSet<u32>,
     pub stop_tokens: BTreeSet<u32>,
     pub stop_sequences: Vec<SeqMatcher>,
+    pub stop_strings: StopStrings,
     pub max_tokens: Option<usize>,
 }
 
 impl StopMatcher {
-    fn observe(&mut self, t: u32) -> Option<FinishStatus> {
+    /// §3.10 `observe(y_t, token_bytes(y_t))`. An id stop (EOS, a stop token) wins
+    /// over a sequence or string the same token completes: its text is not output.
+    fn observe(&mut self, t: u32, bytes: &[u8]) -> Option<FinishStatus> {
         let mut hit = None;
         for (i, s) in self.stop_sequences.iter_mut().enumerate() {
             if s.consume(t) && hit.is_none() {
                 hit = Some(FinishStatus::StopSequence(i));
             }
         }
+        let text_hit = self.stop_strings.observe(bytes);
         if self.eos.contains(&t) {
             Some(FinishStatus::Eos(t))
         } else if self.stop_tokens.contains(&t) {
             Some(FinishStatus::StopToken(t))
         } else {
-            hit
+            hit.or(text_hit.map(|h| FinishStatus::StopString {
+                index: h.index,
+                at: h.at,
+            }))
         }
     }
 }
@@ -128,34 +143,42 @@ impl<C: TokenConstraint> DecoderState<C> {
         }
     }
 
-    /// Replay earlier selected tokens (e.g. the CLI's `history`) through the §3.10 update.
+    /// Replay earlier selected tokens (e.g. the CLI's `history`) through the §3.10
+    /// update, without their text (ids only: no stop string can match them).
     pub fn replay(&mut self, tokens: &[u32]) -> Result<()> {
         for &t in tokens {
             let ps = self.processor_state;
-            self.commit(Commit {
-                token: t,
-                processor_state: ps,
-            })?;
+            self.commit(
+                Commit {
+                    token: t,
+                    processor_state: ps,
+                },
+                b"",
+            )?;
         }
         Ok(())
     }
 
-    /// §3.10, in this order: history, counts, sequence automata, grammar, stop matcher,
-    /// processor state, RNG counter, step index; then the finish checks.
-    pub fn commit(&mut self, c: Commit) -> Result<FinishStatus> {
+    /// §3.10, in this order: history, counts, sequence automata, grammar, stop matcher
+    /// (the token's id and `bytes`, its text: empty for a token without text, such
+    /// as EOS), processor state, RNG counter, step index; then the finish checks.
+    ///
+    /// Atomic: the grammar, the one part that can refuse, is asked first, so a
+    /// refused token (or a finished request) leaves the state exactly as it was.
+    pub fn commit(&mut self, c: Commit, bytes: &[u8]) -> Result<FinishStatus> {
         if self.finish_status != FinishStatus::Running {
             return Err(SamplingError::Finished(format!("{:?}", self.finish_status)));
         }
         let y = c.token;
-        self.selected_token_ids.push(y);
-        *self.token_counts.entry(y).or_insert(0) += 1;
-        self.sequence_constraint_state.consume(y);
         if let Some(g) = &mut self.grammar_state {
             if !g.accept(y) {
                 return Err(SamplingError::ConstraintRejected(y));
             }
         }
-        let stop = self.stop_matcher_state.observe(y);
+        self.selected_token_ids.push(y);
+        *self.token_counts.entry(y).or_insert(0) += 1;
+        self.sequence_constraint_state.consume(y);
+        let stop = self.stop_matcher_state.observe(y, bytes);
         self.processor_state = c.processor_state;
         // Counter-based RNG: advancing the step word is the whole state update.
         self.step_index += 1;
@@ -189,6 +212,10 @@ impl<C: TokenConstraint> DecoderState<C> {
     }
     pub fn processor_state(&self) -> ProcessorState {
         self.processor_state
+    }
+    /// The text stop strings (for streaming's hold-back).
+    pub fn stop_strings(&self) -> &StopStrings {
+        &self.stop_matcher_state.stop_strings
     }
     /// The grammar matcher's state for traces, if the request has one.
     pub fn constraint_record(&self) -> Option<super::trace::ConstraintRecord> {
@@ -332,10 +359,102 @@ mod tests {
             token: t,
             processor_state: ProcessorState::default(),
         };
-        assert_eq!(st.commit(c(4)).unwrap(), FinishStatus::Running);
+        assert_eq!(st.commit(c(4), b"").unwrap(), FinishStatus::Running);
         assert_eq!(st.output_counts().get(&4), Some(&1));
         assert_eq!(st.step_index(), 2);
-        assert_eq!(st.commit(c(5)).unwrap(), FinishStatus::StopSequence(0));
+        assert_eq!(st.commit(c(5), b"").unwrap(), FinishStatus::StopSequence(0));
         assert_eq!(st.selected_token_ids(), [4, 5]);
+    }
+
+    /// Accepts even ids only.
+    #[derive(Clone)]
+    struct EvenIds;
+
+    impl TokenConstraint for EvenIds {
+        fn fill_mask(&self, mask: &mut [u32]) {
+            mask.fill(0x5555_5555);
+        }
+        fn accept(&mut self, token: u32) -> bool {
+            token.is_multiple_of(2)
+        }
+        fn is_accepting(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_refused_token_leaves_the_state_as_it_was() {
+        let stop = StopMatcher {
+            stop_sequences: vec![SeqMatcher::new(vec![2, 3, 4])],
+            stop_strings: StopStrings::new(vec![b"ab".to_vec()]),
+            ..Default::default()
+        };
+        let mut st = DecoderState::new(
+            vec![],
+            0,
+            Some(EvenIds),
+            SequenceConstraintState {
+                banned: vec![SeqMatcher::new(vec![2, 3])],
+                ngram: Some(super::super::constraint::NgramState::new(2)),
+            },
+            stop,
+            ProcessorState::default(),
+        );
+        let c = |t| Commit {
+            token: t,
+            processor_state: ProcessorState {
+                mirostat_mu: Some(f64::from(t)),
+            },
+        };
+        st.commit(c(2), b"a").unwrap();
+        let before = (
+            st.selected_token_ids.clone(),
+            st.token_counts.clone(),
+            st.sequence_constraint_state.clone(),
+            st.stop_matcher_state.clone(),
+            st.step_index,
+            st.processor_state,
+        );
+        assert_eq!(
+            st.commit(c(3), b"b"),
+            Err(SamplingError::ConstraintRejected(3))
+        );
+        let after = (
+            st.selected_token_ids.clone(),
+            st.token_counts.clone(),
+            st.sequence_constraint_state.clone(),
+            st.stop_matcher_state.clone(),
+            st.step_index,
+            st.processor_state,
+        );
+        assert_eq!(before, after);
+        // The refused "b" was not seen: "a" then "b" stops only now.
+        assert_eq!(
+            st.commit(c(4), b"b").unwrap(),
+            FinishStatus::StopString { index: 0, at: 0 }
+        );
+        assert_eq!(st.selected_token_ids(), [2, 4]);
+    }
+
+    #[test]
+    fn an_id_stop_wins_over_the_text_its_token_completes() {
+        let stop = StopMatcher {
+            eos: [9].into(),
+            stop_strings: StopStrings::new(vec![b"</s>".to_vec()]),
+            ..Default::default()
+        };
+        let mut st: DecoderState = DecoderState::new(
+            vec![],
+            0,
+            None,
+            SequenceConstraintState::default(),
+            stop,
+            ProcessorState::default(),
+        );
+        let c = Commit {
+            token: 9,
+            processor_state: ProcessorState::default(),
+        };
+        assert_eq!(st.commit(c, b"</s>").unwrap(), FinishStatus::Eos(9));
     }
 }

@@ -99,7 +99,6 @@ pub struct Generation {
     pub n: usize,
     /// `None`: as many as the context leaves.
     pub max_tokens: Option<usize>,
-    pub stop: Vec<String>,
     /// Alternatives reported per token; `None`: no logprobs.
     pub logprobs: Option<usize>,
     pub stream: bool,
@@ -141,7 +140,7 @@ pub fn generation(body: &Body, max_tokens_fields: &[&str]) -> Result<Generation,
             break;
         }
     }
-    let stop = match body.get("stop") {
+    let mut stop = match body.get("stop") {
         None => Vec::new(),
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(items)) => items
@@ -156,6 +155,8 @@ pub fn generation(body: &Body, max_tokens_fields: &[&str]) -> Result<Generation,
             ))
         }
     };
+    // An empty stop string would end every output at once: read as none.
+    stop.retain(|s| !s.is_empty());
     // Chat: `logprobs: true` + `top_logprobs: k`; completions: `logprobs: k`.
     let logprobs = match body.get("logprobs") {
         None | Some(Value::Bool(false)) => None,
@@ -216,6 +217,7 @@ pub fn generation(body: &Body, max_tokens_fields: &[&str]) -> Result<Generation,
         presence_penalty: body.f64("presence_penalty")?.map(|p| p as f32),
         frequency_penalty: body.f64("frequency_penalty")?.map(|p| p as f32),
         logit_bias,
+        stop: (!stop.is_empty()).then_some(stop),
         ..SamplingConfig::default()
     };
     Ok(Generation {
@@ -223,7 +225,6 @@ pub fn generation(body: &Body, max_tokens_fields: &[&str]) -> Result<Generation,
         seed,
         n: n as usize,
         max_tokens,
-        stop,
         logprobs,
         stream: body.bool("stream")?.unwrap_or(false),
         include_usage,

@@ -95,7 +95,6 @@ impl AppState {
                         budget_steering: true,
                         reasoning: None,
                     },
-                    stop: plan.settings.stop.clone(),
                     choice,
                     events: events.clone(),
                 }

@@ -22,9 +22,9 @@ use crate::decode::{ActiveRequest, Event, FinishReason, Generation, Generator, R
 
 /// One generation to run.
 pub struct Job {
+    /// Its stop strings are in its sampling settings: the decode loop cuts the
+    /// output at one and holds back text that may begin one.
     pub request: Request,
-    /// Text that ends the output where it first appears (not included).
-    pub stop: Vec<String>,
     /// Which of the request's `n` choices this is (events carry it).
     pub choice: usize,
     pub events: EventSender,
@@ -115,7 +115,6 @@ impl Scheduler {
 
 /// A running job, beside its [`ActiveRequest`].
 struct Slot {
-    text: StopText,
     /// Text released this round, sent after the round with its logprobs.
     ready: String,
     /// Logprob records already sent.
@@ -166,7 +165,6 @@ impl Worker {
             Ok(active) => {
                 self.active.push(active);
                 self.slots.push(Slot {
-                    text: StopText::new(job.stop),
                     ready: String::new(),
                     logprobs_sent: 0,
                     choice: job.choice,
@@ -186,6 +184,7 @@ impl Worker {
                     logprobs: Vec::new(),
                     trace: Vec::new(),
                     reasoning_tokens: None,
+                    stop_string: None,
                 };
                 let _ = job
                     .events
@@ -211,9 +210,7 @@ impl Worker {
         }
         let running = active.iter().filter(|r| !r.is_finished()).count();
         generator.advance(active, &mut |Event::Text { request, text }| {
-            let slot = &mut slots[request];
-            let ready = slot.text.push(text);
-            slot.ready.push_str(&ready);
+            slots[request].ready.push_str(text);
         });
         metrics.steps.fetch_add(running as u64, Ordering::Relaxed);
         for (request, slot) in active.iter_mut().zip(slots.iter_mut()) {
@@ -225,9 +222,6 @@ impl Worker {
                     .events
                     .send((slot.choice, JobEvent::Text(text, logprobs)));
             }
-            if slot.text.stopped {
-                request.stop_early(FinishReason::Stop);
-            }
         }
         let mut i = 0;
         while i < self.active.len() {
@@ -236,23 +230,13 @@ impl Worker {
                 continue;
             }
             let request = self.active.swap_remove(i);
-            let mut slot = self.slots.swap_remove(i);
-            let rest = slot.text.flush();
-            let mut generation = self.generator.end(request);
+            let slot = self.slots.swap_remove(i);
+            let generation = self.generator.end(request);
             self.metrics.record(&generation);
             if slot.cancelled {
                 self.metrics.count("cancelled");
                 continue;
             }
-            if !rest.is_empty() {
-                let _ = slot
-                    .events
-                    .send((slot.choice, JobEvent::Text(rest, Vec::new())));
-            }
-            if slot.text.stopped {
-                generation.finish_reason = FinishReason::Stop;
-            }
-            generation.text = slot.text.text;
             let _ = slot
                 .events
                 .send((slot.choice, JobEvent::Done(Box::new(generation))));
@@ -260,99 +244,5 @@ impl Worker {
         self.metrics
             .batch_size
             .store(self.active.len(), Ordering::Relaxed);
-    }
-}
-
-/// Output text cut at the first stop string. Text that might be the start of a
-/// stop string is held back until the next piece shows it is not.
-struct StopText {
-    stop: Vec<String>,
-    /// Everything written so far (cut at a stop string once one appears).
-    text: String,
-    /// Bytes of `text` already handed out.
-    emitted: usize,
-    stopped: bool,
-}
-
-impl StopText {
-    fn new(stop: Vec<String>) -> StopText {
-        StopText {
-            stop: stop.into_iter().filter(|s| !s.is_empty()).collect(),
-            text: String::new(),
-            emitted: 0,
-            stopped: false,
-        }
-    }
-
-    /// Adds `piece`; returns the text now safe to hand out.
-    fn push(&mut self, piece: &str) -> String {
-        if self.stopped {
-            return String::new();
-        }
-        let search_from = self.emitted;
-        self.text.push_str(piece);
-        let hit = self
-            .stop
-            .iter()
-            .filter_map(|s| self.text[search_from..].find(s.as_str()))
-            .min();
-        let safe = match hit {
-            Some(at) => {
-                self.text.truncate(search_from + at);
-                self.stopped = true;
-                self.text.len()
-            }
-            None => self.text.len() - self.held_back(),
-        };
-        let ready = self.text[self.emitted..safe].to_string();
-        self.emitted = safe.max(self.emitted);
-        ready
-    }
-
-    /// The longest end of the text that begins a stop string.
-    fn held_back(&self) -> usize {
-        let bytes = self.text.as_bytes();
-        self.stop
-            .iter()
-            .flat_map(|s| (1..s.len()).map(move |n| &s.as_bytes()[..n]))
-            .filter(|prefix| bytes.ends_with(prefix))
-            .map(<[u8]>::len)
-            .max()
-            .unwrap_or(0)
-            .min(self.text.len() - self.emitted)
-    }
-
-    /// What was held back, at the end of the output.
-    fn flush(&mut self) -> String {
-        let rest = self.text[self.emitted..].to_string();
-        self.emitted = self.text.len();
-        rest
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stop_strings_cut_and_hold_back() {
-        let mut t = StopText::new(vec!["END".into()]);
-        assert_eq!(t.push("abc E"), "abc ");
-        assert_eq!(t.push("N"), "");
-        assert_eq!(t.push("x"), "ENx");
-        assert_eq!(t.push("yE"), "y");
-        assert_eq!(t.push("ND and more"), "");
-        assert!(t.stopped);
-        assert_eq!(t.text, "abc ENxy");
-        assert_eq!(t.flush(), "");
-    }
-
-    #[test]
-    fn held_text_comes_out_at_the_end() {
-        let mut t = StopText::new(vec!["<|end|>".into()]);
-        assert_eq!(t.push("é<|e"), "é");
-        assert_eq!(t.flush(), "<|e");
-        let mut none = StopText::new(vec![]);
-        assert_eq!(none.push("€"), "€");
     }
 }

@@ -1,9 +1,11 @@
 //! `stencil generate [--model PATH] (--schema FILE | --gbnf FILE | --lark FILE | --regex PATTERN
 //! | --structural-tag FILE | --json | --tools FILE [--tool-choice C] [--no-parallel-tool-calls]
 //! [--tool-format NAME]) [--reasoning] [--reasoning-budget N]
-//! [--prompt TEXT | --prompt-file FILE] [--max-tokens N] [--seed N] [--temperature T]
-//! [--top-p P] [--top-k K] [--min-p P] [--preset reference|hf|vllm|llama.cpp] [--stream]
-//! [--trace FILE] [--output-json]`
+//! [--prompt TEXT | --prompt-file FILE] [--max-tokens N] [--sampling FILE] [--seed N]
+//! [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--typical-p P]
+//! [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
+//! [--min-tokens N] [--logit-bias ID=BIAS]... [--stop TEXT]...
+//! [--preset reference|hf|vllm|llama.cpp] [--stream] [--trace FILE] [--output-json]`
 //!
 //! Without `--model`, the built-in default model (SmolLM2-135M-Instruct, Q4_1 GGUF) is
 //! used, fetched into the cache on first use. The prompt goes through the model's chat
@@ -222,7 +224,10 @@ fn run_with_reply_parts(
         Ok(t) => t,
         Err(e) => return bad_request(e.to_string()),
     };
-    let mut request = request_for(args, tokens, tables);
+    let mut request = match request_for(args, generator, tokens, tables) {
+        Ok(r) => r,
+        Err(e) => return bad_request(e),
+    };
     request.reasoning = match (&span, args.reasoning_budget) {
         (Some(span), Some(max_tokens)) => Some(ReasoningBudget {
             open: span.open.clone(),
@@ -263,6 +268,9 @@ fn generation_json(g: &Generation, logprobs: bool) -> serde_json::Value {
     });
     if let Some(e) = &g.error {
         value["error"] = json!(e);
+    }
+    if let Some(stop) = &g.stop_string {
+        value["stop_string"] = json!(stop);
     }
     if let Some(n) = g.reasoning_tokens {
         value["reasoning_tokens"] = json!(n);

@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use serde_json::json;
 
 use stencil::decode::{
     self, fetch, render_chat, Generator, Message, Model, ModelTokenizer, Request,
 };
 use stencil::matcher::StopPolicy;
 use stencil::sampling::config::SamplingConfig;
-use stencil::sampling::order::OrderSpec;
+use stencil::sampling::Sampler;
 use stencil::tables::TokenTables;
 
 use crate::cli::grammar::GrammarArgs;
@@ -38,8 +39,9 @@ pub struct GenerateArgs {
     #[arg(long = "json", group = "grammar")]
     pub(super) json_grammar: bool,
     /// Many requests as one batch: a JSON object per line whose keys override these
-    /// flags (prompt, schema, gbnf, regex, json, raw, max_tokens, seed, temperature,
-    /// top_p, top_k, min_p, preset); prints one --output-json object per line.
+    /// flags (prompt, schema, gbnf, lark, structural_tag, regex, json, raw,
+    /// max_tokens, preset, and every --sampling key); prints one --output-json
+    /// object per line.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     pub(super) requests: Option<PathBuf>,
     /// The user message (a default asking for the grammar's output when absent).
@@ -52,8 +54,17 @@ pub struct GenerateArgs {
     pub(super) raw: bool,
     #[arg(long, default_value_t = 256)]
     pub(super) max_tokens: usize,
-    #[arg(long, default_value_t = 0)]
-    pub(super) seed: u64,
+    /// Sampling settings, a JSON file with the library's keys (`SamplingConfig`:
+    /// temperature, top_p, top_k, min_p, typical_p, epsilon_cutoff, eta_cutoff,
+    /// top_n_sigma, repetition/presence/frequency penalties and their scopes,
+    /// logit_bias, min_tokens, stop, stop_token_ids, banned_sequences,
+    /// no_repeat_ngram_size, dry, mirostat, xtc, watermark, order, strategy, seed);
+    /// the flags below override its keys.
+    #[arg(long = "sampling", value_name = "FILE")]
+    pub(super) sampling_file: Option<PathBuf>,
+    /// The request's RNG seed (default 0).
+    #[arg(long)]
+    pub(super) seed: Option<u64>,
     /// 0 means greedy.
     #[arg(long)]
     pub(super) temperature: Option<f32>,
@@ -63,9 +74,30 @@ pub struct GenerateArgs {
     pub(super) top_k: Option<i64>,
     #[arg(long)]
     pub(super) min_p: Option<f64>,
+    #[arg(long)]
+    pub(super) typical_p: Option<f64>,
+    /// Divides a seen token's positive logit, multiplies a negative one (>= 1).
+    #[arg(long, value_name = "R")]
+    pub(super) repetition_penalty: Option<f32>,
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    pub(super) presence_penalty: Option<f32>,
+    #[arg(long, value_name = "F", allow_hyphen_values = true)]
+    pub(super) frequency_penalty: Option<f32>,
+    /// EOS (and the end of the grammar) stays masked for the first N tokens.
+    #[arg(long, value_name = "N")]
+    pub(super) min_tokens: Option<usize>,
+    /// Adds BIAS to token ID's logit (repeatable).
+    #[arg(long, value_name = "ID=BIAS", allow_hyphen_values = true)]
+    pub(super) logit_bias: Vec<String>,
+    /// Ends the output where TEXT first appears, TEXT not included (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub(super) stop: Vec<String>,
     /// Processor order (see `stencil sample`).
     #[arg(long, value_parser = ["reference", "hf", "vllm", "llama.cpp"])]
     pub(super) preset: Option<String>,
+    /// A `--requests` line's sampling keys, laid over the flags.
+    #[arg(skip)]
+    pub(super) line_sampling: Option<serde_json::Map<String, serde_json::Value>>,
     /// What may follow once the grammar accepts.
     #[arg(long, value_enum, default_value = "stop")]
     pub(super) stop_policy: StopPolicyArg,
@@ -234,15 +266,76 @@ pub(super) fn regex_prompt(regex: &str) -> String {
     format!("Write text that matches the regular expression `{regex}`. Reply with the text only.")
 }
 
-pub(super) fn sampling_config(args: &GenerateArgs) -> SamplingConfig {
-    SamplingConfig {
-        order: args.preset.clone().map(OrderSpec::Preset),
-        seed: Some(args.seed),
-        temperature: args.temperature,
-        top_p: args.top_p,
-        top_k: args.top_k,
-        min_p: args.min_p,
-        ..SamplingConfig::default()
+/// The sampling settings of `args`, in layers: the `--sampling` file, the flags,
+/// a `--requests` line's keys. Errors name the file (with line and column) or the
+/// flag.
+pub(super) fn sampling_config(args: &GenerateArgs) -> Result<SamplingConfig, String> {
+    let mut keys = match &args.sampling_file {
+        Some(path) => sampling_file(path)?,
+        None => serde_json::Map::new(),
+    };
+    let flags = [
+        ("seed", args.seed.map(|v| json!(v))),
+        ("temperature", args.temperature.map(|v| json!(v))),
+        ("top_p", args.top_p.map(|v| json!(v))),
+        ("top_k", args.top_k.map(|v| json!(v))),
+        ("min_p", args.min_p.map(|v| json!(v))),
+        ("typical_p", args.typical_p.map(|v| json!(v))),
+        (
+            "repetition_penalty",
+            args.repetition_penalty.map(|v| json!(v)),
+        ),
+        ("presence_penalty", args.presence_penalty.map(|v| json!(v))),
+        (
+            "frequency_penalty",
+            args.frequency_penalty.map(|v| json!(v)),
+        ),
+        ("min_tokens", args.min_tokens.map(|v| json!(v))),
+        ("order", args.preset.as_ref().map(|v| json!(v))),
+        ("stop", (!args.stop.is_empty()).then(|| json!(args.stop))),
+    ];
+    for (key, value) in flags {
+        if let Some(value) = value {
+            keys.insert(key.into(), value);
+        }
+    }
+    for pair in &args.logit_bias {
+        let (id, bias) = pair
+            .split_once('=')
+            .and_then(|(id, bias)| {
+                Some((
+                    id.trim().parse::<u32>().ok()?,
+                    bias.trim().parse::<f32>().ok()?,
+                ))
+            })
+            .ok_or_else(|| {
+                format!("--logit-bias {pair:?}: expected ID=BIAS (a token id and a number)")
+            })?;
+        let biases = keys.entry("logit_bias").or_insert_with(|| json!({}));
+        if let Some(biases) = biases.as_object_mut() {
+            biases.insert(id.to_string(), json!(bias));
+        }
+    }
+    for (key, value) in args.line_sampling.iter().flatten() {
+        keys.insert(key.clone(), value.clone());
+    }
+    keys.entry("seed").or_insert(json!(0));
+    serde_json::from_value(serde_json::Value::Object(keys))
+        .map_err(|e| format!("sampling settings: {e}"))
+}
+
+/// A `--sampling` file: one JSON object of `SamplingConfig` keys (checked here,
+/// so an unknown key is named with its line and column).
+fn sampling_file(path: &Path) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let origin = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {origin}: {e}"))?;
+    let located = |e: serde_json::Error| format!("{origin}:{}:{}: {e}", e.line(), e.column());
+    serde_json::from_str::<SamplingConfig>(&text).map_err(located)?;
+    match serde_json::from_str(&text).map_err(located)? {
+        serde_json::Value::Object(keys) => Ok(keys),
+        _ => Err(format!(
+            "{origin}: expected a JSON object of sampling settings"
+        )),
     }
 }
 
@@ -285,16 +378,22 @@ pub(super) fn build_request(
     tables: Arc<TokenTables>,
 ) -> Result<Request, String> {
     let prompt = prompt_tokens(generator, &user_text(args)?, args.raw)?;
-    Ok(request_for(args, prompt, tables))
+    request_for(args, generator, prompt, tables)
 }
 
-/// The decode request of `args` for a prompt already tokenized.
+/// The decode request of `args` for a prompt already tokenized; its sampling
+/// settings are checked here (with the model's EOS, which `min_tokens` masks).
 pub(super) fn request_for(
     args: &GenerateArgs,
+    generator: &Generator,
     prompt: Vec<u32>,
     tables: Arc<TokenTables>,
-) -> Request {
-    Request {
+) -> Result<Request, String> {
+    let sampling = sampling_config(args)?;
+    let mut checked = sampling.clone();
+    checked.eos_token_ids = Some(generator.tokenizer().vocab().eos_ids().to_vec());
+    Sampler::from_config(&checked).map_err(|e| format!("sampling settings: {e}"))?;
+    Ok(Request {
         prompt,
         grammar: Some(tables),
         stop_policy: match args.stop_policy {
@@ -302,12 +401,12 @@ pub(super) fn request_for(
             StopPolicyArg::AllowContinue => StopPolicy::AllowContinue,
             StopPolicyArg::TrailingWhitespaceThenEos => StopPolicy::TrailingWhitespaceThenEos,
         },
-        sampling: sampling_config(args),
+        sampling,
         max_tokens: args.max_tokens,
         jump_forward: !args.no_jump_forward,
         logprobs: args.logprobs,
         trace: args.trace.is_some(),
         budget_steering: !args.no_budget_steering,
         reasoning: None,
-    }
+    })
 }

@@ -3,9 +3,10 @@
 //! FILE (`-` for standard input) holds one JSON object per line. A line's keys
 //! override the command line's flags for that request, so the flags are the batch's
 //! defaults: `prompt`, `schema` (a JSON Schema value), `gbnf` and `lark` (grammar text), `regex`,
-//! `json` (true: any JSON), `raw`, `max_tokens`, `seed`, `temperature`, `top_p`,
-//! `top_k`, `min_p`, `preset`. Unknown keys are errors (a typo must not silently fall
-//! back to a default). Every line is checked, and every grammar compiled, before the
+//! `json` (true: any JSON), `raw`, `max_tokens`, and every sampling setting of
+//! `--sampling` (`seed`, `temperature`, `top_p`, `stop`, ...; `preset` for
+//! `order`). Unknown keys are errors (a typo must not silently fall back to a
+//! default). Every line is checked, and every grammar compiled, before the
 //! model runs; lines with the same grammar share one set of token tables.
 //!
 //! Each request keeps its own matcher, sampler, RNG stream and budget, so a line's
@@ -30,10 +31,19 @@ use super::request::{
 };
 use crate::cli::grammar::{GrammarSource, JSON_GBNF};
 
-/// One line of the requests file.
+/// One line of the requests file: what it asks for, and its sampling keys.
+#[derive(Debug, Default)]
+pub struct RequestLine {
+    pub what: LineRequest,
+    /// `SamplingConfig` keys (checked when the line is read; `preset` is read
+    /// as `order`).
+    pub sampling: serde_json::Map<String, Value>,
+}
+
+/// The keys of a line that are not sampling settings.
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
-pub struct RequestLine {
+pub struct LineRequest {
     pub prompt: Option<String>,
     pub schema: Option<Value>,
     pub gbnf: Option<String>,
@@ -43,12 +53,42 @@ pub struct RequestLine {
     pub json: Option<bool>,
     pub raw: Option<bool>,
     pub max_tokens: Option<usize>,
-    pub seed: Option<u64>,
-    pub temperature: Option<f32>,
-    pub top_p: Option<f64>,
-    pub top_k: Option<i64>,
-    pub min_p: Option<f64>,
-    pub preset: Option<String>,
+}
+
+const REQUEST_KEYS: [&str; 9] = [
+    "prompt",
+    "schema",
+    "gbnf",
+    "lark",
+    "structural_tag",
+    "regex",
+    "json",
+    "raw",
+    "max_tokens",
+];
+
+/// Splits a line's object into its request and its sampling keys, checking both.
+fn parse_line(line: &str) -> Result<RequestLine, String> {
+    let column = |e: serde_json::Error| format!("column {}: {e}", e.column());
+    let object: serde_json::Map<String, Value> = serde_json::from_str(line).map_err(column)?;
+    let (request, mut sampling): (serde_json::Map<_, _>, serde_json::Map<_, _>) = object
+        .into_iter()
+        .partition(|(key, _)| REQUEST_KEYS.contains(&key.as_str()));
+    if let Some(preset) = sampling.remove("preset") {
+        match preset.as_str() {
+            Some(name) if PRESETS.contains(&name) => sampling.insert("order".into(), preset),
+            _ => {
+                return Err(format!(
+                    "unknown preset {preset} (expected one of {})",
+                    PRESETS.join(", ")
+                ))
+            }
+        };
+    }
+    let what = serde_json::from_value(Value::Object(request)).map_err(|e| e.to_string())?;
+    serde_json::from_value::<stencil::sampling::SamplingConfig>(Value::Object(sampling.clone()))
+        .map_err(|e| format!("{e} (a request key or a sampling setting)"))?;
+    Ok(RequestLine { what, sampling })
 }
 
 const PRESETS: [&str; 4] = ["reference", "hf", "vllm", "llama.cpp"];
@@ -71,27 +111,19 @@ pub fn read_lines(path: &Path) -> Result<Vec<RequestLine>, String> {
             continue;
         }
         let at = |message: String| format!("{origin}:{}: {message}", number + 1);
-        let request: RequestLine =
-            serde_json::from_str(line).map_err(|e| at(format!("column {}: {e}", e.column())))?;
+        let request = parse_line(line).map_err(at)?;
+        let what = &request.what;
         let grammars = [
-            request.schema.is_some(),
-            request.gbnf.is_some(),
-            request.lark.is_some(),
-            request.regex.is_some(),
-            request.json == Some(true),
+            what.schema.is_some(),
+            what.gbnf.is_some(),
+            what.lark.is_some(),
+            what.regex.is_some(),
+            what.json == Some(true),
         ];
         if grammars.iter().filter(|g| **g).count() > 1 {
             return Err(at(
                 "give at most one of schema, gbnf, lark, regex, json".into()
             ));
-        }
-        if let Some(preset) = &request.preset {
-            if !PRESETS.contains(&preset.as_str()) {
-                return Err(at(format!(
-                    "unknown preset {preset:?} (expected one of {})",
-                    PRESETS.join(", ")
-                )));
-            }
         }
         lines.push(request);
     }
@@ -101,7 +133,7 @@ pub fn read_lines(path: &Path) -> Result<Vec<RequestLine>, String> {
     Ok(lines)
 }
 
-impl RequestLine {
+impl LineRequest {
     /// The line's own grammar, if it names one.
     fn grammar_source(&self, index: usize) -> Option<GrammarSource> {
         let origin = format!("request {index}");
@@ -124,22 +156,20 @@ impl RequestLine {
             None
         }
     }
+}
 
+impl RequestLine {
     /// The command line's flags with this line's keys laid over them.
     fn apply_to(&self, args: &GenerateArgs) -> GenerateArgs {
+        let what = &self.what;
         let mut merged = args.clone();
-        if let Some(p) = &self.prompt {
+        if let Some(p) = &what.prompt {
             merged.prompt = Some(p.clone());
             merged.prompt_file = None;
         }
-        merged.raw = self.raw.unwrap_or(args.raw);
-        merged.max_tokens = self.max_tokens.unwrap_or(args.max_tokens);
-        merged.seed = self.seed.unwrap_or(args.seed);
-        merged.temperature = self.temperature.or(args.temperature);
-        merged.top_p = self.top_p.or(args.top_p);
-        merged.top_k = self.top_k.or(args.top_k);
-        merged.min_p = self.min_p.or(args.min_p);
-        merged.preset = self.preset.clone().or(args.preset.clone());
+        merged.raw = what.raw.unwrap_or(args.raw);
+        merged.max_tokens = what.max_tokens.unwrap_or(args.max_tokens);
+        merged.line_sampling = Some(self.sampling.clone());
         merged
     }
 }
@@ -172,7 +202,7 @@ pub fn build_requests(
     let mut shared: HashMap<String, Arc<TokenTables>> = HashMap::new();
     let mut requests = Vec::with_capacity(lines.len());
     for (index, line) in lines.iter().enumerate() {
-        let tables = match line.grammar_source(index) {
+        let tables = match line.what.grammar_source(index) {
             Some(source) => {
                 let key = format!("{source:?}");
                 match shared.get(&key) {
@@ -200,7 +230,7 @@ pub fn build_requests(
         };
         let mut merged = line.apply_to(args);
         if merged.prompt.is_none() && merged.prompt_file.is_none() {
-            if let Some(source) = line.grammar_source(index) {
+            if let Some(source) = line.what.grammar_source(index) {
                 merged.prompt = Some(default_prompt(&source, &args.grammar.root));
             }
         }

@@ -11,6 +11,7 @@ use crate::sampling::error::{invalid, Result, SamplingError};
 use crate::sampling::order::{Order, OrderSpec, ProcessorKind};
 use crate::sampling::processors::{self as p, Processor};
 use crate::sampling::state::{CountScope, StopMatcher};
+use crate::sampling::stop_strings::StopStrings;
 use std::collections::BTreeSet;
 
 fn ids_set(v: &Option<Vec<u32>>) -> BTreeSet<u32> {
@@ -341,7 +342,7 @@ fn in_order(order: &Order, mut built: Built) -> Result<Vec<Box<dyn Processor>>> 
     Ok(processors)
 }
 
-/// What ends a sequence: EOS, stop tokens, stop sequences, `max_tokens`.
+/// What ends a sequence: EOS, stop tokens, stop sequences, stop strings, `max_tokens`.
 fn stop_matcher(
     cfg: &SamplingConfig,
     eos: BTreeSet<u32>,
@@ -358,10 +359,20 @@ fn stop_matcher(
             .cloned()
             .map(SeqMatcher::new)
             .collect(),
+        stop_strings: StopStrings::new(
+            cfg.stop
+                .iter()
+                .flatten()
+                .map(|s| s.as_bytes().to_vec())
+                .collect(),
+        ),
         max_tokens: cfg.max_tokens,
     };
     if cfg.stop_sequences.iter().flatten().any(|s| s.is_empty()) {
         return Err(invalid("stop_sequences", "[]", "non-empty token sequences"));
+    }
+    if cfg.stop.iter().flatten().any(String::is_empty) {
+        return Err(invalid("stop", "\"\"", "non-empty strings"));
     }
     Ok(stop)
 }
