@@ -998,6 +998,118 @@ fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--trace` writes, per sampled token, the raw row's summary (before the grammar),
+/// every stage with its support (the grammar's removals visible), the processors'
+/// parameters, the selection with the recorded `u`, three logprob layers and the
+/// matcher before and after; the chosen token follows from the trace alone.
+#[test]
+fn generate_trace_rederives_each_token() {
+    let dir = std::env::temp_dir().join(format!("stencil-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = dir.join("sampling.json");
+    std::fs::write(
+        &settings,
+        json!({"temperature": 0.8, "top_k": 40, "presence_penalty": 0.3, "seed": 9}).to_string(),
+    )
+    .unwrap();
+    let trace = dir.join("trace.jsonl");
+    let out = run_generate(&[
+        "--model",
+        tiny_model().to_str().unwrap(),
+        "--raw",
+        "--prompt",
+        "Letters:",
+        "--regex",
+        "[a-z]{3,12}",
+        "--max-tokens",
+        "12",
+        "--no-jump-forward",
+        "--sampling",
+        settings.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(steps.len() >= 3);
+    for step in &steps {
+        let stage = |name: &str| {
+            step["stages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["processor"] == name)
+                .unwrap_or_else(|| panic!("no {name} stage in {step}"))
+                .clone()
+        };
+        // The raw row is the model's: the grammar stage removes most of it.
+        let finite = step["raw"]["finite"].as_u64().unwrap();
+        assert_eq!(finite, step["raw"]["width"].as_u64().unwrap());
+        let allowed = stage("grammar")["support_size"].as_u64().unwrap();
+        assert!(allowed < finite / 2, "{allowed} of {finite}");
+        assert!(stage("top_k")["support_size"].as_u64().unwrap() <= 40);
+        // Parameters beside each processor.
+        let order = step["order"].as_array().unwrap();
+        let at = |name: &str| order.iter().position(|p| p == name).unwrap();
+        assert_eq!(step["params"][at("top_k")], json!({"k": 40}));
+        assert_eq!(
+            step["params"][at("temperature")]["t"].as_f64().unwrap() as f32,
+            0.8
+        );
+        // Three layers, each a logprob (<= 0); in the reference order every
+        // transform precedes every truncation, so the selection renormalises the
+        // processed layer over a subset and is at least as large.
+        let layer = |name: &str| {
+            step["logprobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["layer"] == name)
+                .unwrap_or_else(|| panic!("no {name} layer in {step}"))["value"]
+                .as_f64()
+                .unwrap()
+        };
+        let (raw, processed, selection) = (layer("raw"), layer("processed"), layer("selection"));
+        assert!(raw <= 0.0 && processed <= selection + 1e-9 && selection <= 1e-12);
+        // The matcher moved by the token.
+        assert_ne!(step["constraint_before"], step["constraint_after"]);
+        // The token again, from the selection and the recorded u (ids ascending,
+        // the first whose cumulative probability passes u).
+        let u = step["u"].as_f64().unwrap();
+        let mut cumulative = 0.0;
+        let mut chosen = None;
+        for pair in step["selection"].as_array().unwrap() {
+            cumulative += pair[1].as_f64().unwrap();
+            if u < cumulative {
+                chosen = pair[0].as_u64();
+                break;
+            }
+        }
+        assert_eq!(chosen, step["token"].as_u64(), "{step}");
+        // The selection is the softmax of the last stage's candidates.
+        let last = step["stages"].as_array().unwrap().last().unwrap();
+        let candidates = last["candidates"].as_array().unwrap();
+        assert_eq!(
+            candidates.len(),
+            step["selection"].as_array().unwrap().len()
+        );
+        for (c, pair) in candidates.iter().zip(step["selection"].as_array().unwrap()) {
+            assert_eq!(c[0], pair[0]);
+            assert!((c[2].as_f64().unwrap() - pair[1].as_f64().unwrap()).abs() < 1e-12);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `stencil generate --requests FILE`: lines override the flags, run as one batch,
 /// and a line's text is what the same request writes alone.
 #[test]

@@ -246,11 +246,13 @@ fn traces_version_the_order_and_name_logprob_layers() {
     assert_eq!(o.trace.order.len(), o.trace.versions.len());
     assert_eq!(o.trace.order_source, "reference");
     let layers: Vec<Layer> = o.logprobs.iter().map(|l| l.layer).collect();
-    assert_eq!(layers, [Layer::Selection, Layer::Raw]);
+    assert_eq!(layers, [Layer::Selection, Layer::Processed, Layer::Raw]);
+    let values: Vec<f64> = o.logprobs.iter().map(|l| l.value).collect();
     assert!(
-        o.logprobs[0].value != o.logprobs[1].value,
-        "raw and selection logprobs differ"
+        values[0] != values[1] && values[1] != values[2] && values[0] != values[2],
+        "the three layers differ: {values:?}"
     );
+    assert_eq!(o.trace.params.len(), o.trace.order.len());
     let v = serde_json::to_value(&o.trace).unwrap();
     for key in [
         "step",

@@ -9,7 +9,7 @@ use stencil::sampling::logits::softmax_f32;
 use stencil::sampling::processors::watermark::z_score;
 use stencil::sampling::rng::RngStream;
 use stencil::sampling::select;
-use stencil::sampling::SelectionDistribution;
+use stencil::sampling::{Layer, SelectionDistribution};
 
 // ---- §3.9: one complete hand-computed selection ----------------------------------------
 
@@ -62,6 +62,27 @@ fn sec_3_9_reference_order_stage_by_stage() {
     assert_printed(raw_b, "0.331");
     assert_printed(stage_probs(&o, "softmax")[1], "0.348");
     assert_printed(o.selection.prob(1), "0.407");
+    // The step reports the sampled token under all three layers, each named.
+    assert_eq!(layer_probability(&o, Layer::Raw), raw_b);
+    assert_printed(layer_probability(&o, Layer::Processed), "0.348");
+    assert_printed(layer_probability(&o, Layer::Selection), "0.407");
+    // The trace records each processor's parameters beside its name.
+    assert_eq!(
+        o.trace.params[1],
+        json!({"alpha": 0.1f32, "scope": {"include_prompt": false, "exclude_special": false}})
+    );
+    assert_eq!(o.trace.params[3], json!({"t": 0.8f32}));
+    assert_eq!(o.trace.params[5], json!({"p": 0.8}));
+}
+
+/// The sampled token's probability in `layer`, from the step's logprobs.
+fn layer_probability(o: &stencil::sampling::StepOutcome, layer: Layer) -> f64 {
+    o.logprobs
+        .iter()
+        .find(|l| l.layer == layer)
+        .unwrap_or_else(|| panic!("no {layer:?} logprob in {:?}", o.logprobs))
+        .value
+        .exp()
 }
 
 #[test]
@@ -88,6 +109,8 @@ fn sec_3_9_top_p_moved_before_penalties() {
         &["0.593", "0.407"],
     );
     assert_eq!(o.token, 1);
+    // The processed layer has no truncation in it, wherever the order puts one.
+    assert_printed(layer_probability(&o, Layer::Processed), "0.348");
     // With p0 = 0.86 the two orders disagree: the text's "no reason to hold".
     let reference = step(
         &sec39(json!("reference"), 0.86),

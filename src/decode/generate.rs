@@ -9,8 +9,9 @@
 //! it), and a scheduler may add and remove requests between rounds.
 //!
 //! Per step, the grammar masks are computed on a second thread while the model's
-//! forward pass runs, then written into the logits row (on the device under `cuda`)
-//! before the sampling pipeline runs. Jump-forward: when the grammar forces bytes,
+//! forward pass runs; the sampling pipeline then gets the raw logits row and the
+//! mask, which its grammar stage applies at the place the processor order gives it
+//! (so traces and the raw logprob layer see the model's own row). Jump-forward: when the grammar forces bytes,
 //! their canonical tokens (all but the last, which might merge with what follows) are
 //! committed without sampling and fed to the model in the next forward pass together
 //! with the sampled token; the output is then the canonical tokenization of forced
@@ -37,7 +38,7 @@ use super::reasoning::{ReasoningBudget, ReasoningWatch};
 use super::tokenizer::ModelTokenizer;
 use super::DecodeError;
 use crate::matcher::{StopPolicy, TokenMatcher};
-use crate::sampling::constraint::mask_words;
+use crate::sampling::constraint::{mask_words, matcher_record};
 use crate::sampling::state::{Commit, FinishStatus};
 use crate::sampling::trace::StepTrace;
 use crate::sampling::{DecoderState, Layer, Sampler, SamplingConfig, StepOptions};
@@ -446,19 +447,23 @@ impl Generator {
     ) -> Result<(), DecodeError> {
         let sample_started = Instant::now();
 
-        let raw_for_logprobs = (r.logprobs > 0)
-            .then(|| logits.to_vec1::<f32>())
-            .transpose()
+        // The raw row: the grammar's mask is a stage of the pipeline (applied while
+        // the support is built unless the order puts a truncation before it).
+        let row = logits
+            .to_vec1::<f32>()
             .map_err(|e| DecodeError::Forward(super::model::candle_message(&e)))?;
-        let row = super::mask::apply(logits, mask.as_deref())?;
-        let opts = StepOptions::default();
+        let layers = r.logprobs > 0 || r.trace.is_some();
+        let opts = StepOptions {
+            detail: r.trace.is_some(),
+            raw_logprob: layers,
+            processed_logprob: layers,
+            ..StepOptions::default()
+        };
+        let before = r.trace.as_ref().and(r.matcher.as_ref()).map(matcher_record);
         let outcome = r.sampler.run(&r.state.view(mask.as_deref()), &row, &opts)?;
         let token = outcome.token;
-        if let Some(trace) = &mut r.trace {
-            trace.push(outcome.trace.clone());
-        }
-        if let Some(raw) = raw_for_logprobs {
-            let mut logprobs: Vec<NamedLogprob> = outcome
+        if r.logprobs > 0 {
+            let logprobs = outcome
                 .logprobs
                 .iter()
                 .map(|l| NamedLogprob {
@@ -466,12 +471,13 @@ impl Generator {
                     value: l.value,
                 })
                 .collect();
-            let raw_view = crate::sampling::RawLogits::new(&raw)?;
-            logprobs.push(NamedLogprob {
-                layer: Layer::Raw,
-                value: raw_view.logprob(token).value,
-            });
-            let mut selected = outcome.selection.pairs();
+            // Tokens of probability 0 (all but one under greedy) are no alternatives.
+            let mut selected: Vec<(u32, f64)> = outcome
+                .selection
+                .pairs()
+                .into_iter()
+                .filter(|&(_, p)| p > 0.0)
+                .collect();
             selected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             selected.truncate(r.logprobs);
             r.logprob_records.push(TokenLogprobs {
@@ -479,7 +485,7 @@ impl Generator {
                 text: self.token_text(token),
                 forced: false,
                 logprobs,
-                top_raw: top_raw(&raw, r.logprobs),
+                top_raw: top_raw(&row, r.logprobs),
                 top_selected: selected.into_iter().map(|(id, p)| (id, p.ln())).collect(),
             });
         }
@@ -495,6 +501,12 @@ impl Generator {
                     self.commit(r, t, true, index, on_event)?;
                 }
             }
+        }
+        if let Some(traces) = &mut r.trace {
+            let mut trace = outcome.trace;
+            trace.constraint_before = before;
+            trace.constraint_after = r.matcher.as_ref().map(matcher_record);
+            traces.push(trace);
         }
         r.timings.decode_ms += ms(sample_started.elapsed());
         if r.done.is_none() {

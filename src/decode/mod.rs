@@ -8,7 +8,9 @@
 //! sequence's logits never depend on its batch; [`tokenizer`] reads the model's tokenizer (a `tokenizer.json`
 //! or the GGUF's own vocabulary) into the [`Vocabulary`](crate::vocab::Vocabulary)
 //! the masks are built on; [`template`] renders the chat template; [`fetch`] gets the
-//! built-in default model; [`mask`] writes grammar masks into logits on the device;
+//! built-in default model; [`mask`] writes grammar masks into logits tensors on their
+//! device (for callers that sample there; the decode loop hands the raw row to the
+//! sampling pipeline, whose grammar stage masks it);
 //! [`generate`] is the batched loop that joins matcher, sampling and model.
 //!
 //! Behind the `decode` feature (on by default) so that engines embedding only the

@@ -113,6 +113,7 @@ pub fn run_with(
         forced_u: args.u,
         detail: args.trace,
         raw_logprob: args.trace,
+        processed_logprob: args.trace,
     };
     let out = sampler.step(&state, &logits, &opts)?;
     let doc = Output {

@@ -52,13 +52,20 @@ impl TokenConstraint for GrammarConstraint {
         m.is_accepting() || m.is_terminated()
     }
     fn summary(&self) -> Option<String> {
-        let m = self.0.borrow();
-        Some(format!(
+        matcher_record(&self.0.borrow()).summary
+    }
+}
+
+/// A matcher's state as a trace records it (before and after a step).
+pub fn matcher_record(m: &crate::matcher::TokenMatcher) -> super::trace::ConstraintRecord {
+    super::trace::ConstraintRecord {
+        accepting: m.is_accepting() || m.is_terminated(),
+        summary: Some(format!(
             "{} tokens, {} bytes, accepting {}",
             m.tokens_consumed(),
             m.byte_matcher().position(),
             m.is_accepting()
-        ))
+        )),
     }
 }
 

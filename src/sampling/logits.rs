@@ -58,6 +58,10 @@ impl<'a> RawLogits<'a> {
 pub enum Layer {
     /// Softmax of the raw logits over the full vocabulary.
     Raw,
+    /// Softmax of the processed logits (§3.1's `z^proc`: the masks and value
+    /// transforms, penalties and temperature among them, in the declared order;
+    /// no truncation) over every token no mask removed.
+    Processed,
     /// The selection distribution: processed logits renormalised over the final support.
     Selection,
 }
@@ -157,6 +161,33 @@ pub struct Candidates {
 }
 
 impl Candidates {
+    /// The tokens with a finite raw logit that `mask` allows (the shared bit
+    /// layout; ids past its words are not allowed): the same as [`from_raw`]
+    /// followed by the grammar stage, in one pass over the mask's words.
+    ///
+    /// [`from_raw`]: Self::from_raw
+    pub fn from_raw_masked(raw: &RawLogits<'_>, mask: &[u32]) -> Self {
+        let v = raw.values();
+        let mut ids = Vec::new();
+        let mut logits = Vec::new();
+        for (w, &word) in mask.iter().enumerate().take(v.len().div_ceil(32)) {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 32 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if i < v.len() && v[i] != f32::NEG_INFINITY {
+                    ids.push(i as u32);
+                    logits.push(v[i]);
+                }
+            }
+        }
+        Self {
+            width: v.len(),
+            ids,
+            logits,
+        }
+    }
+
     /// All tokens with a finite raw logit.
     pub fn from_raw(raw: &RawLogits<'_>) -> Self {
         let v = raw.values();
@@ -247,6 +278,14 @@ impl Candidates {
         SelectionDistribution {
             ids: self.ids.clone(),
             probs: self.softmax(),
+        }
+    }
+
+    /// `ln p(id)` under the softmax of these logits (`-inf` outside the support).
+    pub fn logprob(&self, id: u32) -> f64 {
+        match self.position(id) {
+            Some(i) => f64::from(self.logits[i]) - log_sum_exp(self.logits.iter().copied()),
+            None => f64::NEG_INFINITY,
         }
     }
 

@@ -10,7 +10,7 @@ use super::constraint::{
 };
 use super::error::{invalid, Result, SamplingError};
 use super::logits::{
-    CandidateSupport, Candidates, Logprob, ProcessedLogits, RawLogits, SelectionDistribution,
+    CandidateSupport, Candidates, Layer, Logprob, ProcessedLogits, RawLogits, SelectionDistribution,
 };
 use super::order::Order;
 use super::processors::{self as p, Processor, StageNotes};
@@ -29,6 +29,9 @@ pub struct StepOptions {
     pub detail: bool,
     /// Also report the raw-layer logprob (one extra pass over the row).
     pub raw_logprob: bool,
+    /// Also report the processed-layer logprob (the masks and value transforms
+    /// run a second time over a copy that no truncation narrows).
+    pub processed_logprob: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -53,6 +56,9 @@ pub struct Sampler {
     stop: StopMatcher,
     banned: Vec<Vec<u32>>,
     ngram: Option<usize>,
+    /// Every stage before the grammar's is a mask or a value transform, which
+    /// commute with it: the support can be built already masked.
+    grammar_moves_first: bool,
 }
 
 impl Sampler {
@@ -135,13 +141,28 @@ impl Sampler {
     ) -> Result<StepOutcome> {
         let raw = RawLogits::new(raw_row)?;
         self.check_forced_u(opts)?;
-        let mut c = Candidates::from_raw(&raw);
-        if c.is_empty() {
+        if raw.values().iter().all(|&z| z == f32::NEG_INFINITY) {
             return Err(SamplingError::EmptySupport {
                 after: "raw logits (all -inf)",
             });
         }
-        let stages = self.apply_processors(&mut c, view, opts)?;
+        // The grammar's removals are the stage's own in a detailed trace; otherwise
+        // a grammar that may move first is applied while the support is built.
+        let mut c = match view.grammar_mask {
+            Some(mask) if self.grammar_moves_first && !opts.detail => {
+                if mask.len() < mask_words(raw.width()) {
+                    return Err(SamplingError::MaskWidth {
+                        words: mask.len(),
+                        needed: mask_words(raw.width()),
+                        width: raw.width(),
+                    });
+                }
+                Candidates::from_raw_masked(&raw, mask)
+            }
+            _ => Candidates::from_raw(&raw),
+        };
+        let mut unnarrowed = opts.processed_logprob.then(|| c.clone());
+        let stages = self.apply_processors(&mut c, unnarrowed.as_mut(), view, opts)?;
 
         let rng = view.rng.ok_or(SamplingError::UndeclaredRead("selector"))?;
         let step = view.step;
@@ -161,6 +182,12 @@ impl Sampler {
         }
         let token = c.ids[pos];
         let mut logprobs = vec![selection.logprob(token)];
+        if let Some(unnarrowed) = &unnarrowed {
+            logprobs.push(Logprob {
+                layer: Layer::Processed,
+                value: unnarrowed.logprob(token),
+            });
+        }
         if opts.raw_logprob {
             logprobs.push(raw.logprob(token));
         }
@@ -192,6 +219,7 @@ impl Sampler {
             order_source: self.order.source.clone(),
             order: self.order(),
             versions: self.processors.iter().map(|p| p.version()).collect(),
+            params: self.processors.iter().map(|p| p.params()).collect(),
             stages,
             strategy: self.strategy.name(),
             selection: selection.pairs(),
@@ -235,17 +263,24 @@ impl Sampler {
     }
 
     /// Runs the processors in order over `c`, each reading only what it
-    /// declares; fails where one leaves no candidate.
+    /// declares; fails where one leaves no candidate. `unnarrowed`, when given,
+    /// goes through the masks and value transforms but no truncation (the
+    /// processed layer).
     fn apply_processors(
         &self,
         c: &mut Candidates,
+        mut unnarrowed: Option<&mut Candidates>,
         view: &StateView<'_>,
         opts: &StepOptions,
     ) -> Result<Vec<StageRecord>> {
         let mut stages = Vec::with_capacity(self.processors.len());
         for proc_ in &self.processors {
             let mut notes = StageNotes::default();
-            proc_.apply(c, &view.restrict(proc_.reads()), &mut notes)?;
+            let restricted = view.restrict(proc_.reads());
+            if let Some(copy) = unnarrowed.as_deref_mut().filter(|_| !proc_.truncates()) {
+                proc_.apply(copy, &restricted, &mut StageNotes::default())?;
+            }
+            proc_.apply(c, &restricted, &mut notes)?;
             if c.is_empty() {
                 return Err(SamplingError::EmptySupport {
                     after: proc_.name(),

@@ -49,6 +49,8 @@ pub struct StepTrace {
     /// Active processors, in the order applied.
     pub order: Vec<&'static str>,
     pub versions: Vec<u32>,
+    /// Each active processor's parameters, in `order`.
+    pub params: Vec<serde_json::Value>,
     pub stages: Vec<StageRecord>,
     pub strategy: &'static str,
     /// Final support, ascending id, with selection probabilities.

@@ -24,6 +24,7 @@ pub fn step(s: &Sampler, history: &[u32], logits: &[f32], u: Option<f64>) -> Ste
         forced_u: u,
         detail: true,
         raw_logprob: true,
+        processed_logprob: true,
     };
     s.step(&st, logits, &opts).expect("step succeeds")
 }

@@ -5,6 +5,7 @@ use super::{check_finite, Processor, StageNotes};
 use crate::sampling::error::{Result, SamplingError};
 use crate::sampling::logits::Candidates;
 use crate::sampling::state::StateView;
+use serde_json::json;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone)]
@@ -15,6 +16,9 @@ pub struct LogitBias {
 impl Processor for LogitBias {
     fn name(&self) -> &'static str {
         "logit_bias"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"bias": self.bias})
     }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         for (&id, &b) in &self.bias {

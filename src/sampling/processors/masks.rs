@@ -7,6 +7,7 @@ use crate::sampling::constraint::{mask_allows, mask_words};
 use crate::sampling::error::{Result, SamplingError};
 use crate::sampling::logits::Candidates;
 use crate::sampling::state::{StateField, StateView};
+use serde_json::json;
 use std::collections::BTreeSet;
 
 /// Remove the listed ids (those absent from the support are ignored).
@@ -37,6 +38,9 @@ impl Processor for ControlMask {
     fn name(&self) -> &'static str {
         "control_mask"
     }
+    fn params(&self) -> serde_json::Value {
+        json!({"ids": self.ids})
+    }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         remove_ids(c, self.ids.iter().copied());
         Ok(())
@@ -54,6 +58,9 @@ pub struct MinLength {
 impl Processor for MinLength {
     fn name(&self) -> &'static str {
         "min_length"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"min_tokens": self.min_tokens, "masked": self.masked})
     }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::Output]

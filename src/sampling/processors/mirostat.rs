@@ -16,6 +16,7 @@ use super::{need, Processor, StageNotes};
 use crate::sampling::error::Result;
 use crate::sampling::logits::Candidates;
 use crate::sampling::state::{StateField, StateView};
+use serde_json::json;
 
 /// Which cut μ steers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,6 +67,17 @@ pub fn mirostat_v1_k(sorted: &[f64], m: usize, n: usize, mu: f64) -> usize {
 impl Processor for Mirostat {
     fn name(&self) -> &'static str {
         "mirostat"
+    }
+    fn params(&self) -> serde_json::Value {
+        match self.version {
+            MirostatVersion::V1 { m } => {
+                json!({"version": 1, "tau": self.tau, "eta": self.eta, "m": m})
+            }
+            MirostatVersion::V2 => json!({"version": 2, "tau": self.tau, "eta": self.eta}),
+        }
+    }
+    fn truncates(&self) -> bool {
+        true
     }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::ProcessorState]

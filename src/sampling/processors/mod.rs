@@ -32,6 +32,18 @@ pub trait Processor: Debug + Send + Sync {
     fn reads(&self) -> &'static [StateField] {
         &[]
     }
+    /// Its parameters as configured, for traces (§3.3: the order, each version and
+    /// its parameters are recorded); `null` for a processor without any.
+    fn params(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    /// True for a truncation: it only narrows the support, by a rule that reads the
+    /// whole distribution (top-k, top-p, ...). Masks and value transforms are not:
+    /// they act token by token, so the processed layer (§3.1's `z^proc`) is theirs
+    /// alone, and a mask may move before them without changing any result.
+    fn truncates(&self) -> bool {
+        false
+    }
     fn apply(&self, c: &mut Candidates, view: &StateView<'_>, notes: &mut StageNotes)
         -> Result<()>;
 }

@@ -6,6 +6,7 @@ use super::{check_finite, need, Processor, StageNotes};
 use crate::sampling::error::Result;
 use crate::sampling::logits::Candidates;
 use crate::sampling::state::{CountScope, StateField, StateView};
+use serde_json::json;
 use std::collections::BTreeSet;
 
 /// CTRL: `z / θ` if `z > 0`, else `z · θ`, for every token with `c > 0`.
@@ -62,6 +63,9 @@ impl Processor for RepetitionPenalty {
     fn name(&self) -> &'static str {
         "repetition_penalty"
     }
+    fn params(&self) -> serde_json::Value {
+        json!({"theta": self.theta, "scope": self.scope})
+    }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::Counts]
     }
@@ -77,6 +81,9 @@ impl Processor for PresencePenalty {
     fn name(&self) -> &'static str {
         "presence_penalty"
     }
+    fn params(&self) -> serde_json::Value {
+        json!({"alpha": self.alpha, "scope": self.scope})
+    }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::Counts]
     }
@@ -89,6 +96,9 @@ impl Processor for PresencePenalty {
 impl Processor for FrequencyPenalty {
     fn name(&self) -> &'static str {
         "frequency_penalty"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"alpha": self.alpha, "scope": self.scope})
     }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::Counts]

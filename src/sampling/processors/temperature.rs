@@ -5,6 +5,7 @@ use super::{check_finite, Processor, StageNotes};
 use crate::sampling::error::Result;
 use crate::sampling::logits::Candidates;
 use crate::sampling::state::StateView;
+use serde_json::json;
 
 #[derive(Debug, Clone)]
 pub struct Temperature {
@@ -14,6 +15,9 @@ pub struct Temperature {
 impl Processor for Temperature {
     fn name(&self) -> &'static str {
         "temperature"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"t": self.t})
     }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         if self.t != 1.0 {

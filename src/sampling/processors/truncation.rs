@@ -11,6 +11,7 @@ use super::{desc_then_id, sorted_desc, Processor, StageNotes};
 use crate::sampling::error::Result;
 use crate::sampling::logits::{entropy_nats, Candidates};
 use crate::sampling::state::StateView;
+use serde_json::json;
 
 /// Positions of the `k` highest values (ties: lower position first), ascending position.
 /// Small `k`: one scan with a bounded min-heap (most values lose a single comparison with
@@ -146,6 +147,12 @@ impl Processor for TopK {
     fn name(&self) -> &'static str {
         "top_k"
     }
+    fn params(&self) -> serde_json::Value {
+        json!({"k": self.k})
+    }
+    fn truncates(&self) -> bool {
+        true
+    }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         if self.k < c.len() {
             let keep = top_k_positions(&c.logits, self.k);
@@ -165,6 +172,12 @@ pub struct TopP {
 impl Processor for TopP {
     fn name(&self) -> &'static str {
         "top_p"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"p": self.p})
+    }
+    fn truncates(&self) -> bool {
+        true
     }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         if self.p >= 1.0 {
@@ -191,6 +204,12 @@ impl Processor for MinP {
     fn name(&self) -> &'static str {
         "min_p"
     }
+    fn params(&self) -> serde_json::Value {
+        json!({"alpha": self.alpha})
+    }
+    fn truncates(&self) -> bool {
+        true
+    }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         let probs = c.softmax();
         let pmax = probs.iter().copied().fold(0.0, f64::max);
@@ -210,6 +229,12 @@ pub struct Typical {
 impl Processor for Typical {
     fn name(&self) -> &'static str {
         "typical"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"mass": self.mass})
+    }
+    fn truncates(&self) -> bool {
+        true
     }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         if self.mass >= 1.0 {
@@ -242,6 +267,12 @@ impl Processor for Epsilon {
     fn name(&self) -> &'static str {
         "epsilon"
     }
+    fn params(&self) -> serde_json::Value {
+        json!({"epsilon": self.epsilon})
+    }
+    fn truncates(&self) -> bool {
+        true
+    }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         let probs = c.softmax();
         cut_below(c, &probs, self.epsilon);
@@ -271,6 +302,12 @@ impl Processor for Eta {
     fn name(&self) -> &'static str {
         "eta"
     }
+    fn params(&self) -> serde_json::Value {
+        json!({"epsilon": self.epsilon})
+    }
+    fn truncates(&self) -> bool {
+        true
+    }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         let probs = c.softmax();
         let thr = eta_threshold(self.epsilon, &probs);
@@ -289,6 +326,12 @@ pub struct TopNSigma {
 impl Processor for TopNSigma {
     fn name(&self) -> &'static str {
         "top_n_sigma"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"n": self.n})
+    }
+    fn truncates(&self) -> bool {
+        true
     }
     fn apply(&self, c: &mut Candidates, _: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         let len = c.len() as f64;

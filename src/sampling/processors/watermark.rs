@@ -12,6 +12,7 @@ use crate::sampling::logits::Candidates;
 use crate::sampling::rng::philox4x32;
 use crate::sampling::state::{StateField, StateView};
 use serde::Serialize;
+use serde_json::json;
 
 /// Domain-separation word so green-list hashes never coincide with sampling draws.
 const DOMAIN: u32 = 0x5741_544D; // "WATM"
@@ -59,6 +60,9 @@ pub fn detect(key: u64, gamma: f64, tokens: &[u32]) -> Detection {
 impl Processor for Watermark {
     fn name(&self) -> &'static str {
         "watermark"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"gamma": self.gamma, "delta": self.delta, "key": self.key})
     }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::Prompt, StateField::Output]

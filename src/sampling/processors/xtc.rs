@@ -8,6 +8,7 @@ use crate::sampling::error::Result;
 use crate::sampling::logits::Candidates;
 use crate::sampling::rng::DRAW_PROCESSOR_BASE;
 use crate::sampling::state::{StateField, StateView};
+use serde_json::json;
 
 #[derive(Debug, Clone)]
 pub struct Xtc {
@@ -18,6 +19,12 @@ pub struct Xtc {
 impl Processor for Xtc {
     fn name(&self) -> &'static str {
         "xtc"
+    }
+    fn params(&self) -> serde_json::Value {
+        json!({"threshold": self.threshold, "probability": self.probability})
+    }
+    fn truncates(&self) -> bool {
+        true
     }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::Rng]

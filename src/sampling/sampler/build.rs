@@ -35,6 +35,10 @@ impl Sampler {
         shaping_stages(cfg, &mut built)?;
         let mirostat = adaptive_stages(cfg, &mut built)?;
         let processors = in_order(&order, built)?;
+        let grammar_moves_first = processors
+            .iter()
+            .take_while(|p| p.name() != "grammar")
+            .all(|p| !p.truncates());
         let stop = stop_matcher(cfg, eos, stops)?;
         Ok(Sampler {
             order,
@@ -46,6 +50,7 @@ impl Sampler {
             stop,
             banned,
             ngram: cfg.no_repeat_ngram_size,
+            grammar_moves_first,
         })
     }
 }
