@@ -998,6 +998,69 @@ fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `n` samples share the prompt's forward pass (a forked KV cache each) and keep
+/// their own sampler, grammar state and seed: sample `i` is what the request with
+/// seed + i writes alone, and each is in the language.
+#[test]
+fn n_samples_fork_the_prompt_and_match_single_runs() {
+    let schema = &schemas()[0];
+    let base = request(schema, Some(5), "reference");
+    let samples = generator()
+        .generate_n(base.clone(), 3, &mut |_| {})
+        .unwrap();
+    assert_eq!(samples.len(), 3);
+    for (i, sample) in samples.iter().enumerate() {
+        assert_eq!(
+            sample.finish_reason,
+            FinishReason::Stop,
+            "{:?}",
+            sample.text
+        );
+        assert_tokens_allowed(schema, sample);
+        let alone = request(schema, Some(5 + i as u64), "reference");
+        let alone = generator().generate_n(alone, 1, &mut |_| {}).unwrap();
+        assert_eq!(alone[0].tokens, sample.tokens, "sample {i}");
+    }
+    let texts: std::collections::BTreeSet<&str> = samples.iter().map(|s| s.text.as_str()).collect();
+    assert!(texts.len() > 1, "three seeds, one text: {texts:?}");
+
+    // From the command line: one object per sample, with its index.
+    let out = run_generate(&[
+        "--model",
+        tiny_model().to_str().unwrap(),
+        "--raw",
+        "--prompt",
+        "Letters:",
+        "--regex",
+        "[a-z]{3,8}",
+        "--temperature",
+        "1",
+        "--seed",
+        "2",
+        "--n",
+        "3",
+        "--output-json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(line["index"], i);
+        let text = line["text"].as_str().unwrap();
+        assert!((3..=8).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_lowercase()));
+    }
+    let bad = run_generate(&["--json", "--n", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
 /// `--trace` writes, per sampled token, the raw row's summary (before the grammar),
 /// every stage with its support (the grammar's removals visible), the processors'
 /// parameters, the selection with the recorded `u`, three logprob layers and the

@@ -237,6 +237,42 @@ impl Generator {
         Ok(out.remove(0))
     }
 
+    /// `n` samples of one request: the prompt is fed once (all but its last
+    /// token) and each sample continues from a fork of that KV cache with its own
+    /// sampler, grammar state and seed (the request's seed + its index). Sample
+    /// `i` is the same whatever `n` is. Text is reported with the sample's index.
+    pub fn generate_n(
+        &self,
+        request: Request,
+        n: usize,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Vec<Generation>, DecodeError> {
+        let seed = request.sampling.seed.unwrap_or(0);
+        let mut first = self.begin(request.clone())?;
+        let shared = first.pending.len().saturating_sub(1);
+        if shared > 0 && first.done.is_none() {
+            let started = Instant::now();
+            first.session.forward_tensor(&first.pending[..shared])?;
+            first.pending.drain(..shared);
+            first.timings.prompt_ms += ms(started.elapsed());
+        }
+        let mut running = Vec::with_capacity(n);
+        for i in 1..n {
+            let mut sample = request.clone();
+            sample.sampling.seed = Some(seed.wrapping_add(i as u64));
+            let mut r = self.begin(sample)?;
+            r.session = first.session.fork();
+            r.pending = first.pending.clone();
+            running.push(r);
+        }
+        running.insert(0, first);
+        running.truncate(n.max(1));
+        while running.iter().any(|r| !r.is_finished()) {
+            self.advance(&mut running, on_event);
+        }
+        Ok(running.into_iter().map(|r| self.end(r)).collect())
+    }
+
     /// Runs several requests together; results come back in request order.
     pub fn generate_batch(
         &self,

@@ -398,6 +398,31 @@ impl Session {
             .map_err(|e| DecodeError::Forward(e.to_string()))
     }
 
+    /// A second session that continues from this one's tokens: the KV cache
+    /// copied, so the two then go their own ways (`n` samples of one prompt, beam
+    /// search's branches) without feeding the shared prefix twice.
+    pub fn fork(&self) -> Session {
+        let weights = match &self.weights {
+            SessionWeights::Gguf { model, cache } => SessionWeights::Gguf {
+                model: std::sync::Arc::clone(model),
+                cache: cache.clone(),
+            },
+            SessionWeights::Llama { model, cache } => SessionWeights::Llama {
+                model: model.clone(),
+                cache: cache.clone(),
+            },
+            // candle's Qwen2 keeps its cache inside the model; its tensors are
+            // immutable and shared until either side appends.
+            SessionWeights::Qwen2(m) => SessionWeights::Qwen2(m.clone()),
+        };
+        Session {
+            weights,
+            device: self.device.clone(),
+            position: self.position,
+            forward_passes: self.forward_passes,
+        }
+    }
+
     /// Tokens fed so far.
     pub fn position(&self) -> usize {
         self.position

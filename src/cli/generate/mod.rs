@@ -5,7 +5,7 @@
 //! [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--typical-p P]
 //! [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
 //! [--min-tokens N] [--logit-bias ID=BIAS]... [--stop TEXT]...
-//! [--preset reference|hf|vllm|llama.cpp] [--stream] [--trace FILE] [--output-json]`
+//! [--preset reference|hf|vllm|llama.cpp] [--n N] [--stream] [--trace FILE] [--output-json]`
 //!
 //! Without `--model`, the built-in default model (SmolLM2-135M-Instruct, Q4_1 GGUF) is
 //! used, fetched into the cache on first use. The prompt goes through the model's chat
@@ -147,6 +147,13 @@ pub fn run(args: &GenerateArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
+    if args.samples > 1 {
+        let mut sink = stream_sink(args.stream, true);
+        return match generator.generate_n(request, args.samples as usize, &mut sink) {
+            Ok(generations) => print_indexed(args, &generations),
+            Err(e) => bad_request(e.to_string()),
+        };
+    }
     generate_and_report(args, &generator, request, |g| {
         generation_json(g, args.logprobs > 0)
     })
@@ -295,10 +302,15 @@ fn run_batch(
         Err(e) => return bad_request(e),
     };
     let mut sink = stream_sink(args.stream, true);
-    let generations = match generator.generate_batch(requests, &mut sink) {
-        Ok(g) => g,
-        Err(e) => return bad_request(e.to_string()),
-    };
+    match generator.generate_batch(requests, &mut sink) {
+        Ok(generations) => print_indexed(args, &generations),
+        Err(e) => bad_request(e.to_string()),
+    }
+}
+
+/// One `--output-json` object per generation, with its `index`. Exit 0 when
+/// every one stopped, 1 when any ran out of tokens or failed.
+fn print_indexed(args: &GenerateArgs, generations: &[Generation]) -> i32 {
     let mut all_stopped = true;
     for (index, g) in generations.iter().enumerate() {
         all_stopped &= g.finish_reason == stencil::decode::FinishReason::Stop;

@@ -95,6 +95,12 @@ pub struct GenerateArgs {
     /// Processor order (see `stencil sample`).
     #[arg(long, value_parser = ["reference", "hf", "vllm", "llama.cpp"])]
     pub(super) preset: Option<String>,
+    /// N samples of the prompt (seeds seed, seed+1, ...), sharing its forward pass;
+    /// prints one --output-json object per sample, with its `index`.
+    #[arg(long = "n", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=64),
+          conflicts_with_all = ["requests", "tools", "reasoning", "reasoning_budget", "trace"])]
+    pub(super) samples: u64,
     /// A `--requests` line's sampling keys, laid over the flags.
     #[arg(skip)]
     pub(super) line_sampling: Option<serde_json::Map<String, serde_json::Value>>,
