@@ -153,6 +153,34 @@ fn parameter_domains() {
             "xtc.threshold",
         ),
         (json!({"min_tokens": 3}), "min_tokens"),
+        (json!({"dry": {"multiplier": -0.5}}), "dry.multiplier"),
+        // llama.cpp resets a base below 1 to the default; refused here.
+        (json!({"dry": {"multiplier": 0.8, "base": 0.9}}), "dry.base"),
+        (
+            json!({"dry": {"multiplier": 0.8, "allowed_length": -1}}),
+            "dry.allowed_length",
+        ),
+        (
+            json!({"dry": {"multiplier": 0.8, "penalty_last_n": -2}}),
+            "dry.penalty_last_n",
+        ),
+        (
+            json!({"dry": {"multiplier": 0.8, "sequence_breakers": [""]}}),
+            "dry.sequence_breakers",
+        ),
+        // llama.cpp truncates a breaker to 40 bytes; refused here.
+        (
+            json!({"dry": {"multiplier": 0.8, "sequence_breakers": ["x".repeat(41)]}}),
+            "dry.sequence_breakers",
+        ),
+        (
+            json!({"dry": {"multiplier": 0.8, "sequence_breaker_ids": [[]]}}),
+            "dry.sequence_breaker_ids",
+        ),
+        (
+            json!({"dry": {"multiplier": 0.8, "sequence_breaker_ids": [vec![1; 22]]}}),
+            "dry.sequence_breaker_ids",
+        ),
     ] {
         match config_error(cfg.clone()) {
             SamplingError::InvalidParameter { name: n, .. } => assert_eq!(n, name, "{cfg}"),
@@ -165,6 +193,9 @@ fn parameter_domains() {
         json!({"top_k": 1}),
         json!({"temperature": 0.0}),
         json!({"min_p": 0.0}),
+        json!({"dry": {"multiplier": 0.0, "base": 1.0, "allowed_length": 0,
+            "penalty_last_n": -1, "sequence_breakers": [],
+            "sequence_breaker_ids": [vec![1; 21]]}}),
     ] {
         let c: SamplingConfig = serde_json::from_value(cfg.clone()).unwrap();
         assert!(Sampler::from_config(&c).is_ok(), "{cfg}");
@@ -190,6 +221,16 @@ fn order_validation() {
     );
     // Unknown config keys never pass silently.
     assert!(serde_json::from_value::<SamplingConfig>(json!({"topk": 3})).is_err());
+    assert!(serde_json::from_value::<SamplingConfig>(
+        json!({"dry": {"multiplier": 1, "dry_base": 2}})
+    )
+    .is_err());
+    // DRY configured but left out of a user order.
+    let e = config_error(json!({"order": ["top_k"], "top_k": 2, "dry": {"multiplier": 1}}));
+    assert!(
+        matches!(e, SamplingError::InvalidOrder(ref m) if m.contains("dry")),
+        "{e}"
+    );
 }
 
 #[test]

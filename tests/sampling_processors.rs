@@ -7,12 +7,16 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use serde_json::json;
+use stencil::sampling::processors::dry::SequenceBreakers;
 use stencil::sampling::processors::truncation::{
     top_k_positions, top_p_positions_partial, top_p_positions_sorted,
 };
 use stencil::sampling::processors::watermark::detect;
 use stencil::sampling::rng::RngStream;
-use stencil::sampling::{select, DecoderState, SelectionDistribution, StepOptions, Unconstrained};
+use stencil::sampling::{
+    select, DecoderState, Sampler, SamplingConfig, SelectionDistribution, StepOptions,
+    Unconstrained,
+};
 
 fn support(cfg: serde_json::Value, history: &[u32], row: &[f32]) -> Vec<u32> {
     step(&sampler(cfg), history, row, Some(0.5)).support.ids
@@ -144,6 +148,70 @@ fn watermark_is_detected_only_when_applied() {
     assert!(plain.z.abs() < 4.0, "plain z = {}", plain.z);
     // The wrong key sees no watermark.
     assert!(detect(78, 0.5, &run(true, 5)).z.abs() < 4.0);
+}
+
+/// DRY under the llama.cpp preset: second in its chain, right after the penalties and
+/// before top-k. Prompt `0 1 2`, output `3 0 1`: token 2 would repeat "0 1 2", a
+/// repeat of 2 across the prompt boundary, so it loses 0.8 · 1.75^(2 - 2) = 0.8.
+#[test]
+fn dry_follows_the_penalties_in_the_llama_cpp_order() {
+    let cfg = json!({
+        "order": "llama.cpp",
+        "repetition_penalty": 1.5,
+        "presence_penalty": 0.5,
+        "dry": {"multiplier": 0.8},
+        "top_k": 4,
+    });
+    let row = [1.0f32, 2.0, 3.0, 0.5, 0.0, -1.0];
+    let run = |s: &Sampler| {
+        let mut st: DecoderState<Unconstrained> = s.new_state(vec![0, 1, 2], None, None);
+        st.replay(&[3, 0, 1]).unwrap();
+        let opts = StepOptions {
+            detail: true,
+            ..StepOptions::default()
+        };
+        s.step(&st, &row, &opts).unwrap()
+    };
+    let o = run(&sampler(cfg.clone()));
+    assert_eq!(
+        o.trace.order,
+        [
+            "grammar",
+            "repetition_penalty",
+            "presence_penalty",
+            "dry",
+            "top_k"
+        ]
+    );
+    // Repetition (prompt and output): z / 1.5 for 0..=3; presence (output): -0.5 for
+    // 0, 1, 3; DRY: -0.8 for 2.
+    let want = [
+        1.0 / 1.5 - 0.5,
+        2.0 / 1.5 - 0.5,
+        3.0 / 1.5 - 0.8,
+        0.5 / 1.5 - 0.5,
+        0.0,
+        -1.0,
+    ];
+    let got = stage_logits(&o, "dry");
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 1e-6, "{got:?} vs {want:?}");
+    }
+    assert_eq!(
+        stage_logits(&o, "presence_penalty")[2],
+        f64::from(3.0f32 / 1.5)
+    );
+    // Top-k sees the penalised logits: 3 (0.33 - 0.5) falls below 4 (0).
+    assert_eq!(stage_ids(&o, "top_k"), [0, 1, 2, 4]);
+    // Token 1 as a breaker (given as ids, or derived from a vocabulary) ends the
+    // history, so no repeat is counted.
+    let mut with_ids = cfg.clone();
+    with_ids["dry"]["sequence_breaker_ids"] = json!([[1]]);
+    assert_eq!(stage_logits(&run(&sampler(with_ids)), "dry")[2], 2.0);
+    let c: SamplingConfig = serde_json::from_value(cfg).unwrap();
+    let derived = SequenceBreakers::from_sequences([[1u32]]);
+    let s = Sampler::from_config_with_breakers(&c, derived).unwrap();
+    assert_eq!(stage_logits(&run(&s), "dry")[2], 2.0);
 }
 
 #[test]

@@ -56,6 +56,47 @@ pub struct XtcConfig {
     pub probability: f64,
 }
 
+/// DRY, llama.cpp's `dry_*` settings (see [`processors::dry`](super::processors::dry)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DryConfig {
+    /// `>= 0`; 0 turns DRY off.
+    pub multiplier: f32,
+    /// `>= 1` (default 1.75).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<f32>,
+    /// The longest repeat that goes unpenalised, `>= 0` (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_length: Option<i64>,
+    /// The newest tokens of prompt + output searched: -1 all of them (the default), 0
+    /// turns DRY off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub penalty_last_n: Option<i64>,
+    /// Text that ends a repeat (default llama.cpp's `["\n", ":", "\"", "*"]`; `[]` for
+    /// none), each 1 to 40 bytes. Text needs the vocabulary: callers with one turn these
+    /// into token ids with [`derive_breakers`](super::processors::dry::derive_breakers)
+    /// and build with
+    /// [`Sampler::from_config_with_breakers`](super::Sampler::from_config_with_breakers);
+    /// [`Sampler::from_config`](super::Sampler::from_config) alone (no vocabulary, as in
+    /// `stencil sample`) uses only `sequence_breaker_ids`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_breakers: Option<Vec<String>>,
+    /// Breakers as token-id sequences (first token, then the tokens that must follow it),
+    /// for callers without a vocabulary; used besides the strings' ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_breaker_ids: Option<Vec<Vec<u32>>>,
+}
+
+impl DryConfig {
+    /// The breaker strings in effect: the given ones or llama.cpp's defaults.
+    pub fn breaker_strings(&self) -> Vec<&str> {
+        match &self.sequence_breakers {
+            Some(v) => v.iter().map(String::as_str).collect(),
+            None => crate::sampling::processors::dry::DEFAULT_SEQUENCE_BREAKERS.to_vec(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatermarkConfig {
@@ -108,6 +149,8 @@ pub struct SamplingConfig {
     pub max_tokens: Option<usize>,
     pub banned_sequences: Option<Vec<Vec<u32>>>,
     pub no_repeat_ngram_size: Option<usize>,
+    /// DRY, llama.cpp's sequence-repeat penalty.
+    pub dry: Option<DryConfig>,
     pub mirostat: Option<MirostatConfig>,
     pub xtc: Option<XtcConfig>,
     pub watermark: Option<WatermarkConfig>,

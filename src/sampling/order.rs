@@ -11,8 +11,12 @@
 //!   watermark, with HF's masks (n-gram, bad words, min length) after the repetition penalty.
 //! - `vllm`: allowlist/grammar, banned words, min_tokens, logit_bias → repetition,
 //!   presence, frequency → temperature → min-p → top-k → top-p.
-//! - `llama.cpp`: logit_bias, grammar → penalties → top-nσ → top-k → typical → top-p →
-//!   min-p → XTC → temperature → Mirostat.
+//! - `llama.cpp`: logit_bias, grammar → penalties → DRY → top-nσ → top-k → typical →
+//!   top-p → min-p → XTC → temperature → Mirostat (its default chain, `dry` second).
+//!
+//! DRY is llama.cpp's; the other presets hold it in an extension slot right after their
+//! penalties, where llama.cpp has it: both are history penalties on logits, DRY the
+//! sequence-level one.
 
 use super::error::{Result, SamplingError};
 use serde::{Deserialize, Serialize};
@@ -29,6 +33,7 @@ pub enum ProcessorKind {
     RepetitionPenalty,
     PresencePenalty,
     FrequencyPenalty,
+    Dry,
     Temperature,
     TopK,
     Softmax,
@@ -46,7 +51,7 @@ pub enum ProcessorKind {
 use ProcessorKind::*;
 
 impl ProcessorKind {
-    pub const ALL: [ProcessorKind; 21] = [
+    pub const ALL: [ProcessorKind; 22] = [
         ControlMask,
         MinLength,
         Grammar,
@@ -56,6 +61,7 @@ impl ProcessorKind {
         RepetitionPenalty,
         PresencePenalty,
         FrequencyPenalty,
+        Dry,
         Temperature,
         TopK,
         Softmax,
@@ -81,6 +87,7 @@ impl ProcessorKind {
             RepetitionPenalty => "repetition_penalty",
             PresencePenalty => "presence_penalty",
             FrequencyPenalty => "frequency_penalty",
+            Dry => "dry",
             Temperature => "temperature",
             TopK => "top_k",
             Softmax => "softmax",
@@ -126,6 +133,7 @@ pub fn preset(name: &str) -> Option<Vec<ProcessorKind>> {
             RepetitionPenalty,
             PresencePenalty,
             FrequencyPenalty,
+            Dry,
             Temperature,
             TopNSigma,
             TopK,
@@ -146,6 +154,7 @@ pub fn preset(name: &str) -> Option<Vec<ProcessorKind>> {
             RepetitionPenalty,
             PresencePenalty,
             FrequencyPenalty,
+            Dry,
             NoRepeatNgram,
             BannedSequences,
             MinLength,
@@ -171,6 +180,7 @@ pub fn preset(name: &str) -> Option<Vec<ProcessorKind>> {
             RepetitionPenalty,
             PresencePenalty,
             FrequencyPenalty,
+            Dry,
             Temperature,
             MinP,
             TopK,
@@ -193,6 +203,7 @@ pub fn preset(name: &str) -> Option<Vec<ProcessorKind>> {
             RepetitionPenalty,
             FrequencyPenalty,
             PresencePenalty,
+            Dry,
             TopNSigma,
             TopK,
             Typical,
@@ -305,6 +316,9 @@ mod tests {
                 "llama.cpp",
                 vec![
                     RepetitionPenalty,
+                    FrequencyPenalty,
+                    PresencePenalty,
+                    Dry,
                     TopNSigma,
                     TopK,
                     Typical,
@@ -337,6 +351,27 @@ mod tests {
                     w[1]
                 );
             }
+        }
+    }
+
+    #[test]
+    fn every_preset_has_every_kind_and_dry_right_after_the_penalties() {
+        for p in PRESETS {
+            let v = preset(p).unwrap();
+            for k in ProcessorKind::ALL {
+                // Softmax is implicit outside the reference order.
+                assert!(v.contains(&k) || k == Softmax, "{p} lacks {k:?}");
+            }
+            let pos = |k| v.iter().position(|&x| x == k).unwrap();
+            let last_penalty = [RepetitionPenalty, PresencePenalty, FrequencyPenalty]
+                .into_iter()
+                .map(pos)
+                .max()
+                .unwrap();
+            assert_eq!(pos(Dry), last_penalty + 1, "{p}");
+        }
+        for k in ProcessorKind::ALL {
+            assert_eq!(ProcessorKind::from_name(k.name()), Some(k));
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the state it reads, and acts on the working [`Candidates`]: masks and truncations shrink
 //! the support, transforms rewrite logits of the support. None touches history.
 
+pub mod dry;
 pub mod logit_bias;
 pub mod masks;
 pub mod mirostat;

@@ -9,6 +9,7 @@ use crate::sampling::config::{
 use crate::sampling::constraint::SeqMatcher;
 use crate::sampling::error::{invalid, Result, SamplingError};
 use crate::sampling::order::{Order, OrderSpec, ProcessorKind};
+use crate::sampling::processors::dry::{SequenceBreakers, MAX_BREAKER_BYTES, MAX_TAIL_TOKENS};
 use crate::sampling::processors::{self as p, Processor};
 use crate::sampling::state::{CountScope, StopMatcher};
 use crate::sampling::stop_strings::StopStrings;
@@ -22,7 +23,21 @@ fn ids_set(v: &Option<Vec<u32>>) -> BTreeSet<u32> {
 type Built = Vec<(ProcessorKind, Box<dyn Processor>)>;
 
 impl Sampler {
+    /// Validates `cfg` into a sampler. Without a vocabulary, DRY's breaker strings
+    /// cannot become token ids: only `dry.sequence_breaker_ids` break repeats (see
+    /// [`Sampler::from_config_with_breakers`]).
     pub fn from_config(cfg: &SamplingConfig) -> Result<Self> {
+        Self::from_config_with_breakers(cfg, SequenceBreakers::default())
+    }
+
+    /// [`Sampler::from_config`] plus DRY breakers derived from `dry.sequence_breakers`
+    /// and the vocabulary by [`derive_breakers`](p::dry::derive_breakers) (the decode
+    /// loop's call, once per request); they join `dry.sequence_breaker_ids`. Ignored
+    /// when `dry` is not configured.
+    pub fn from_config_with_breakers(
+        cfg: &SamplingConfig,
+        derived: SequenceBreakers,
+    ) -> Result<Self> {
         let order = Order::resolve(cfg.order.as_ref().unwrap_or(&OrderSpec::default()))?;
         let strategy = cfg.resolve_strategy()?;
         let special = ids_set(&cfg.special_token_ids);
@@ -32,6 +47,7 @@ impl Sampler {
         // Validated in this order: the first invalid field is the one reported.
         let banned = masking_stages(cfg, &eos, &stops, &mut built)?;
         penalty_stages(cfg, &special, &mut built)?;
+        dry_stage(cfg, derived, &mut built)?;
         shaping_stages(cfg, &mut built)?;
         let mirostat = adaptive_stages(cfg, &mut built)?;
         let processors = in_order(&order, built)?;
@@ -185,6 +201,79 @@ fn penalty_stages(cfg: &SamplingConfig, special: &BTreeSet<u32>, built: &mut Bui
             }),
         );
     }
+    Ok(())
+}
+
+/// DRY. Domains are refused where llama.cpp would clamp, ignore or misbehave: it
+/// resets a base below 1 to the default (server) or keeps the old one (CLI), rejects a
+/// window below -1 (CLI), truncates breakers to 40 bytes and tails to 20 tokens, and
+/// would turn a negative multiplier into a bonus.
+fn dry_stage(cfg: &SamplingConfig, derived: SequenceBreakers, built: &mut Built) -> Result<()> {
+    let Some(d) = &cfg.dry else {
+        return Ok(());
+    };
+    if !(d.multiplier.is_finite() && d.multiplier >= 0.0) {
+        return Err(invalid(
+            "dry.multiplier",
+            d.multiplier,
+            "a finite value >= 0 (0 = off)",
+        ));
+    }
+    let base = d.base.unwrap_or(p::dry::DEFAULT_BASE);
+    if !(base.is_finite() && base >= 1.0) {
+        return Err(invalid("dry.base", base, "a finite value >= 1"));
+    }
+    let allowed_length = match d.allowed_length {
+        None => p::dry::DEFAULT_ALLOWED_LENGTH,
+        Some(n) => {
+            usize::try_from(n).map_err(|_| invalid("dry.allowed_length", n, "an integer >= 0"))?
+        }
+    };
+    let last_n = match d.penalty_last_n.unwrap_or(-1) {
+        -1 => None,
+        n => Some(usize::try_from(n).map_err(|_| {
+            invalid(
+                "dry.penalty_last_n",
+                n,
+                "an integer >= -1 (-1 = the whole history, 0 = off)",
+            )
+        })?),
+    };
+    if let Some(s) = d
+        .sequence_breakers
+        .iter()
+        .flatten()
+        .find(|s| s.is_empty() || s.len() > MAX_BREAKER_BYTES)
+    {
+        return Err(invalid(
+            "dry.sequence_breakers",
+            format!("{s:?}"),
+            "strings of 1 to 40 bytes",
+        ));
+    }
+    let ids = d.sequence_breaker_ids.iter().flatten();
+    if let Some(s) = ids
+        .clone()
+        .find(|s| s.is_empty() || s.len() > 1 + MAX_TAIL_TOKENS)
+    {
+        return Err(invalid(
+            "dry.sequence_breaker_ids",
+            format!("{s:?}"),
+            "token sequences of 1 to 21 ids (a first token and at most 20 after it)",
+        ));
+    }
+    let mut breakers = SequenceBreakers::from_sequences(ids);
+    breakers.extend(&derived);
+    built.push((
+        ProcessorKind::Dry,
+        Box::new(p::dry::Dry {
+            multiplier: d.multiplier,
+            base,
+            allowed_length,
+            last_n,
+            breakers,
+        }),
+    ));
     Ok(())
 }
 
