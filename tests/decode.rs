@@ -842,7 +842,7 @@ fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
         &settings,
         json!({"temperature": 0.9, "seed": 4, "repetition_penalty": 1.3,
                "frequency_penalty": 0.5, "typical_p": 0.95, "logit_bias": {"5": -1.0},
-               "min_tokens": 2, "order": "hf"})
+               "min_tokens": 2, "order": "hf", "dry": {"multiplier": 0.8}})
         .to_string(),
     )
     .unwrap();
@@ -891,9 +891,13 @@ fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
             "logit_bias",
             "min_length",
             "temperature",
+            "dry",
         ] {
             assert!(order.contains(&processor), "{processor} not in {order:?}");
         }
+        // DRY's default breakers ("\n", ":", "\"", "*") found in the vocabulary.
+        let dry = order.iter().position(|p| *p == "dry").unwrap();
+        assert!(step["params"][dry]["sequence_breakers"].as_u64().unwrap() >= 4);
         assert_eq!(step["strategy"], "categorical");
     }
     // A flag overrides the file: temperature 0 is greedy.
@@ -938,6 +942,7 @@ fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
             "{}\n",
             json!({"stop": ["ab", "ba"], "repetition_penalty": 1.3, "frequency_penalty": 0.5,
                    "typical_p": 0.95, "logit_bias": {"5": -1.0}, "min_tokens": 2,
+                   "dry": {"multiplier": 0.8},
                    "preset": "hf", "temperature": 0.9, "seed": 4})
         ),
     )

@@ -39,6 +39,7 @@ use super::tokenizer::ModelTokenizer;
 use super::DecodeError;
 use crate::matcher::{StopPolicy, TokenMatcher};
 use crate::sampling::constraint::{mask_words, matcher_record};
+use crate::sampling::processors::dry::derive_breakers;
 use crate::sampling::state::{Commit, FinishStatus};
 use crate::sampling::trace::StepTrace;
 use crate::sampling::{DecoderState, Layer, Sampler, SamplingConfig, StepOptions};
@@ -420,7 +421,26 @@ impl Generator {
         let mut eos_ids = sampling.eos_token_ids.take().unwrap_or_default();
         eos_ids.extend(&eos);
         sampling.eos_token_ids = Some(eos_ids);
-        let sampler = Sampler::from_config(&sampling)?;
+        let sampler = match sampling.dry.as_ref() {
+            // DRY's breakers are text: their tokens come from this vocabulary.
+            Some(dry) => {
+                let vocab = self.tokenizer.vocab();
+                let breakers = derive_breakers(
+                    &dry.breaker_strings(),
+                    self.model.logits_width().min(vocab.len()),
+                    |id| vocab.token_bytes(id),
+                    |rest| {
+                        // A rest that is not text has no tokenization: skipped.
+                        std::str::from_utf8(rest)
+                            .ok()
+                            .and_then(|text| self.tokenizer.encode(text).ok())
+                            .unwrap_or_default()
+                    },
+                );
+                Sampler::from_config_with_breakers(&sampling, breakers)?
+            }
+            None => Sampler::from_config(&sampling)?,
+        };
         let state = sampler.new_state(request.prompt.clone(), None, None);
         let matcher = request
             .grammar

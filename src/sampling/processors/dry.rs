@@ -279,6 +279,15 @@ impl Processor for Dry {
     fn name(&self) -> &'static str {
         "dry"
     }
+    fn params(&self) -> serde_json::Value {
+        serde_json::json!({
+            "multiplier": self.multiplier,
+            "base": self.base,
+            "allowed_length": self.allowed_length,
+            "penalty_last_n": self.last_n,
+            "sequence_breakers": self.breakers.len(),
+        })
+    }
     fn reads(&self) -> &'static [StateField] {
         &[StateField::Prompt, StateField::Output]
     }
