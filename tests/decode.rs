@@ -1066,6 +1066,108 @@ fn n_samples_fork_the_prompt_and_match_single_runs() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// Beam search over the model: every beam's text is in the language, the best
+/// beam's score is the sum of its tokens' logprobs (recomputed here from fresh
+/// forward passes over each prefix, under the grammar's mask), and one beam is
+/// greedy decoding.
+#[test]
+fn beam_search_keeps_the_grammar_and_scores_its_tokens() {
+    let schema = &schemas()[0];
+    let mut r = request(schema, None, "reference");
+    r.jump_forward = false;
+    r.budget_steering = false;
+    r.max_tokens = 24;
+    let beams = generator().beam_search(&r, 3, 0.0).unwrap();
+    assert!(!beams.is_empty() && beams.len() <= 3);
+    for pair in beams.windows(2) {
+        assert!(pair[0].score >= pair[1].score);
+    }
+    let validator = jsonschema::validator_for(schema).unwrap();
+    for b in &beams {
+        let mut m = TokenMatcher::new(tables(schema));
+        for &t in &b.tokens {
+            m.consume_token(t)
+                .unwrap_or_else(|e| panic!("{e} in {:?}", b.text));
+        }
+        if b.finish_reason == FinishReason::Stop {
+            assert!(b.grammar_complete && m.is_accepting(), "{:?}", b.text);
+            let value: Value = serde_json::from_str(&b.text).unwrap();
+            assert!(validator.is_valid(&value), "{}", b.text);
+        }
+    }
+    // The best beam's score, token by token (length penalty 0: the sum itself).
+    let best = &beams[0];
+    let vocab = generator().tokenizer().vocab();
+    let mut m = TokenMatcher::new(tables(schema));
+    let mut prefix = r.prompt.clone();
+    let mut sum = 0.0;
+    let mut steps: Vec<u32> = best.tokens.clone();
+    if best.finish_reason == FinishReason::Stop {
+        steps.push(vocab.eos_ids()[0]);
+    }
+    for &t in &steps {
+        let row = generator()
+            .model()
+            .session()
+            .unwrap()
+            .forward(&prefix)
+            .unwrap();
+        let mut mask = vec![0u32; row.len().div_ceil(32)];
+        m.fill_next_token_bitmask(&mut mask);
+        let allowed: Vec<f64> = (0..row.len())
+            .filter(|&i| mask[i / 32] >> (i % 32) & 1 == 1)
+            .map(|i| f64::from(row[i]))
+            .collect();
+        let max = allowed.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lse = max + allowed.iter().map(|z| (z - max).exp()).sum::<f64>().ln();
+        sum += f64::from(row[t as usize]) - lse;
+        m.consume_token(t).unwrap();
+        prefix.push(t);
+    }
+    assert!(
+        (sum - best.sum_logprob).abs() < 1e-3 * sum.abs().max(1.0),
+        "recomputed {sum}, beam {}",
+        best.sum_logprob
+    );
+    assert!((best.score - best.sum_logprob).abs() < 1e-12);
+    // Width 1 is greedy decoding.
+    let one = generator().beam_search(&r, 1, 0.0).unwrap();
+    let greedy = run(r.clone());
+    assert_eq!(
+        one[0].tokens, greedy.tokens,
+        "{:?} vs {:?}",
+        one[0].text, greedy.text
+    );
+
+    // From the command line.
+    let out = run_generate(&[
+        "--model",
+        tiny_model().to_str().unwrap(),
+        "--raw",
+        "--prompt",
+        "Letters:",
+        "--regex",
+        "[a-c]{2,5}",
+        "--beams",
+        "3",
+        "--output-json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let beams = v["beams"].as_array().unwrap();
+    assert!(!beams.is_empty() && beams.len() <= 3);
+    assert_eq!(v["text"], beams[0]["text"]);
+    for b in beams {
+        let text = b["text"].as_str().unwrap();
+        assert!((2..=5).contains(&text.len()) && text.bytes().all(|c| (b'a'..=b'c').contains(&c)));
+    }
+}
+
 /// `--trace` writes, per sampled token, the raw row's summary (before the grammar),
 /// every stage with its support (the grammar's removals visible), the processors'
 /// parameters, the selection with the recorded `u`, three logprob layers and the

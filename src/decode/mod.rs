@@ -11,12 +11,14 @@
 //! built-in default model; [`mask`] writes grammar masks into logits tensors on their
 //! device (for callers that sample there; the decode loop hands the raw row to the
 //! sampling pipeline, whose grammar stage masks it);
-//! [`generate`] is the batched loop that joins matcher, sampling and model.
+//! [`generate`] is the batched loop that joins matcher, sampling and model; [`beams`]
+//! runs beam search over the model with a KV branch per hypothesis.
 //!
 //! Behind the `decode` feature (on by default) so that engines embedding only the
 //! matcher do not build candle.
 
 pub mod attention;
+pub mod beams;
 pub mod fetch;
 pub mod generate;
 pub mod llama;
@@ -27,6 +29,7 @@ pub mod reasoning;
 pub mod template;
 pub mod tokenizer;
 
+pub use beams::Beam;
 pub use generate::{ActiveRequest, Event, FinishReason, Generation, Generator, Request, Timings};
 pub use model::{Model, Session};
 pub use template::{render_chat, render_chat_json, Message};

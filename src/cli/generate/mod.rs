@@ -5,7 +5,8 @@
 //! [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--typical-p P]
 //! [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
 //! [--min-tokens N] [--logit-bias ID=BIAS]... [--stop TEXT]...
-//! [--preset reference|hf|vllm|llama.cpp] [--n N] [--stream] [--trace FILE] [--output-json]`
+//! [--preset reference|hf|vllm|llama.cpp] [--n N | --beams N [--length-penalty L]] [--stream]
+//! [--trace FILE] [--output-json]`
 //!
 //! Without `--model`, the built-in default model (SmolLM2-135M-Instruct, Q4_1 GGUF) is
 //! used, fetched into the cache on first use. The prompt goes through the model's chat
@@ -147,6 +148,9 @@ pub fn run(args: &GenerateArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
+    if let Some(width) = args.beams {
+        return run_beams(args, &generator, &request, width as usize);
+    }
     if args.samples > 1 {
         let mut sink = stream_sink(args.stream, true);
         return match generator.generate_n(request, args.samples as usize, &mut sink) {
@@ -305,6 +309,50 @@ fn run_batch(
     match generator.generate_batch(requests, &mut sink) {
         Ok(generations) => print_indexed(args, &generations),
         Err(e) => bad_request(e.to_string()),
+    }
+}
+
+/// `--beams N`: the best beam as the text; with `--output-json` every beam too.
+fn run_beams(
+    args: &GenerateArgs,
+    generator: &Generator,
+    request: &stencil::decode::Request,
+    width: usize,
+) -> i32 {
+    let beams = match generator.beam_search(request, width, args.length_penalty) {
+        Ok(b) => b,
+        Err(e) => return bad_request(e.to_string()),
+    };
+    let Some(best) = beams.first() else {
+        return bad_request("beam search found no sequence".into());
+    };
+    if args.output_json {
+        println!(
+            "{}",
+            json!({
+                "text": best.text,
+                "finish_reason": best.finish_reason,
+                "grammar_complete": best.grammar_complete,
+                "tokens": best.tokens.len(),
+                "beams": beams,
+            })
+        );
+    } else {
+        println!("{}", best.text);
+        for b in &beams {
+            eprintln!(
+                "score {:.4} (sum logprob {:.4}, {} tokens, {:?}): {:?}",
+                b.score,
+                b.sum_logprob,
+                b.tokens.len(),
+                b.finish_reason,
+                b.text
+            );
+        }
+    }
+    match best.finish_reason {
+        stencil::decode::FinishReason::Stop => 0,
+        _ => 1,
     }
 }
 

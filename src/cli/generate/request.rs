@@ -101,6 +101,22 @@ pub struct GenerateArgs {
           value_parser = clap::value_parser!(u64).range(1..=64),
           conflicts_with_all = ["requests", "tools", "reasoning", "reasoning_budget", "trace"])]
     pub(super) samples: u64,
+    /// Beam search of N hypotheses instead of sampling (each with its own KV
+    /// branch and grammar state); prints the best, and every beam with
+    /// --output-json.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=32),
+          conflicts_with_all = ["requests", "tools", "reasoning", "reasoning_budget", "trace", "samples"])]
+    pub(super) beams: Option<u64>,
+    /// Beam scores are `sum logprob / length^L`.
+    #[arg(
+        long,
+        value_name = "L",
+        default_value_t = 1.0,
+        requires = "beams",
+        allow_hyphen_values = true
+    )]
+    pub(super) length_penalty: f64,
     /// A `--requests` line's sampling keys, laid over the flags.
     #[arg(skip)]
     pub(super) line_sampling: Option<serde_json::Map<String, serde_json::Value>>,
