@@ -848,19 +848,20 @@ fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
     .unwrap();
     let trace = dir.join("trace.jsonl");
     let model = tiny_model().to_str().unwrap().to_string();
+    let letters = [
+        "--model",
+        &model,
+        "--raw",
+        "--prompt",
+        "Letters:",
+        "--max-tokens",
+        "16",
+        "--regex",
+        "x[ab]{6}y",
+    ];
     let base = |extra: &[&str]| {
-        let mut args = vec![
-            "--model",
-            &model,
-            "--raw",
-            "--prompt",
-            "Letters:",
-            "--max-tokens",
-            "16",
-            "--regex",
-            "x[ab]{6}y",
-            "--output-json",
-        ];
+        let mut args = letters.to_vec();
+        args.push("--output-json");
         args.extend_from_slice(extra);
         let out = run_generate(&args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -947,19 +948,9 @@ fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
         ),
     )
     .unwrap();
-    let out = run_generate(&[
-        "--model",
-        &model,
-        "--raw",
-        "--prompt",
-        "Letters:",
-        "--max-tokens",
-        "16",
-        "--regex",
-        "x[ab]{6}y",
-        "--requests",
-        requests.to_str().unwrap(),
-    ]);
+    let mut args = letters.to_vec();
+    args.extend(["--requests", requests.to_str().unwrap()]);
+    let out = run_generate(&args);
     let line: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         line["text"],

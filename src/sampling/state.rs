@@ -319,6 +319,22 @@ impl<'a> StateView<'a> {
 mod tests {
     use super::*;
 
+    /// A state at step 1 with no prompt, seed 0 and default processor state.
+    fn fresh<C: TokenConstraint>(
+        grammar: Option<C>,
+        sequence: SequenceConstraintState,
+        stop: StopMatcher,
+    ) -> DecoderState<C> {
+        DecoderState::new(
+            vec![],
+            0,
+            grammar,
+            sequence,
+            stop,
+            ProcessorState::default(),
+        )
+    }
+
     #[test]
     fn restricted_views_hide_undeclared_state() {
         let st: DecoderState = DecoderState::new(
@@ -347,14 +363,7 @@ mod tests {
             max_tokens: Some(10),
             ..Default::default()
         };
-        let mut st: DecoderState = DecoderState::new(
-            vec![],
-            0,
-            None,
-            SequenceConstraintState::default(),
-            stop,
-            ProcessorState::default(),
-        );
+        let mut st: DecoderState = fresh(None, SequenceConstraintState::default(), stop);
         let c = |t| Commit {
             token: t,
             processor_state: ProcessorState::default(),
@@ -389,17 +398,11 @@ mod tests {
             stop_strings: StopStrings::new(vec![b"ab".to_vec()]),
             ..Default::default()
         };
-        let mut st = DecoderState::new(
-            vec![],
-            0,
-            Some(EvenIds),
-            SequenceConstraintState {
-                banned: vec![SeqMatcher::new(vec![2, 3])],
-                ngram: Some(super::super::constraint::NgramState::new(2)),
-            },
-            stop,
-            ProcessorState::default(),
-        );
+        let sequence = SequenceConstraintState {
+            banned: vec![SeqMatcher::new(vec![2, 3])],
+            ngram: Some(super::super::constraint::NgramState::new(2)),
+        };
+        let mut st = fresh(Some(EvenIds), sequence, stop);
         let c = |t| Commit {
             token: t,
             processor_state: ProcessorState {
@@ -443,14 +446,7 @@ mod tests {
             stop_strings: StopStrings::new(vec![b"</s>".to_vec()]),
             ..Default::default()
         };
-        let mut st: DecoderState = DecoderState::new(
-            vec![],
-            0,
-            None,
-            SequenceConstraintState::default(),
-            stop,
-            ProcessorState::default(),
-        );
+        let mut st: DecoderState = fresh(None, SequenceConstraintState::default(), stop);
         let c = Commit {
             token: 9,
             processor_state: ProcessorState::default(),

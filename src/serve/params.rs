@@ -205,20 +205,42 @@ pub fn generation(body: &Body, max_tokens_fields: &[&str]) -> Result<Generation,
         Some(s) => s as u64,
         None => fresh_seed(),
     };
+    // stencil's `sampling` extra: any `SamplingConfig` key (DRY, Mirostat, XTC,
+    // typical, scopes, ...); the request's own fields are laid over it.
+    let base = match body.get("sampling") {
+        None => SamplingConfig::default(),
+        Some(v @ Value::Object(_)) => serde_json::from_value(v.clone())
+            .map_err(|e| ApiError::invalid("sampling", format!("`sampling`: {e}")))?,
+        Some(_) => {
+            return Err(ApiError::wrong_type(
+                "sampling",
+                "an object of sampling settings",
+            ))
+        }
+    };
+    let f32_of =
+        |name: &str| -> Result<Option<f32>, ApiError> { Ok(body.f64(name)?.map(|v| v as f32)) };
     let sampling = SamplingConfig {
         order: body
             .str("preset")?
-            .map(|p| OrderSpec::Preset(p.to_string())),
+            .map(|p| OrderSpec::Preset(p.to_string()))
+            .or(base.order.clone()),
         seed: Some(seed),
-        temperature: temperature.map(|t| t as f32),
-        top_p: body.f64("top_p")?,
-        top_k: body.i64("top_k")?,
-        min_p: body.f64("min_p")?,
-        presence_penalty: body.f64("presence_penalty")?.map(|p| p as f32),
-        frequency_penalty: body.f64("frequency_penalty")?.map(|p| p as f32),
-        logit_bias,
-        stop: (!stop.is_empty()).then_some(stop),
-        ..SamplingConfig::default()
+        temperature: temperature.map(|t| t as f32).or(base.temperature),
+        top_p: body.f64("top_p")?.or(base.top_p),
+        top_k: body.i64("top_k")?.or(base.top_k),
+        min_p: body.f64("min_p")?.or(base.min_p),
+        typical_p: body.f64("typical_p")?.or(base.typical_p),
+        presence_penalty: f32_of("presence_penalty")?.or(base.presence_penalty),
+        frequency_penalty: f32_of("frequency_penalty")?.or(base.frequency_penalty),
+        repetition_penalty: f32_of("repetition_penalty")?.or(base.repetition_penalty),
+        min_tokens: body
+            .u64("min_tokens")?
+            .map(|n| n as usize)
+            .or(base.min_tokens),
+        logit_bias: logit_bias.or(base.logit_bias.clone()),
+        stop: (!stop.is_empty()).then_some(stop).or(base.stop.clone()),
+        ..base
     };
     Ok(Generation {
         sampling,

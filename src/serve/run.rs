@@ -64,8 +64,12 @@ impl AppState {
             Some(m) => m,
             None => room,
         };
+        // As the decode loop will run it: with the model's EOS (min_tokens masks it).
         let mut check = settings.sampling.clone();
         check.max_tokens = Some(max_tokens);
+        let mut eos = check.eos_token_ids.take().unwrap_or_default();
+        eos.extend(self.generator.tokenizer().vocab().eos_ids());
+        check.eos_token_ids = Some(eos);
         Sampler::from_config(&check).map_err(sampling_error)?;
         Ok(Plan {
             prompt,

@@ -352,6 +352,28 @@ def test_stencil_grammar_extras(client):
     assert e.value.body["param"] == "grammar.gbnf"
 
 
+def test_every_sampling_setting_is_reachable(client):
+    """vLLM's extras (repetition_penalty, min_tokens) and stencil's `sampling`
+    object (any key of the library's settings) reach the sampler; wrong values
+    name their field."""
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Write some letters."}], max_tokens=24,
+        seed=4, temperature=0.8,
+        extra_body={"grammar": {"regex": "[a-z ]{1,120}"}, "min_tokens": 8, "repetition_penalty": 1.3,
+                    "sampling": {"dry": {"multiplier": 0.8}, "typical_p": 0.95}},
+    )
+    assert r.usage.completion_tokens >= 8, r.choices[0].message.content
+    for extra, param in [
+        ({"repetition_penalty": 0.5}, "repetition_penalty"),
+        ({"sampling": {"nope": 1}}, "sampling"),
+        ({"sampling": {"dry": {"multiplier": -1}}}, "dry.multiplier"),
+        ({"sampling": "hot"}, "sampling"),
+    ]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="m", messages=ASK, extra_body=extra)
+        assert e.value.body["param"] == param, (extra, e.value.body)
+
+
 def test_completions_logprobs(client):
     """The completions API's own logprobs shape, whole and streamed: tokens that
     spell the text, their offsets, the asked number of alternatives."""
