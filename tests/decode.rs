@@ -519,6 +519,17 @@ fn run_generate(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The JSON a `generate` run printed, once it exited 0 (its stderr otherwise).
+fn succeeded(out: &std::process::Output) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A structural tag alone is a grammar for `generate` (a regression: it was
 /// refused as "no grammar").
 #[test]
@@ -744,13 +755,7 @@ fn generate_command_contract() {
         "hf",
         "--output-json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = succeeded(&out);
     for key in [
         "text",
         "finish_reason",
@@ -1143,13 +1148,7 @@ fn beam_search_keeps_the_grammar_and_scores_its_tokens() {
         "3",
         "--output-json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = succeeded(&out);
     let beams = v["beams"].as_array().unwrap();
     assert!(!beams.is_empty() && beams.len() <= 3);
     assert_eq!(v["text"], beams[0]["text"]);

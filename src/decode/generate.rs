@@ -241,7 +241,8 @@ impl Generator {
     /// `n` samples of one request: the prompt is fed once (all but its last
     /// token) and each sample continues from a fork of that KV cache with its own
     /// sampler, grammar state and seed (the request's seed + its index). Sample
-    /// `i` is the same whatever `n` is. Text is reported with the sample's index.
+    /// `i` is the same whatever `n` is (0 is read as 1). Text is reported with the
+    /// sample's index.
     pub fn generate_n(
         &self,
         request: Request,
@@ -267,7 +268,6 @@ impl Generator {
             running.push(r);
         }
         running.insert(0, first);
-        running.truncate(n.max(1));
         while running.iter().any(|r| !r.is_finished()) {
             self.advance(&mut running, on_event);
         }

@@ -59,6 +59,8 @@ pub struct Sampler {
     /// Every stage before the grammar's is a mask or a value transform, which
     /// commute with it: the support can be built already masked.
     grammar_moves_first: bool,
+    /// Each processor's parameters for traces, made once.
+    params: Vec<serde_json::Value>,
 }
 
 impl Sampler {
@@ -141,11 +143,6 @@ impl Sampler {
     ) -> Result<StepOutcome> {
         let raw = RawLogits::new(raw_row)?;
         self.check_forced_u(opts)?;
-        if raw.values().iter().all(|&z| z == f32::NEG_INFINITY) {
-            return Err(SamplingError::EmptySupport {
-                after: "raw logits (all -inf)",
-            });
-        }
         // The grammar's removals are the stage's own in a detailed trace; otherwise
         // a grammar that may move first is applied while the support is built.
         let mut c = match view.grammar_mask {
@@ -161,6 +158,17 @@ impl Sampler {
             }
             _ => Candidates::from_raw(&raw),
         };
+        if c.is_empty() {
+            // Only now is the row scanned again: the rare case names its cause.
+            let all_masked = raw.values().iter().any(|&z| z != f32::NEG_INFINITY);
+            return Err(SamplingError::EmptySupport {
+                after: if all_masked {
+                    "grammar"
+                } else {
+                    "raw logits (all -inf)"
+                },
+            });
+        }
         let mut unnarrowed = opts.processed_logprob.then(|| c.clone());
         let stages = self.apply_processors(&mut c, unnarrowed.as_mut(), view, opts)?;
 
@@ -219,7 +227,7 @@ impl Sampler {
             order_source: self.order.source.clone(),
             order: self.order(),
             versions: self.processors.iter().map(|p| p.version()).collect(),
-            params: self.processors.iter().map(|p| p.params()).collect(),
+            params: self.params.clone(),
             stages,
             strategy: self.strategy.name(),
             selection: selection.pairs(),

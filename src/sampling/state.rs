@@ -409,28 +409,23 @@ mod tests {
                 mirostat_mu: Some(f64::from(t)),
             },
         };
+        let snapshot = |st: &DecoderState<EvenIds>| {
+            (
+                st.selected_token_ids.clone(),
+                st.token_counts.clone(),
+                st.sequence_constraint_state.clone(),
+                st.stop_matcher_state.clone(),
+                st.step_index,
+                st.processor_state,
+            )
+        };
         st.commit(c(2), b"a").unwrap();
-        let before = (
-            st.selected_token_ids.clone(),
-            st.token_counts.clone(),
-            st.sequence_constraint_state.clone(),
-            st.stop_matcher_state.clone(),
-            st.step_index,
-            st.processor_state,
-        );
+        let before = snapshot(&st);
         assert_eq!(
             st.commit(c(3), b"b"),
             Err(SamplingError::ConstraintRejected(3))
         );
-        let after = (
-            st.selected_token_ids.clone(),
-            st.token_counts.clone(),
-            st.sequence_constraint_state.clone(),
-            st.stop_matcher_state.clone(),
-            st.step_index,
-            st.processor_state,
-        );
-        assert_eq!(before, after);
+        assert_eq!(before, snapshot(&st));
         // The refused "b" was not seen: "a" then "b" stops only now.
         assert_eq!(
             st.commit(c(4), b"b").unwrap(),

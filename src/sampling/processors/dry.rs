@@ -336,8 +336,17 @@ mod tests {
 
     /// The processed logits of a zero row of `width` after DRY, prompt + output history.
     fn run(d: &Dry, prompt: &[u32], output: &[u32], width: usize) -> Vec<(u32, f32)> {
-        let row = vec![0.0f32; width];
-        let mut c = Candidates::from_raw(&RawLogits::new(&row).unwrap());
+        let c = applied(d, &vec![0.0f32; width], prompt, output);
+        c.ids()
+            .iter()
+            .copied()
+            .zip(c.logits().iter().copied())
+            .collect()
+    }
+
+    /// The candidates of `row` after DRY, with prompt + output history.
+    fn applied(d: &Dry, row: &[f32], prompt: &[u32], output: &[u32]) -> Candidates {
+        let mut c = Candidates::from_raw(&RawLogits::new(row).unwrap());
         let view = StateView {
             step: 1,
             prompt: Some(prompt),
@@ -349,11 +358,7 @@ mod tests {
             processor_state: None,
         };
         d.apply(&mut c, &view, &mut StageNotes::default()).unwrap();
-        c.ids()
-            .iter()
-            .copied()
-            .zip(c.logits().iter().copied())
-            .collect()
+        c
     }
 
     /// Only the listed tokens moved, by the listed amounts.
@@ -549,18 +554,7 @@ mod tests {
                 breakers: SequenceBreakers::from_sequences(breakers.iter().copied()),
             };
             let row: Vec<f32> = probs.iter().map(|p| p.ln()).collect();
-            let mut c = Candidates::from_raw(&RawLogits::new(&row).unwrap());
-            let view = StateView {
-                step: 1,
-                prompt: Some(&[]),
-                output: Some(hist),
-                counts: None,
-                sequence: None,
-                grammar_mask: None,
-                rng: None,
-                processor_state: None,
-            };
-            d.apply(&mut c, &view, &mut StageNotes::default()).unwrap();
+            let c = applied(&d, &row, &[], hist);
             for (p, w) in c.softmax().iter().zip(want) {
                 assert!((p - f64::from(*w)).abs() < 1e-6, "{hist:?}: {p} vs {w}");
             }

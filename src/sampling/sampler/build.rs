@@ -56,9 +56,11 @@ impl Sampler {
             .take_while(|p| p.name() != "grammar")
             .all(|p| !p.truncates());
         let stop = stop_matcher(cfg, eos, stops)?;
+        let params = processors.iter().map(|p| p.params()).collect();
         Ok(Sampler {
             order,
             processors,
+            params,
             strategy,
             mirostat,
             seed: cfg.seed.unwrap_or(0),
