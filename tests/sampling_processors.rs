@@ -251,6 +251,36 @@ fn counting_scopes_are_explicit() {
     );
 }
 
+/// A `last_n` window (llama.cpp's `penalty_last_n`) counts only the newest tokens:
+/// reaching back into the prompt when the scope includes it, never past the output
+/// when it does not; 0 counts nothing.
+#[test]
+fn penalty_windows_count_the_last_n_tokens() {
+    let row = [4.0f32; 5];
+    // Prompt 0 1, output 2 3 2.
+    let penalised = |scope: serde_json::Value| {
+        let s = sampler(json!({"frequency_penalty": 1.0, "frequency_scope": scope}));
+        let mut st: DecoderState<Unconstrained> = s.new_state(vec![0, 1], None, None);
+        st.replay(&[2, 3, 2]).unwrap();
+        let o = s.step(&st, &row, &StepOptions::default()).unwrap();
+        (0..5).map(|i| 4.0 - o.processed.get(i)).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        penalised(json!({"include_prompt": true})),
+        [1.0, 1.0, 2.0, 1.0, 0.0]
+    );
+    assert_eq!(
+        penalised(json!({"include_prompt": true, "last_n": 4})),
+        [0.0, 1.0, 2.0, 1.0, 0.0]
+    );
+    assert_eq!(penalised(json!({"last_n": 2})), [0.0, 0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(penalised(json!({"last_n": 9})), [0.0, 0.0, 2.0, 1.0, 0.0]);
+    assert_eq!(
+        penalised(json!({"include_prompt": true, "last_n": 0})),
+        [0.0; 5]
+    );
+}
+
 #[test]
 fn exact_boundaries_follow_the_stated_comparisons() {
     // Two equal tokens: cumulative 0.5 reaches p = 0.5 exactly, so top-p keeps one (>=),

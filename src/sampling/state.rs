@@ -23,6 +23,10 @@ pub struct CountScope {
     /// Ignore the configured special token ids.
     #[serde(default)]
     pub exclude_special: bool,
+    /// Count only the last N tokens of that history (llama.cpp's `penalty_last_n`,
+    /// default 64 there); absent: all of it. 0 counts nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_n: Option<usize>,
 }
 
 /// Why a request stopped.
@@ -269,6 +273,34 @@ impl Counts<'_> {
             .filter(|(t, _)| !(scope.exclude_special && special.contains(t)))
             .collect()
     }
+}
+
+/// `(id, c_id)` over the last `n` tokens of the history `scope` names (prompt then
+/// output), ascending id: the window a [`CountScope::last_n`] asks for, counted from
+/// the tokens themselves since the running counts cover the whole history.
+pub fn windowed_counts(
+    prompt: &[u32],
+    output: &[u32],
+    n: usize,
+    scope: CountScope,
+    special: &BTreeSet<u32>,
+) -> Vec<(u32, u32)> {
+    let from_output = n.min(output.len());
+    let from_prompt = if scope.include_prompt {
+        (n - from_output).min(prompt.len())
+    } else {
+        0
+    };
+    let mut m: BTreeMap<u32, u32> = BTreeMap::new();
+    let tail = prompt[prompt.len() - from_prompt..]
+        .iter()
+        .chain(&output[output.len() - from_output..]);
+    for &t in tail {
+        if !(scope.exclude_special && special.contains(&t)) {
+            *m.entry(t).or_insert(0) += 1;
+        }
+    }
+    m.into_iter().collect()
 }
 
 /// State fields a processor may declare it reads.

@@ -5,7 +5,7 @@
 use super::{check_finite, need, Processor, StageNotes};
 use crate::sampling::error::Result;
 use crate::sampling::logits::Candidates;
-use crate::sampling::state::{CountScope, StateField, StateView};
+use crate::sampling::state::{windowed_counts, CountScope, StateField, StateView};
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -42,6 +42,9 @@ pub fn ctrl_penalty(z: f32, theta: f32) -> f32 {
     }
 }
 
+/// The running counts, and the history itself for a `last_n` window.
+const PENALTY_READS: &[StateField] = &[StateField::Counts, StateField::Prompt, StateField::Output];
+
 fn for_counted(
     c: &mut Candidates,
     v: &StateView<'_>,
@@ -50,8 +53,14 @@ fn for_counted(
     special: &BTreeSet<u32>,
     f: impl Fn(f32, u32) -> f32,
 ) -> Result<()> {
-    let counts = need(v.counts, name)?;
-    for (id, n) in counts.scoped(scope, special) {
+    let counted = match scope.last_n {
+        None => need(v.counts, name)?.scoped(scope, special),
+        Some(n) => {
+            let (prompt, output) = (need(v.prompt, name)?, need(v.output, name)?);
+            windowed_counts(prompt, output, n, scope, special)
+        }
+    };
+    for (id, n) in counted {
         if let Some(i) = c.position(id) {
             c.logits[i] = f(c.logits[i], n);
         }
@@ -67,7 +76,7 @@ impl Processor for RepetitionPenalty {
         json!({"theta": self.theta, "scope": self.scope})
     }
     fn reads(&self) -> &'static [StateField] {
-        &[StateField::Counts]
+        PENALTY_READS
     }
     fn apply(&self, c: &mut Candidates, v: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         let t = self.theta;
@@ -85,7 +94,7 @@ impl Processor for PresencePenalty {
         json!({"alpha": self.alpha, "scope": self.scope})
     }
     fn reads(&self) -> &'static [StateField] {
-        &[StateField::Counts]
+        PENALTY_READS
     }
     fn apply(&self, c: &mut Candidates, v: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         let a = self.alpha;
@@ -101,7 +110,7 @@ impl Processor for FrequencyPenalty {
         json!({"alpha": self.alpha, "scope": self.scope})
     }
     fn reads(&self) -> &'static [StateField] {
-        &[StateField::Counts]
+        PENALTY_READS
     }
     fn apply(&self, c: &mut Candidates, v: &StateView<'_>, _: &mut StageNotes) -> Result<()> {
         let a = self.alpha;

@@ -168,7 +168,7 @@ fn penalty_stages(cfg: &SamplingConfig, special: &BTreeSet<u32>, built: &mut Bui
         }
         let scope = cfg.repetition_scope.unwrap_or(CountScope {
             include_prompt: true,
-            exclude_special: false,
+            ..CountScope::default()
         });
         add(
             K::RepetitionPenalty,
