@@ -407,22 +407,10 @@ impl Generator {
         })
     }
 
-    /// Starts a request: its session, sampler, decoder state and matcher.
-    pub fn begin(&self, request: Request) -> Result<ActiveRequest, DecodeError> {
-        let eos: Vec<u32> = self.tokenizer.vocab().eos_ids().to_vec();
-        let Some(&first_eos) = eos.first() else {
-            return Err(DecodeError::Tokenizer {
-                origin: "model".into(),
-                message: "the tokenizer names no EOS token".into(),
-            });
-        };
-        let mut sampling = request.sampling.clone();
-        sampling.max_tokens = Some(request.max_tokens);
-        let mut eos_ids = sampling.eos_token_ids.take().unwrap_or_default();
-        eos_ids.extend(&eos);
-        sampling.eos_token_ids = Some(eos_ids);
-        let sampler = match sampling.dry.as_ref() {
-            // DRY's breakers are text: their tokens come from this vocabulary.
+    /// The sampler a request's settings make with this model: DRY's breakers are text,
+    /// so their tokens come from this vocabulary (llama.cpp derives them the same way).
+    pub fn sampler_for(&self, sampling: &SamplingConfig) -> Result<Sampler, DecodeError> {
+        Ok(match sampling.dry.as_ref() {
             Some(dry) => {
                 let vocab = self.tokenizer.vocab();
                 let breakers = derive_breakers(
@@ -437,10 +425,27 @@ impl Generator {
                             .unwrap_or_default()
                     },
                 );
-                Sampler::from_config_with_breakers(&sampling, breakers)?
+                Sampler::from_config_with_breakers(sampling, breakers)?
             }
-            None => Sampler::from_config(&sampling)?,
+            None => Sampler::from_config(sampling)?,
+        })
+    }
+
+    /// Starts a request: its session, sampler, decoder state and matcher.
+    pub fn begin(&self, request: Request) -> Result<ActiveRequest, DecodeError> {
+        let eos: Vec<u32> = self.tokenizer.vocab().eos_ids().to_vec();
+        let Some(&first_eos) = eos.first() else {
+            return Err(DecodeError::Tokenizer {
+                origin: "model".into(),
+                message: "the tokenizer names no EOS token".into(),
+            });
         };
+        let mut sampling = request.sampling.clone();
+        sampling.max_tokens = Some(request.max_tokens);
+        let mut eos_ids = sampling.eos_token_ids.take().unwrap_or_default();
+        eos_ids.extend(&eos);
+        sampling.eos_token_ids = Some(eos_ids);
+        let sampler = self.sampler_for(&sampling)?;
         let state = sampler.new_state(request.prompt.clone(), None, None);
         let matcher = request
             .grammar
