@@ -628,6 +628,55 @@ fn patterns_and_formats() {
     );
 }
 
+/// A pattern no length adjustment can cut, two patterns, a pattern with a format or
+/// an excluded constant: each pair is the product of the two automata, exactly.
+#[test]
+fn regular_constraints_on_one_string_intersect() {
+    // Unanchored: twelve characters, some hex run among them.
+    check(
+        json!({"type": "string", "pattern": "[0-9a-fA-F]+", "minLength": 12, "maxLength": 12}),
+        &[
+            r#""zz0123456789""#,
+            r#""zzzzzzzzzzzA""#,
+            r#""ézzzzzzzzzzA""#,
+        ],
+        &[r#""zzzzzzzzzzzz""#, r#""zz01234567890""#, r#""0""#],
+    );
+    // Several variable parts (a CURIE), at most 10 code points.
+    let curie = "^([a-z0-9-]+):([a-z0-9\\.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$";
+    check(
+        json!({"type": "string", "pattern": curie, "maxLength": 10}),
+        &[r#""a:b::c""#, r#""ab:c.d:e:f""#],
+        &[r#""a:b:c""#, r#""abc:d.e:f:g""#],
+    );
+    // Two patterns, and a pattern with a format.
+    check(
+        json!({"type": "string", "allOf": [{"pattern": "^a"}, {"pattern": "z$"}]}),
+        &[r#""az""#, r#""abcz""#],
+        &[r#""za""#, r#""a""#],
+    );
+    check(
+        json!({"type": "string", "pattern": "^2", "format": "date"}),
+        &[r#""2020-01-31""#],
+        &[r#""1999-01-31""#, r#""2020-02-30""#],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[a-c]+$", "minLength": 2, "not": {"const": "ab"}}),
+        &[r#""ba""#, r#""abc""#],
+        &[r#""ab""#, r#""a""#],
+    );
+    // A product past the automaton bound is an error naming where, never a guess.
+    let e = compile(
+        &json!({"properties": {"mail": {"type": "string", "format": "email", "maxLength": 1024}}}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("/properties/mail/format with its length bounds"),
+        "{e}"
+    );
+}
+
 #[test]
 fn errors_name_keyword_and_pointer() {
     let e = compile_schema(

@@ -129,6 +129,24 @@ impl AutomatonCache {
         })
     }
 
+    /// [`Terminal::intersection`] of the regexes' automata, shared (the label is
+    /// left empty), as are the operands: a pattern's automaton is the same with any
+    /// length bound.
+    pub fn intersection(
+        &self,
+        regexes: &[Hir],
+        limits: &LexerLimits,
+    ) -> Result<Arc<Terminal>, TerminalError> {
+        let parts = regexes
+            .iter()
+            .map(|h| self.regex(h, limits))
+            .collect::<Result<Vec<_>, _>>()?;
+        let prints: Vec<u128> = parts.iter().map(|t| t.fingerprint()).collect();
+        self.get_or_build(fingerprint_of(&("intersection", prints)), limits, || {
+            Terminal::intersection(String::new(), &parts, limits)
+        })
+    }
+
     /// Forgets every automaton (the next compiles start cold).
     pub fn clear(&self) {
         self.built.clear();

@@ -23,7 +23,8 @@ use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits};
 use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
 use crate::grammar::{
-    describe_expr, expr_productive, Excluding, Expr, FreeText, Grammar, RuleId, TokenSet,
+    describe_expr, expr_productive, Excluding, Expr, FreeText, Grammar, Intersection, RuleId,
+    TokenSet,
 };
 
 /// What a terminal's automaton is built from.
@@ -33,6 +34,8 @@ pub(super) enum TerminalSource {
     Regex(Hir, u128),
     /// Never fused with neighbours: its automaton is a product, not a regex.
     Excluding(Excluding),
+    /// Never fused either: the product of the regexes' automata.
+    Intersection(Intersection),
     /// A literal, then a counted repetition, then more: built directly
     /// ([`Terminal::counted`]), never by unrolling the count.
     Counted(CountedSource),
@@ -214,6 +217,11 @@ pub(super) fn lower(
             (None, Expr::Excluding(excluding)) => {
                 vec![vec![Symbol::Terminal(
                     lowering.excluding_terminal(excluding, name),
+                )]]
+            }
+            (None, Expr::Intersection(both)) => {
+                vec![vec![Symbol::Terminal(
+                    lowering.intersection_terminal(both, name),
                 )]]
             }
             (None, Expr::Text(text)) => {
@@ -418,6 +426,12 @@ impl Lowering<'_> {
         self.terminal_from(key, label, || TerminalSource::Excluding(excluding.clone()))
     }
 
+    fn intersection_terminal(&mut self, both: &Intersection, label: String) -> TerminalId {
+        let prints: Vec<u128> = both.regexes.iter().map(hir_fingerprint).collect();
+        let key = fingerprint_of(&("intersection", prints));
+        self.terminal_from(key, label, || TerminalSource::Intersection(both.clone()))
+    }
+
     fn text_terminal(&mut self, text: &FreeText, label: String) -> TerminalId {
         let key = fingerprint_of(&("text", &text.excludes, &text.stops));
         self.terminal_from(key, label, || TerminalSource::Text(text.clone()))
@@ -503,7 +517,11 @@ impl Lowering<'_> {
                 });
                 Some(Fused::regex(hir, weight))
             }
-            Expr::Permutation(_) | Expr::Excluding(_) | Expr::Tokens(_) | Expr::Text(_) => None,
+            Expr::Permutation(_)
+            | Expr::Excluding(_)
+            | Expr::Intersection(_)
+            | Expr::Tokens(_)
+            | Expr::Text(_) => None,
         }
     }
 
@@ -675,6 +693,12 @@ impl Lowering<'_> {
             Expr::Excluding(e) => {
                 let label = describe_expr(expr, self.grammar);
                 vec![vec![Symbol::Terminal(self.excluding_terminal(e, label))]]
+            }
+            Expr::Intersection(both) => {
+                let label = describe_expr(expr, self.grammar);
+                vec![vec![Symbol::Terminal(
+                    self.intersection_terminal(both, label),
+                )]]
             }
             Expr::Tokens(set) => vec![vec![Symbol::Terminal(self.token_terminal(set))]],
             Expr::Text(text) => {

@@ -163,6 +163,7 @@ impl CompiledGrammar {
             .map(|((_, source), terminal)| match source {
                 TerminalSource::Regex(hir, _) => crate::grammar::hir_matches_something(hir),
                 TerminalSource::Excluding(_)
+                | TerminalSource::Intersection(_)
                 | TerminalSource::Counted(_)
                 | TerminalSource::Text(_) => !terminal.is_dead(terminal.start()),
                 TerminalSource::Tokens(set) => !set.is_empty(),
@@ -489,6 +490,10 @@ fn build_terminal(
         TerminalSource::Excluding(e) => {
             let base = automata.regex(&e.regex, limits)?;
             let terminal = named(&automata.excluding(&base, &e.excluded, limits)?, label);
+            return Ok((terminal, None));
+        }
+        TerminalSource::Intersection(both) => {
+            let terminal = named(&automata.intersection(&both.regexes, limits)?, label);
             return Ok((terminal, None));
         }
         TerminalSource::Tokens(set) => return Ok((Terminal::tokens(label.into(), set), None)),

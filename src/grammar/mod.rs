@@ -20,6 +20,8 @@
 //! * [`Expr::Excluding`] takes finitely many strings out of a regular leaf (any
 //!   string but the declared property names), which as a regex would be a large
 //!   complement.
+//! * [`Expr::Intersection`] is the strings several regular leaves all match (a
+//!   JSON string's `pattern` and its length bounds), which no regex says.
 //! * [`Expr::Text`] is free text up to a delimiter: see [`FreeText`].
 //! * [`Expr::Tokens`] is one whole token from a set of token ids (special tokens
 //!   such as `</think>`, which no byte string produces): see [`TokenSet`].
@@ -107,6 +109,8 @@ pub enum Expr {
     Permutation(Box<Permutation>),
     /// A regular leaf's strings except finitely many: see [`Excluding`].
     Excluding(Box<Excluding>),
+    /// The strings every one of several regular leaves matches: see [`Intersection`].
+    Intersection(Box<Intersection>),
     /// One token whose id is in the set, whatever its bytes: see [`TokenSet`].
     Tokens(TokenSet),
     /// Free text up to a delimiter: see [`FreeText`].
@@ -128,6 +132,18 @@ pub enum Expr {
 pub struct Excluding {
     pub regex: Hir,
     pub excluded: Vec<Vec<u8>>,
+}
+
+/// The strings all of `regexes` match: a JSON string's `pattern` with its
+/// `minLength`/`maxLength` (a regular language cut to a length range is regular, but
+/// only a few shapes of regex can say so), or two patterns on one string.
+///
+/// The automaton stage builds the product of the leaves' automata (each shared like
+/// any regex's) as one terminal, never fused with its neighbours. Whether the
+/// product is empty is known only there: [`expr_productive`] answers for each leaf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intersection {
+    pub regexes: Vec<Hir>,
 }
 
 /// `m1 sep m2 sep ... mk`: every item a member used at most once or an extra
@@ -231,8 +247,12 @@ impl Expr {
     /// Calls `f` on every rule this expression references directly.
     pub fn for_each_ref(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) | Expr::Text(_) => {
-            }
+            Expr::Empty
+            | Expr::Regex(_)
+            | Expr::Excluding(_)
+            | Expr::Intersection(_)
+            | Expr::Tokens(_)
+            | Expr::Text(_) => {}
             Expr::Ref(r) => f(*r),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|e| e.for_each_ref(f)),
             Expr::Repeat { expr, .. } => expr.for_each_ref(f),
@@ -243,8 +263,12 @@ impl Expr {
     /// Adds `by` to every rule this expression references.
     fn shift_refs(&mut self, by: u32) {
         match self {
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Tokens(_) | Expr::Text(_) => {
-            }
+            Expr::Empty
+            | Expr::Regex(_)
+            | Expr::Excluding(_)
+            | Expr::Intersection(_)
+            | Expr::Tokens(_)
+            | Expr::Text(_) => {}
             Expr::Ref(r) => r.0 += by,
             Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(|e| e.shift_refs(by)),
             Expr::Repeat { expr, .. } => expr.shift_refs(by),
@@ -262,7 +286,12 @@ impl Expr {
     pub fn for_each_token_set(&self, f: &mut impl FnMut(&TokenSet)) {
         match self {
             Expr::Tokens(set) => f(set),
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) | Expr::Text(_) => {}
+            Expr::Empty
+            | Expr::Regex(_)
+            | Expr::Excluding(_)
+            | Expr::Intersection(_)
+            | Expr::Ref(_)
+            | Expr::Text(_) => {}
             Expr::Seq(items) | Expr::Alt(items) => {
                 items.iter().for_each(|e| e.for_each_token_set(f))
             }
@@ -277,9 +306,12 @@ impl Expr {
     ) -> Result<(), E> {
         match self {
             Expr::Tokens(set) => f(set),
-            Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Ref(_) | Expr::Text(_) => {
-                Ok(())
-            }
+            Expr::Empty
+            | Expr::Regex(_)
+            | Expr::Excluding(_)
+            | Expr::Intersection(_)
+            | Expr::Ref(_)
+            | Expr::Text(_) => Ok(()),
             Expr::Seq(items) | Expr::Alt(items) => items
                 .iter_mut()
                 .try_for_each(|e| e.try_each_token_set_mut(f)),
@@ -572,7 +604,7 @@ fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
                 location: rule.location,
             })
         }
-        Expr::Excluding(_) => Ok(()),
+        Expr::Excluding(_) | Expr::Intersection(_) => Ok(()),
         Expr::Seq(items) | Expr::Alt(items) => items.iter().try_for_each(|e| check_bounds(e, rule)),
         Expr::Repeat { expr, min, max } => {
             if let Some(max) = *max {
@@ -667,6 +699,8 @@ pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
         Expr::Regex(hir) => hir_matches_something(hir),
         // Infinitely many strings minus finitely many.
         Expr::Excluding(e) => hir_is_infinite(&e.regex),
+        // Each leaf's: the product's emptiness is the automaton stage's to find.
+        Expr::Intersection(i) => i.regexes.iter().all(hir_matches_something),
         Expr::Tokens(set) => !set.is_empty(),
         Expr::Text(text) => text.is_productive(),
         Expr::Ref(r) => productive_rules[r.index()],
@@ -726,6 +760,16 @@ fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
                 out.push_str(&format!("{:?}", String::from_utf8_lossy(excluded)));
             }
             out.push_str(&format!("; {})", e.regex));
+        }
+        Expr::Intersection(i) => {
+            out.push_str("both(");
+            for (k, regex) in i.regexes.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&regex.to_string());
+            }
+            out.push(')');
         }
         Expr::Seq(items) | Expr::Alt(items) => {
             let alt = matches!(expr, Expr::Alt(_));

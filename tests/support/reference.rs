@@ -531,6 +531,7 @@ impl Reference {
             // A whole token reads no bytes: over byte strings it matches none.
             Expr::Tokens(_) => Node::Leaf(self.leaf(&Hir::fail(), &[])),
             Expr::Text(_) => panic!("reference: free text (Expr::Text) is not modelled"),
+            Expr::Intersection(_) => panic!("reference: intersections are not modelled"),
             Expr::Ref(rule) => Node::Ref(rule.0 as usize),
             Expr::Seq(items) => Node::Seq(items.iter().map(|e| self.add(e)).collect(), Vec::new()),
             Expr::Alt(items) => Node::Alt(items.iter().map(|e| self.add(e)).collect()),

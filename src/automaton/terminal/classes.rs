@@ -30,8 +30,8 @@ pub(super) fn refine_classes(
 /// representative byte per class (in class order: a class's number is the rank of
 /// its key's first byte). Linear: a chained terminal refines its rest's classes
 /// for every literal, thousands of times in a large schema's compile.
-pub(super) fn classes_by(key: impl Fn(u8) -> u16) -> ([u8; 256], Vec<u8>) {
-    let mut class_of_key: rustc_hash::FxHashMap<u16, u8> = Default::default();
+pub(super) fn classes_by<K: Eq + std::hash::Hash>(key: impl Fn(u8) -> K) -> ([u8; 256], Vec<u8>) {
+    let mut class_of_key: rustc_hash::FxHashMap<K, u8> = Default::default();
     let mut refined = [0u8; 256];
     let mut representatives: Vec<u8> = Vec::new();
     for b in 0..=255u8 {

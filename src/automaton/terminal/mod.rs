@@ -13,7 +13,8 @@
 //! [`Terminal`] is the one automaton type; its builders live beside it, one per
 //! file: from a regex ([`Terminal::build`], here), a literal chained onto a
 //! shared automaton (`literal_prefix.rs`), a counted repetition with computed
-//! states (`counted.rs`), a base minus excluded strings (`excluding.rs`), a set
+//! states (`counted.rs`), a base minus excluded strings (`excluding.rs`), the
+//! strings several automata all match (`intersection.rs`), a set
 //! of whole tokens that reads no byte at all (`tokens.rs`). Every
 //! build ends in the same trim and minimisation (`minimize.rs`), and every
 //! automaton carries a structural fingerprint (`fingerprint.rs`) under which
@@ -34,6 +35,7 @@ mod counted;
 mod excluding;
 mod fingerprint;
 mod free_text;
+mod intersection;
 mod literal_prefix;
 mod minimize;
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! provably disjoint ([`SchemaCompiler::nodes_disjoint`]: different types, disjoint
 //! constants, number ranges or lengths, or a required property whose values are
 //! disjoint, the usual discriminator); otherwise it is an error. `not` is handled
-//! for type sets, constants (finite complements) and a single required name.
+//! for type sets, constants (finite complements, intersected with the node's other
+//! string constraints) and a single required name.
 //! Dependencies split the node on the trigger property's presence (absent, or
 //! present with the dependency), which is exact. `if` is handled when its schema is
 //! a plain type set, a boolean, or a `required` list of one name.
@@ -229,13 +230,7 @@ impl<'a> SchemaCompiler<'a> {
                                 if node.enums.is_empty()
                                     && node.types.intersects(TypeSet::STRING) =>
                             {
-                                if node.str.min > 0
-                                    || node.str.max.is_some()
-                                    || !node.str.patterns.is_empty()
-                                    || !node.str.formats.is_empty()
-                                {
-                                    self.unsupported("not", &s.ptr, "not const/enum of a string together with other string keywords")?;
-                                }
+                                // Intersected with the other string keywords.
                                 node.excluded.push(v)
                             }
                             _ if !node.enums.is_empty() => node.excluded.push(v),

@@ -28,7 +28,7 @@ use super::names::{NameAutomaton, NameLimits};
 use super::node::{Node, ObjectPart, TypeSet};
 use super::string::{
     canonical_body, canonical_encodings, canonical_string, complement_of_set, encode_hir,
-    literal_string,
+    encoded_hir, literal_string,
 };
 use super::xml::ParameterStyle;
 use super::{alt, nothing, seq, PropertyOrder, Result, SchemaCompiler, Subschema};
@@ -263,7 +263,7 @@ impl<'a> SchemaCompiler<'a> {
         };
         let (regex, excluded) = match syntax {
             Syntax::Json => {
-                let Some(body) = expr_hir(&encode_hir(&h)) else {
+                let Some(body) = encoded_hir(&h) else {
                     return Ok(None);
                 };
                 let quote = || Hir::literal(&b"\""[..]);
@@ -428,7 +428,7 @@ impl<'a> SchemaCompiler<'a> {
                     continue;
                 }
                 let h = self.pattern_hir(pat, pptr)?;
-                let Some(e) = expr_hir(&encode_hir(&h)) else {
+                let Some(e) = encoded_hir(&h) else {
                     return Ok(Err(format!("pattern {pat:?} has no regular encoding")));
                 };
                 patterns.push(pat.clone());
@@ -442,7 +442,7 @@ impl<'a> SchemaCompiler<'a> {
             names
                 .iter()
                 .map(|n| {
-                    expr_hir(&encode_hir(&Hir::literal(n.as_bytes())))
+                    encoded_hir(&Hir::literal(n.as_bytes()))
                         .expect("a literal has no rule references")
                 })
                 .collect(),
@@ -744,25 +744,4 @@ fn undeclared_key(names: &[String]) -> Expr {
         regex: canonical_string(),
         excluded,
     }))
-}
-
-/// The regex of an expression without rule references (`None` if it has one).
-fn expr_hir(e: &Expr) -> Option<Hir> {
-    Some(match e {
-        Expr::Empty => Hir::empty(),
-        Expr::Regex(h) => h.clone(),
-        Expr::Ref(_)
-        | Expr::Permutation(_)
-        | Expr::Excluding(_)
-        | Expr::Tokens(_)
-        | Expr::Text(_) => return None,
-        Expr::Seq(items) => Hir::concat(items.iter().map(expr_hir).collect::<Option<_>>()?),
-        Expr::Alt(items) => Hir::alternation(items.iter().map(expr_hir).collect::<Option<_>>()?),
-        Expr::Repeat { expr, min, max } => Hir::repetition(regex_syntax::hir::Repetition {
-            min: *min,
-            max: *max,
-            greedy: true,
-            sub: Box::new(expr_hir(expr)?),
-        }),
-    })
 }

@@ -13,7 +13,7 @@
 //!   canonical encoding, which keeps "key not in this set" exact; the price is that
 //!   needless escapes (`\u0061` for `a`) are rejected there (an over-constraint).
 
-use crate::grammar::Expr;
+use crate::grammar::{Expr, Intersection};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
 use super::node::Node;
@@ -204,6 +204,34 @@ fn encode_hir_with(h: &Hir, special: &mut dyn FnMut(&Hir) -> Option<Expr>) -> Ex
         HirKind::Concat(items) => seq(items.iter().map(&mut rec).collect()),
         HirKind::Alternation(items) => alt(items.iter().map(&mut rec).collect()),
     }
+}
+
+/// The canonical encoding of a decoded-string regex as one regex (`None` where the
+/// encoding needs a rule: none does today).
+pub(crate) fn encoded_hir(h: &Hir) -> Option<Hir> {
+    expr_hir(&encode_hir(h))
+}
+
+/// The regex of an expression without rule references (`None` if it has one).
+fn expr_hir(e: &Expr) -> Option<Hir> {
+    Some(match e {
+        Expr::Empty => Hir::empty(),
+        Expr::Regex(h) => h.clone(),
+        Expr::Ref(_)
+        | Expr::Permutation(_)
+        | Expr::Excluding(_)
+        | Expr::Intersection(_)
+        | Expr::Tokens(_)
+        | Expr::Text(_) => return None,
+        Expr::Seq(items) => Hir::concat(items.iter().map(expr_hir).collect::<Option<_>>()?),
+        Expr::Alt(items) => Hir::alternation(items.iter().map(expr_hir).collect::<Option<_>>()?),
+        Expr::Repeat { expr, min, max } => Hir::repetition(regex_syntax::hir::Repetition {
+            min: *min,
+            max: *max,
+            greedy: true,
+            sub: Box::new(expr_hir(expr)?),
+        }),
+    })
 }
 
 /// A string value, canonical encoding (what serde_json writes).
@@ -535,6 +563,39 @@ pub(crate) enum StringBody {
     Chars { min: u64, max: Option<u64> },
     /// The text one regex matches (lengths already intersected in).
     Regex(Hir),
+    /// The text every regex matches, of `min..=max` code points: two patterns, or a
+    /// pattern whose shape [`restrict_length`] cannot cut ([`Expr::Intersection`]).
+    Both {
+        regexes: Vec<Hir>,
+        min: u64,
+        max: Option<u64>,
+    },
+}
+
+impl StringBody {
+    /// A [`StringBody::Both`] as one IR leaf, each regex given in the encoding
+    /// `encode` writes and the length bound as `one_char{min,max}`.
+    pub(crate) fn intersection(
+        regexes: &[Hir],
+        min: u64,
+        max: Option<u64>,
+        one_char: Hir,
+        encode: impl Fn(&Hir) -> Option<Hir>,
+    ) -> Expr {
+        let Some(mut operands) = regexes.iter().map(encode).collect::<Option<Vec<_>>>() else {
+            return nothing();
+        };
+        if min > 0 || max.is_some() {
+            let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+            operands.push(Hir::repetition(regex_syntax::hir::Repetition {
+                min: count(min),
+                max: max.map(count),
+                greedy: true,
+                sub: Box::new(one_char),
+            }));
+        }
+        Expr::Intersection(Box::new(Intersection { regexes: operands }))
+    }
 }
 
 impl<'a> SchemaCompiler<'a> {
@@ -546,6 +607,18 @@ impl<'a> SchemaCompiler<'a> {
                 min: min as u32,
                 max: max.map(|m| m as u32),
             },
+            Some(StringBody::Both { regexes, min, max }) => {
+                // A rule of its own, named where the schema asks for it: an automaton
+                // too large to build is reported under that name.
+                let s = &node.str;
+                let at = (s.patterns.first().map(|(_, ptr)| ptr))
+                    .or(s.formats.first().map(|(_, ptr)| ptr))
+                    .or(s.length_ptr.as_ref())
+                    .map_or("/", String::as_str);
+                let leaf =
+                    StringBody::intersection(&regexes, min, max, any_char(self.cache), encoded_hir);
+                Expr::Ref(self.new_rule(format!("{at} with its length bounds"), leaf)?)
+            }
             Some(StringBody::Regex(h)) => {
                 if contains_any_string(&h) && !self.cache.search_automaton_is_small(&h) {
                     let rest = self.any_rest_rule()?;
@@ -576,10 +649,10 @@ impl<'a> SchemaCompiler<'a> {
                 ),
             ));
         }
-        let mut regexes: Vec<(Hir, &'static str, String)> = Vec::new();
+        let mut regexes: Vec<Hir> = Vec::new();
         for (p, ptr) in &s.patterns {
             match self.pattern_hir(p, ptr) {
-                Ok(h) => regexes.push((h, "pattern", ptr.clone())),
+                Ok(h) => regexes.push(h),
                 Err(e) => {
                     if self.opts.lenient {
                         self.unsupported("pattern", ptr, e.to_string())?;
@@ -591,7 +664,7 @@ impl<'a> SchemaCompiler<'a> {
         }
         for (f, ptr) in &s.formats {
             match super::format::format_hir(f, self.cache) {
-                Some(h) => regexes.push((h, "format", ptr.clone())),
+                Some(h) => regexes.push(h),
                 None => {
                     self.unsupported("format", ptr, format!("format {f:?} is not supported"))?
                 }
@@ -604,36 +677,22 @@ impl<'a> SchemaCompiler<'a> {
                 .filter_map(|v| v.as_str().map(String::from))
                 .collect();
             if !set.is_empty() {
-                regexes.push((complement_of_set(&set), "not", String::new()));
+                regexes.push(complement_of_set(&set));
             }
         }
-        if regexes.len() > 1 {
-            let (_, kw, ptr) = &regexes[1];
-            let (kw, ptr) = (*kw, ptr.clone());
-            self.unsupported(
-                kw,
-                &ptr,
-                "two regular constraints (pattern/format/not) on one string cannot be intersected",
-            )?;
-            regexes.truncate(1);
-        }
-        Ok(Some(match regexes.pop() {
-            None => StringBody::Chars { min, max },
-            Some((h, kw, ptr)) => StringBody::Regex(if min == 0 && max.is_none() {
-                h
-            } else {
-                match restrict_length(&h, min, max) {
-                    Some(h) => h,
-                    None => {
-                        self.unsupported(
-                            "minLength/maxLength",
-                            &length_ptr,
-                            format!("length bounds together with this {kw} (at {ptr}) cannot be intersected"),
-                        )?;
-                        h
-                    }
-                }
-            }),
+        let unbounded = min == 0 && max.is_none();
+        Ok(Some(match &regexes[..] {
+            [] => StringBody::Chars { min, max },
+            [h] if unbounded => StringBody::Regex(h.clone()),
+            [h] => match restrict_length(h, min, max) {
+                Some(h) => StringBody::Regex(h),
+                None => StringBody::Both {
+                    regexes: vec![h.clone()],
+                    min,
+                    max,
+                },
+            },
+            _ => StringBody::Both { regexes, min, max },
         }))
     }
 }

@@ -279,6 +279,10 @@ impl<'a> SchemaCompiler<'a> {
         Ok(match self.string_body(node)? {
             None => nothing(),
             Some(StringBody::Regex(h)) => seq(vec![Expr::Regex(h), close_expr]),
+            Some(StringBody::Both { regexes, min, max }) => seq(vec![
+                StringBody::intersection(&regexes, min, max, not_open_angle(), |h| Some(h.clone())),
+                close_expr,
+            ]),
             Some(StringBody::Chars { min, max: None }) => seq(vec![
                 Expr::Repeat {
                     expr: Box::new(Expr::Regex(not_open_angle())),
@@ -318,6 +322,9 @@ impl<'a> SchemaCompiler<'a> {
         Ok(match self.string_body(node)? {
             None => nothing(),
             Some(StringBody::Regex(h)) => Expr::Regex(h),
+            Some(StringBody::Both { regexes, min, max }) => {
+                StringBody::intersection(&regexes, min, max, not_open_angle(), |h| Some(h.clone()))
+            }
             Some(StringBody::Chars { min, max }) => {
                 // Identifiers of min..=max characters.
                 let h = super::string::restrict_length(&identifier(), min, max)

@@ -92,6 +92,7 @@ impl Transform<'_> {
             Expr::Ref(_)
             | Expr::Regex(_)
             | Expr::Excluding(_)
+            | Expr::Intersection(_)
             | Expr::Permutation(_)
             | Expr::Tokens(_)
             | Expr::Text(_) => Shape::Lexeme,
