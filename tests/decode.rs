@@ -81,6 +81,18 @@ fn run(r: Request) -> Generation {
     generator().generate(r, &mut |_| {}).unwrap()
 }
 
+/// A run and the text its events streamed.
+fn run_streamed(r: Request) -> (Generation, String) {
+    let mut streamed = String::new();
+    let g = generator()
+        .generate(r, &mut |e| {
+            let Event::Text { text, .. } = e;
+            streamed.push_str(text);
+        })
+        .unwrap();
+    (g, streamed)
+}
+
 /// The grammar accepts every token of the output, in order, and then EOS-worthy.
 fn assert_tokens_allowed(schema: &Value, g: &Generation) {
     let mut m = TokenMatcher::new(tables(schema));
@@ -213,13 +225,7 @@ fn zero_token_budget_writes_nothing() {
             r.max_tokens = 0;
             r.jump_forward = jump_forward;
             r.budget_steering = budget_steering;
-            let mut streamed = String::new();
-            let g = generator()
-                .generate(r, &mut |e| {
-                    let Event::Text { text, .. } = e;
-                    streamed.push_str(text);
-                })
-                .unwrap();
+            let (g, streamed) = run_streamed(r);
             assert_eq!(g.finish_reason, FinishReason::Length, "{schema}");
             assert!(g.tokens.is_empty(), "{schema}: {:?}", g.text);
             assert_eq!(g.text, "");
@@ -238,13 +244,7 @@ fn streaming_yields_the_text_and_logprobs_name_their_layers() {
     let schema = json!({"type": "string", "maxLength": 12});
     let mut r = request(&schema, Some(7), "reference");
     r.logprobs = 3;
-    let mut streamed = String::new();
-    let g = generator()
-        .generate(r, &mut |e| {
-            let stencil::decode::Event::Text { text, .. } = e;
-            streamed.push_str(text);
-        })
-        .unwrap();
+    let (g, streamed) = run_streamed(r);
     assert_eq!(streamed, g.text);
     let sampled: Vec<_> = g.logprobs.iter().filter(|l| !l.forced).collect();
     assert!(!sampled.is_empty());
@@ -295,13 +295,7 @@ fn stop_strings_cut_the_output_where_they_begin() {
 
     let mut r = request(&schema, Some(3), "reference");
     r.sampling.stop = Some(vec!["never written".into(), stop.clone()]);
-    let mut streamed = String::new();
-    let g = generator()
-        .generate(r, &mut |e| {
-            let Event::Text { text, .. } = e;
-            streamed.push_str(text);
-        })
-        .unwrap();
+    let (g, streamed) = run_streamed(r);
     assert_eq!(g.text, free.text[..at], "stop {stop:?}");
     assert_eq!(streamed, g.text);
     assert_eq!(g.finish_reason, FinishReason::Stop);
