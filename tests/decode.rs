@@ -513,6 +513,13 @@ fn run_generate(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A fresh folder for one test's files (the caller removes it).
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("stencil-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// The JSON a `generate` run printed, once it exited 0 (its stderr otherwise).
 fn succeeded(out: &std::process::Output) -> Value {
     assert_eq!(
@@ -528,8 +535,7 @@ fn succeeded(out: &std::process::Output) -> Value {
 /// refused as "no grammar").
 #[test]
 fn generate_takes_a_structural_tag() {
-    let dir = std::env::temp_dir().join(format!("stencil-tag-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tag");
     let tag_path = dir.join("tag.json");
     let tag = json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [
         {"type": "const_string", "value": "answer: "},
@@ -567,8 +573,7 @@ fn generate_takes_a_structural_tag() {
 /// naming the flag or the JSON pointer in the tools file.
 #[test]
 fn generate_calls_tools() {
-    let dir = std::env::temp_dir().join(format!("stencil-tools-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tools");
     let tools = json!([
         {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
             "properties": {"city": {"type": "string", "maxLength": 12},
@@ -717,8 +722,7 @@ fn generate_calls_tools() {
 
 #[test]
 fn generate_command_contract() {
-    let dir = std::env::temp_dir().join(format!("stencil-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("cli");
     let schema_path = dir.join("schema.json");
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
                         "required": ["ok"], "additionalProperties": false});
@@ -783,8 +787,7 @@ fn generate_command_contract() {
 /// `--max-tokens 0` (and a `--requests` line's `max_tokens: 0`) writes nothing.
 #[test]
 fn zero_max_tokens_from_the_command_line_writes_nothing() {
-    let dir = std::env::temp_dir().join(format!("stencil-zero-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("zero");
     let model = tiny_model().to_str().unwrap();
     let out = run_generate(&[
         "--model",
@@ -834,8 +837,7 @@ fn zero_max_tokens_from_the_command_line_writes_nothing() {
 /// it), stop strings cut the text, and a wrong setting exits 2 naming it.
 #[test]
 fn generate_reads_sampling_settings_from_a_file_flags_and_lines() {
-    let dir = std::env::temp_dir().join(format!("stencil-sampling-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("sampling");
     let settings = dir.join("sampling.json");
     std::fs::write(
         &settings,
@@ -1158,8 +1160,7 @@ fn beam_search_keeps_the_grammar_and_scores_its_tokens() {
 /// matcher before and after; the chosen token follows from the trace alone.
 #[test]
 fn generate_trace_rederives_each_token() {
-    let dir = std::env::temp_dir().join(format!("stencil-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("trace");
     let settings = dir.join("sampling.json");
     std::fs::write(
         &settings,
@@ -1268,8 +1269,7 @@ fn generate_trace_rederives_each_token() {
 /// and a line's text is what the same request writes alone.
 #[test]
 fn generate_requests_file_runs_as_one_batch() {
-    let dir = std::env::temp_dir().join(format!("stencil-requests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("requests");
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
                         "required": ["ok"], "additionalProperties": false});
     let schema_path = dir.join("schema.json");
