@@ -596,12 +596,109 @@ fn combinators_and_refs() {
         &[r#"{"v":1}"#, r#"{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}"#],
         &[r#"{"v":1,"kids":[{}]}"#],
     );
+}
+
+/// `not` of any schema is the union of its constraints violated one at a time;
+/// overlapping `oneOf` branches are each taken minus the others; `if` is
+/// `(if and then) or (not if and else)`. All exact.
+#[test]
+fn negation_overlapping_one_of_and_conditionals() {
+    // Branches that share values: strings longer than 2, or anything else that
+    // is no string (other types satisfy `maxLength`).
+    check(
+        json!({"oneOf": [{"type": "string"}, {"maxLength": 2}]}),
+        &[r#""abc""#, "1", "null"],
+        &[r#""ab""#, r#""""#],
+    );
+    check(
+        json!({"type": "integer", "oneOf": [{"minimum": 0}, {"maximum": 10}]}),
+        &["-1", "11"],
+        &["0", "5", "10"],
+    );
+    // The discriminating required names of real schemas: exactly one of two.
+    check(
+        json!({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+        &[r#"{"a":1}"#, r#"{"b":1,"c":2}"#],
+        &[r#"{"a":1,"b":2}"#, r#"{}"#],
+    );
+    // Two patterns that share the all-digit strings.
+    check(
+        json!({"type": "string", "oneOf": [{"pattern": "^[0-9a-f]{2}$"}, {"pattern": "^[0-9A-F]{2}$"}]}),
+        &[r#""ab""#, r#""AB""#],
+        &[r#""12""#, r#""aB""#],
+    );
+    // Both of two names, an integer among a few, a pattern: each negated.
+    check(
+        json!({"type": "object", "not": {"required": ["x", "y"]}}),
+        &[r#"{}"#, r#"{"x":1}"#, r#"{"y":1,"z":1}"#],
+        &[r#"{"x":1,"y":2}"#, r#"{"y":1,"x":2}"#],
+    );
+    check(
+        json!({"type": "integer", "not": {"enum": [6379, 6380]}}),
+        &["6378", "6381", "0", "-6379"],
+        &["6379", "6380"],
+    );
+    check(
+        json!({"type": "string", "not": {"pattern": "^[a-z]+$"}}),
+        &[r#""""#, r#""aB""#, r#""a1""#],
+        &[r#""abc""#, r#""a""#],
+    );
+    // A property's value rejected by its schema: a negated child rule.
+    check(
+        json!({"type": "object", "not": {"properties": {"n": {"type": "integer", "maximum": 3}}}}),
+        &[r#"{"n":4}"#, r#"{"n":"x","m":1}"#],
+        &[r#"{}"#, r#"{"n":3}"#, r#"{"m":4}"#],
+    );
+    // An array with an item its schema rejects; an array with none `contains` takes.
+    check(
+        json!({"type": "array", "not": {"items": {"type": "integer"}}}),
+        &[r#"[1,"a"]"#, r#"[null]"#],
+        &["[]", "[1,2]"],
+    );
+    check(
+        json!({"type": "array", "not": {"contains": {"const": 0}}}),
+        &["[]", "[1,2]"],
+        &["[0]", "[1,0]"],
+    );
+    // `if` with a property condition, where `then` and `else` differ.
+    check(
+        json!({
+            "type": "object",
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"required": ["x"]},
+            "else": {"required": ["y"]}
+        }),
+        &[
+            r#"{"kind":"a","x":1}"#,
+            r#"{"kind":"b","y":1}"#,
+            r#"{"x":1}"#,
+        ],
+        &[r#"{"kind":"a","y":1}"#, r#"{"kind":"b","x":1}"#],
+    );
+    // Before draft 7, `if` is an unknown keyword.
+    check(
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "if": {"type": "string"}, "then": {"maxLength": 1}}),
+        &[r#""abc""#],
+        &[],
+    );
+    // What a node cannot say stays an error naming the keyword.
     let err = compile_schema(
-        &json!({"oneOf": [{"type": "integer"}, {"minimum": 0}]}),
+        &json!({"not": {"type": "array", "uniqueItems": true}}),
         &JsonSchemaOptions::default(),
     )
     .unwrap_err();
-    assert!(err.to_string().contains("oneOf"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("\"uniqueItems\" at /not/uniqueItems"),
+        "{err}"
+    );
+    // `S = not S` through a `$ref` is bounded.
+    let err = compile_schema(
+        &json!({"$defs": {"s": {"not": {"$ref": "#/$defs/s"}}}, "$ref": "#/$defs/s"}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("negations"), "{err}");
 }
 
 #[test]

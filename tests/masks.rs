@@ -403,8 +403,8 @@ fn schema_tables(schema: serde_json::Value, v: &Arc<Vocabulary>) -> Arc<TokenTab
 /// other string (states that do not loop but survive every string text), a
 /// pattern's `.+` (no line separators), `maxLength` strings read as one looping
 /// lexeme while far from the bound and counted again near it, short fused
-/// bounds, a pattern intersected with its length bounds. Prefixes end inside escapes
-/// and multi-byte characters too.
+/// bounds, a pattern intersected with its length bounds or complemented. Prefixes
+/// end inside escapes and multi-byte characters too.
 #[test]
 fn json_schema_shortcuts_match_the_oracle() {
     let v = vocab("gpt2");
@@ -436,6 +436,13 @@ fn json_schema_shortcuts_match_the_oracle() {
             serde_json::json!({"type": "object", "properties": {
                 "id": {"type": "string", "pattern": "[0-9a-f]+", "minLength": 6, "maxLength": 12}}}),
             vec![r#"{"id":"zz\"é 0a1b"}"#.into()],
+        ),
+        // A string that must not match a pattern: the pattern's automaton
+        // complemented inside the product.
+        (
+            serde_json::json!({"type": "object", "properties": {
+                "tag": {"type": "string", "not": {"pattern": "^[a-z]+$"}}}}),
+            vec![r#"{"tag":"ab\"é 0a1b"}"#.into()],
         ),
         // A million counter states: one counted terminal, not a parser counter.
         (

@@ -129,21 +129,26 @@ impl AutomatonCache {
         })
     }
 
-    /// [`Terminal::intersection`] of the regexes' automata, shared (the label is
-    /// left empty), as are the operands: a pattern's automaton is the same with any
-    /// length bound.
+    /// [`Terminal::intersection`] of the regexes' automata (the strings all of
+    /// `regexes` match and none of `negated`), shared (the label is left empty),
+    /// as are the operands: a pattern's automaton is the same with any length
+    /// bound, and negated or not.
     pub fn intersection(
         &self,
         regexes: &[Hir],
+        negated: &[Hir],
         limits: &LexerLimits,
     ) -> Result<Arc<Terminal>, TerminalError> {
-        let parts = regexes
-            .iter()
-            .map(|h| self.regex(h, limits))
-            .collect::<Result<Vec<_>, _>>()?;
-        let prints: Vec<u128> = parts.iter().map(|t| t.fingerprint()).collect();
-        self.get_or_build(fingerprint_of(&("intersection", prints)), limits, || {
-            Terminal::intersection(String::new(), &parts, limits)
+        let automata = |hirs: &[Hir]| {
+            hirs.iter()
+                .map(|h| self.regex(h, limits))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let (parts, negated) = (automata(regexes)?, automata(negated)?);
+        let prints = |ts: &[Arc<Terminal>]| ts.iter().map(|t| t.fingerprint()).collect::<Vec<_>>();
+        let key = fingerprint_of(&("intersection", prints(&parts), prints(&negated)));
+        self.get_or_build(key, limits, || {
+            Terminal::intersection(String::new(), &parts, &negated, limits)
         })
     }
 

@@ -427,8 +427,8 @@ impl Lowering<'_> {
     }
 
     fn intersection_terminal(&mut self, both: &Intersection, label: String) -> TerminalId {
-        let prints: Vec<u128> = both.regexes.iter().map(hir_fingerprint).collect();
-        let key = fingerprint_of(&("intersection", prints));
+        let prints = |hirs: &[Hir]| hirs.iter().map(hir_fingerprint).collect::<Vec<u128>>();
+        let key = fingerprint_of(&("intersection", prints(&both.regexes), prints(&both.negated)));
         self.terminal_from(key, label, || TerminalSource::Intersection(both.clone()))
     }
 

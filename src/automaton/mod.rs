@@ -493,7 +493,10 @@ fn build_terminal(
             return Ok((terminal, None));
         }
         TerminalSource::Intersection(both) => {
-            let terminal = named(&automata.intersection(&both.regexes, limits)?, label);
+            let terminal = named(
+                &automata.intersection(&both.regexes, &both.negated, limits)?,
+                label,
+            );
             return Ok((terminal, None));
         }
         TerminalSource::Tokens(set) => return Ok((Terminal::tokens(label.into(), set), None)),

@@ -20,8 +20,9 @@
 //! * [`Expr::Excluding`] takes finitely many strings out of a regular leaf (any
 //!   string but the declared property names), which as a regex would be a large
 //!   complement.
-//! * [`Expr::Intersection`] is the strings several regular leaves all match (a
-//!   JSON string's `pattern` and its length bounds), which no regex says.
+//! * [`Expr::Intersection`] is the strings several regular leaves all match and
+//!   others do not (a JSON string's `pattern` and its length bounds; a string
+//!   `not` a pattern), which no regex says.
 //! * [`Expr::Text`] is free text up to a delimiter: see [`FreeText`].
 //! * [`Expr::Tokens`] is one whole token from a set of token ids (special tokens
 //!   such as `</think>`, which no byte string produces): see [`TokenSet`].
@@ -134,16 +135,20 @@ pub struct Excluding {
     pub excluded: Vec<Vec<u8>>,
 }
 
-/// The strings all of `regexes` match: a JSON string's `pattern` with its
-/// `minLength`/`maxLength` (a regular language cut to a length range is regular, but
-/// only a few shapes of regex can say so), or two patterns on one string.
+/// The strings all of `regexes` match and none of `negated` does: a JSON string's
+/// `pattern` with its `minLength`/`maxLength` (a regular language cut to a length
+/// range is regular, but only a few shapes of regex can say so), two patterns on
+/// one string, or a string that must not match a pattern (`not`, `oneOf`). Regular
+/// languages are closed under complement, regexes only say so at great length.
 ///
 /// The automaton stage builds the product of the leaves' automata (each shared like
 /// any regex's) as one terminal, never fused with its neighbours. Whether the
 /// product is empty is known only there: [`expr_productive`] answers for each leaf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intersection {
+    /// At least one: the complement of `negated` is taken within these.
     pub regexes: Vec<Hir>,
+    pub negated: Vec<Hir>,
 }
 
 /// `m1 sep m2 sep ... mk`: every item a member used at most once or an extra
@@ -768,6 +773,9 @@ fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
                     out.push_str(", ");
                 }
                 out.push_str(&regex.to_string());
+            }
+            for regex in &i.negated {
+                out.push_str(&format!(", not {regex}"));
             }
             out.push(')');
         }

@@ -1,9 +1,12 @@
-//! The strings several terminals all match: a JSON string's `pattern` cut to its
-//! `minLength`/`maxLength`, or two patterns on one string ([`Expr::Intersection`]).
+//! The strings several terminals all match and others do not: a JSON string's
+//! `pattern` cut to its `minLength`/`maxLength`, two patterns on one string, a
+//! string that must not match a pattern ([`Expr::Intersection`]).
 //!
 //! Built as the product of the operands' automata, each shared like any regex's
 //! (no determinisation of the whole), over the joint byte classes, then trimmed and
-//! minimised like every terminal. A length bound is an operand like any other (a
+//! minimised like every terminal. The automata are deterministic, so a negated
+//! operand is complemented by flipping which of its states match (its dead state
+//! matching too): no operand is rebuilt. A length bound is an operand like any other (a
 //! counted repetition of one character's encodings), so its states multiply the
 //! pattern's: the product is refused past the DFA byte limit, with the operands in
 //! the message.
@@ -17,18 +20,22 @@ use super::classes::classes_by;
 use super::{LexerLimits, State, Terminal, TerminalError, DEAD};
 
 impl Terminal {
-    /// The product automaton of `parts` (at least one): a state is a tuple of the
-    /// parts' states, dead when any part is; it matches when all of them do.
+    /// The product automaton of `parts` (at least one) and `negated`: a state is
+    /// a tuple of the parts' states, dead when any of `parts` is (a negated
+    /// operand's dead state lives on: the string can no longer match it); it
+    /// matches when all of `parts` do and none of `negated`.
     pub fn intersection(
         label: String,
         parts: &[Arc<Terminal>],
+        negated: &[Arc<Terminal>],
         limits: &LexerLimits,
     ) -> Result<Terminal, TerminalError> {
-        let pattern = parts
-            .iter()
-            .map(|t| format!("({})", t.pattern))
+        let pattern = (parts.iter().map(|t| format!("({})", t.pattern)))
+            .chain(negated.iter().map(|t| format!("~({})", t.pattern)))
             .collect::<Vec<_>>()
             .join(" & ");
+        let positive = parts.len();
+        let parts: Vec<&Arc<Terminal>> = parts.iter().chain(negated).collect();
         // Joint classes: bytes every part reads alike.
         let (classes, representatives) = classes_by(|b| {
             parts
@@ -49,10 +56,11 @@ impl Terminal {
             let current = states[i].clone();
             i += 1;
             for &b in &representatives {
-                let next: Option<Vec<State>> = parts
-                    .iter()
-                    .zip(&current)
-                    .map(|(t, &q)| Some(t.next(q, b)).filter(|&r| r != DEAD))
+                let next: Option<Vec<State>> = (parts.iter().zip(&current).enumerate())
+                    .map(|(k, (t, &q))| match q {
+                        DEAD => Some(DEAD),
+                        _ => Some(t.next(q, b)).filter(|&r| r != DEAD || k >= positive),
+                    })
                     .collect();
                 let target = match next {
                     None => *sink.get_or_insert_with(|| {
@@ -83,10 +91,10 @@ impl Terminal {
         let matching_raw: Vec<bool> = states
             .iter()
             .map(|tuple| {
-                parts
-                    .iter()
-                    .zip(tuple)
-                    .all(|(t, &q)| q != DEAD && t.is_match(q))
+                (parts.iter().zip(tuple).enumerate()).all(|(k, (t, &q))| {
+                    let matches = q != DEAD && t.is_match(q);
+                    matches == (k < positive)
+                })
             })
             .collect();
         Ok(Terminal::trimmed(

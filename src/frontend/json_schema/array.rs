@@ -35,7 +35,7 @@ impl<'a> SchemaCompiler<'a> {
         let position =
             |i: usize| -> Vec<Subschema<'a>> { a.parts.iter().filter_map(|p| p.item(i)).collect() };
         let rest: Vec<Subschema<'a>> = a.parts.iter().filter_map(|p| p.rest.clone()).collect();
-        if rest.iter().any(|s| s.v == &serde_json::Value::Bool(false)) {
+        if rest.iter().any(Subschema::accepts_none) {
             max = Some(max.map_or(prefix_len as u64, |m| m.min(prefix_len as u64)));
         }
         if max.is_some_and(|m| m < min) {

@@ -2,19 +2,17 @@
 //! `dependentSchemas`: everything that turns one node into a union of nodes.
 //!
 //! `anyOf` is distributed over the sibling keywords (each branch merged into a copy
-//! of the node). `oneOf` is the same union, exact only when the branches are
-//! provably disjoint ([`SchemaCompiler::nodes_disjoint`]: different types, disjoint
-//! constants, number ranges or lengths, or a required property whose values are
-//! disjoint, the usual discriminator); otherwise it is an error. `not` is handled
-//! for type sets, constants (finite complements, intersected with the node's other
-//! string constraints) and a single required name.
-//! Dependencies split the node on the trigger property's presence (absent, or
-//! present with the dependency), which is exact. `if` is handled when its schema is
-//! a plain type set, a boolean, or a `required` list of one name.
+//! of the node). `oneOf` is the same union when the branches are provably disjoint
+//! ([`SchemaCompiler::nodes_disjoint`]: different types, disjoint constants, number
+//! ranges or lengths, a required property whose values are disjoint, the usual
+//! discriminator, or a name one branch requires and the other's closed object
+//! cannot hold); a branch that may share a value with others is taken minus those
+//! others (`A and not B`, [`super::negation`]). `not` is that negation; `if` is
+//! `(if and then) or (not if and else)`. Dependencies split the node on the
+//! trigger property's presence (absent, or present with the dependency). All of
+//! these are exact.
 
-use serde_json::Value;
-
-use super::node::{Node, TypeSet};
+use super::node::{Node, ObjectPart, TypeSet};
 use super::{Result, SchemaCompiler, Subschema};
 
 impl<'a> SchemaCompiler<'a> {
@@ -59,23 +57,27 @@ impl<'a> SchemaCompiler<'a> {
                 per_branch.push(expanded);
             }
             if d.exactly_one {
-                'outer: for i in 0..per_branch.len() {
+                // Branch i takes the values no other branch it may overlap takes.
+                let mut overlapping: Vec<Vec<usize>> = vec![Vec::new(); per_branch.len()];
+                for i in 0..per_branch.len() {
                     for j in i + 1..per_branch.len() {
-                        for x in &per_branch[i] {
-                            for y in &per_branch[j] {
-                                if !self.nodes_disjoint(x, y, 0)? {
-                                    self.unsupported(
-                                        "oneOf",
-                                        &d.ptr,
-                                        format!(
-                                            "branches {i} and {j} may both match one value (not provably disjoint); oneOf is exact only for disjoint branches"
-                                        ),
-                                    )?;
-                                    break 'outer;
-                                }
-                            }
+                        if !self.branches_disjoint(&per_branch[i], &per_branch[j])? {
+                            overlapping[i].push(j);
+                            overlapping[j].push(i);
                         }
                     }
+                }
+                for (i, others) in overlapping.iter().enumerate() {
+                    if others.is_empty() {
+                        continue;
+                    }
+                    let mut n = node.clone();
+                    self.collect(&d.branches[i], &mut n, 0)?;
+                    n.negations
+                        .extend(others.iter().map(|&j| d.branches[j].clone()));
+                    let mut expanded = Vec::new();
+                    self.expand(n, &mut expanded, depth + 1)?;
+                    per_branch[i] = expanded;
                 }
             }
             for branch in per_branch {
@@ -93,8 +95,10 @@ impl<'a> SchemaCompiler<'a> {
             return self.expand_if(node, c, out, depth);
         }
         if let Some(s) = node.negations.pop() {
-            self.apply_not(&mut node, &s)?;
-            return self.expand(node, out, depth + 1);
+            for n in self.negate(node, &s)? {
+                self.expand(n, out, depth + 1)?;
+            }
+            return Ok(());
         }
         if let Some((name, deps, _)) = node.obj.dep_required.pop() {
             let mut absent = node.clone();
@@ -125,6 +129,7 @@ impl<'a> SchemaCompiler<'a> {
         Ok(())
     }
 
+    /// `(if and then) or (not if and else)`.
     fn expand_if(
         &mut self,
         node: Node<'a>,
@@ -132,134 +137,33 @@ impl<'a> SchemaCompiler<'a> {
         out: &mut Vec<Node<'a>>,
         depth: usize,
     ) -> Result<()> {
-        let mut then_node = node.clone();
-        let mut else_node = node;
-        let cond = c.cond.v;
-        match cond {
-            Value::Bool(true) => {
-                if let Some(t) = &c.then {
-                    self.collect(t, &mut then_node, 0)?;
-                }
-                return self.expand(then_node, out, depth + 1);
-            }
-            Value::Bool(false) => {
-                if let Some(e) = &c.otherwise {
-                    self.collect(e, &mut else_node, 0)?;
-                }
-                return self.expand(else_node, out, depth + 1);
-            }
-            _ => {}
-        }
         if c.then.is_none() && c.otherwise.is_none() {
-            return self.expand(then_node, out, depth + 1);
+            return self.expand(node, out, depth + 1);
         }
-        let cond_nodes = self.normalize(std::slice::from_ref(&c.cond))?;
-        if let [cn] = &cond_nodes[..] {
-            if is_type_only(cn) {
-                then_node.types &= cn.types;
-                else_node.types &= !cn.types;
-            } else if let Some(name) = single_required(cn) {
-                // Non-objects satisfy `required`, so they take the `then` branch.
-                let mut then_non_object = then_node.clone();
-                then_non_object.types &= !TypeSet::OBJECT;
-                if let Some(t) = &c.then {
-                    self.collect(t, &mut then_non_object, 0)?;
-                }
-                self.expand(then_non_object, out, depth + 1)?;
-                then_node.types &= TypeSet::OBJECT;
-                if !then_node.obj.required.contains(&name) {
-                    then_node.obj.required.push(name.clone());
-                }
-                else_node.types &= TypeSet::OBJECT;
-                else_node.obj.forbidden.push(name);
-            } else {
-                self.unsupported(
-                    "if",
-                    &c.ptr,
-                    "if is supported when its schema is a type, a boolean or one required property",
-                )?;
-                return self.expand(then_node, out, depth + 1);
-            }
-        } else {
-            self.unsupported("if", &c.ptr, "if with alternatives inside")?;
-            return self.expand(then_node, out, depth + 1);
-        }
+        let mut then_node = node.clone();
+        self.collect(&c.cond, &mut then_node, 0)?;
         if let Some(t) = &c.then {
             self.collect(t, &mut then_node, 0)?;
         }
+        self.expand(then_node, out, depth + 1)?;
+        let mut else_node = node;
+        else_node.negations.push(c.cond.clone());
         if let Some(e) = &c.otherwise {
             self.collect(e, &mut else_node, 0)?;
         }
-        self.expand(then_node, out, depth + 1)?;
         self.expand(else_node, out, depth + 1)
     }
 
-    fn apply_not(&mut self, node: &mut Node<'a>, s: &Subschema<'a>) -> Result<()> {
-        match s.v {
-            Value::Bool(b) => {
-                if *b {
-                    node.types = TypeSet::NONE;
+    /// Whether no value satisfies both unions of nodes (false when unsure).
+    fn branches_disjoint(&mut self, a: &[Node<'a>], b: &[Node<'a>]) -> Result<bool> {
+        for x in a {
+            for y in b {
+                if !self.nodes_disjoint(x, y, 0)? {
+                    return Ok(false);
                 }
-                return Ok(());
-            }
-            Value::Object(m) if m.is_empty() => {
-                node.types = TypeSet::NONE;
-                return Ok(());
-            }
-            _ => {}
-        }
-        let nodes = self.normalize(std::slice::from_ref(s))?;
-        if nodes.is_empty() {
-            return Ok(()); // not(false)
-        }
-        if let [n] = &nodes[..] {
-            if is_type_only(n) {
-                node.types &= !n.types;
-                return Ok(());
-            }
-            if n.types == TypeSet::ALL && is_enum_only(n) {
-                // Exclude finitely many values.
-                for v in &n.enums[0] {
-                    if n.enums[1..]
-                        .iter()
-                        .all(|l| l.iter().any(|x| super::validate::json_eq(x, v)))
-                    {
-                        match v {
-                            Value::Null => node.types &= !TypeSet::NULL,
-                            Value::String(_)
-                                if node.enums.is_empty()
-                                    && node.types.intersects(TypeSet::STRING) =>
-                            {
-                                // Intersected with the other string keywords.
-                                node.excluded.push(v)
-                            }
-                            _ if !node.enums.is_empty() => node.excluded.push(v),
-                            Value::Bool(_) if !node.types.intersects(TypeSet::BOOLEAN) => {}
-                            _ if !node.types.intersects(TypeSet::of_value(v)) => {}
-                            _ => {
-                                self.unsupported(
-                                    "not",
-                                    &s.ptr,
-                                    "not of a constant that is not a string or null",
-                                )?;
-                            }
-                        }
-                    }
-                }
-                return Ok(());
-            }
-            if let Some(name) = single_required(n) {
-                // Non-objects satisfy `required`, so `not` excludes them.
-                node.types &= TypeSet::OBJECT;
-                node.obj.forbidden.push(name);
-                return Ok(());
             }
         }
-        self.unsupported(
-            "not",
-            &s.ptr,
-            "not is supported for types, constants and a single required property",
-        )
+        Ok(true)
     }
 
     /// Whether no value satisfies both nodes (false when unsure).
@@ -307,6 +211,7 @@ impl<'a> SchemaCompiler<'a> {
                 TypeSet::STRING => {
                     a.str.max.is_some_and(|m| m < b.str.min)
                         || b.str.max.is_some_and(|m| m < a.str.min)
+                        || self.strings_disjoint(a, b)?
                 }
                 TypeSet::ARRAY => {
                     a.arr.max.is_some_and(|m| m < b.arr.min)
@@ -331,16 +236,30 @@ impl<'a> SchemaCompiler<'a> {
                 if y.obj.forbidden.contains(name) {
                     return Ok(true);
                 }
+                for part in &y.obj.parts {
+                    if self.part_rejects_name(part, name)? {
+                        return Ok(true);
+                    }
+                }
                 let ys = prop_schemas(y, name);
-                if ys.iter().any(|s| s.v == &Value::Bool(false)) {
+                if ys.iter().any(Subschema::accepts_none) {
                     return Ok(true);
                 }
                 if !y.obj.required.contains(name) {
                     continue;
                 }
+                // Property values are normalized afresh: a recursive schema (a
+                // tree whose nodes are a oneOf of objects) would recurse forever.
+                if self.disjoint_depth >= MAX_DISJOINT_DEPTH {
+                    continue;
+                }
                 let xs = prop_schemas(x, name);
-                let xn = self.normalize(&xs)?;
-                let yn = self.normalize(&ys)?;
+                self.disjoint_depth += 1;
+                let normalized = self
+                    .normalize(&xs)
+                    .and_then(|xn| Ok((xn, self.normalize(&ys)?)));
+                self.disjoint_depth -= 1;
+                let (xn, yn) = normalized?;
                 let mut all = true;
                 'pairs: for p in &xn {
                     for q in &yn {
@@ -356,6 +275,67 @@ impl<'a> SchemaCompiler<'a> {
             }
         }
         Ok(false)
+    }
+}
+
+/// How deep [`SchemaCompiler::nodes_disjoint`] looks into property values.
+const MAX_DISJOINT_DEPTH: usize = 4;
+
+/// Most strings a pattern may stand for to be compared string by string.
+const MOST_PATTERN_WORDS: usize = 64;
+
+impl<'a> SchemaCompiler<'a> {
+    /// Whether no string satisfies both nodes, when one of them has a pattern that
+    /// stands for a few strings (`^BLANK$`, `^(TOKEN|IMMEDIATE_TOKEN)$`, the usual
+    /// discriminator): each is checked against both (false when unsure).
+    fn strings_disjoint(&mut self, a: &Node<'a>, b: &Node<'a>) -> Result<bool> {
+        for (x, y) in [(a, b), (b, a)] {
+            for (p, ptr) in &x.str.patterns {
+                let Ok(h) = self.pattern_hir(p, ptr) else {
+                    continue;
+                };
+                let Some(words) = super::pattern::finite_words(&h, MOST_PATTERN_WORDS) else {
+                    continue;
+                };
+                let mut shared = false;
+                for w in &words {
+                    let both = self
+                        .string_accepted(x, w)
+                        .and_then(|ok| Ok(ok && self.string_accepted(y, w)?));
+                    if !matches!(both, Ok(false)) {
+                        shared = true;
+                        break;
+                    }
+                }
+                if !shared {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether an object part holds no property `name` (closed, and `name` neither
+    /// declared nor matching a pattern; false when unsure).
+    fn part_rejects_name(&mut self, part: &ObjectPart<'a>, name: &str) -> Result<bool> {
+        let declares = !(part.props.is_empty() && part.patterns.is_empty());
+        let closed = match &part.additional {
+            Some(a) => a.accepts_none(),
+            None => self.opts.strict && declares,
+        };
+        if !closed {
+            return Ok(false);
+        }
+        if let Some((_, s)) = part.props.iter().find(|(k, _)| k == name) {
+            return Ok(s.accepts_none());
+        }
+        for (pattern, s, ptr) in &part.patterns {
+            // A pattern that does not compile may match: unsure.
+            if !s.accepts_none() && !matches!(self.pattern_matches(pattern, ptr, name), Ok(false)) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -380,38 +360,4 @@ fn ranges_disjoint(a: &Node<'_>, b: &Node<'_>) -> bool {
         _ => false,
     };
     below(a, b) || below(b, a)
-}
-
-fn is_plain(n: &Node<'_>) -> bool {
-    n.num.lo.is_none()
-        && n.num.hi.is_none()
-        && n.num.multiple_of.is_empty()
-        && n.str.min == 0
-        && n.str.max.is_none()
-        && n.str.patterns.is_empty()
-        && n.str.formats.is_empty()
-        && n.arr.parts.is_empty()
-        && n.arr.min == 0
-        && n.arr.max.is_none()
-        && n.arr.contains.is_empty()
-        && n.arr.unique.is_none()
-        && n.obj.parts.is_empty()
-        && n.obj.min == 0
-        && n.obj.max.is_none()
-        && n.obj.names.is_empty()
-        && n.obj.forbidden.is_empty()
-        && n.excluded.is_empty()
-}
-
-fn is_type_only(n: &Node<'_>) -> bool {
-    is_plain(n) && n.enums.is_empty() && n.obj.required.is_empty()
-}
-
-fn is_enum_only(n: &Node<'_>) -> bool {
-    is_plain(n) && !n.enums.is_empty() && n.obj.required.is_empty()
-}
-
-fn single_required(n: &Node<'_>) -> Option<String> {
-    (is_plain(n) && n.enums.is_empty() && n.types == TypeSet::ALL && n.obj.required.len() == 1)
-        .then(|| n.obj.required[0].clone())
 }

@@ -97,6 +97,10 @@ impl<'a> SchemaCompiler<'a> {
                 ),
             ));
         }
+        if s.negated {
+            node.negations.push(s.negation());
+            return Ok(());
+        }
         let map = match s.v {
             Value::Bool(true) => return Ok(()),
             Value::Bool(false) => {
@@ -557,6 +561,8 @@ impl<'a> SchemaCompiler<'a> {
                 });
             }
             "not" => node.negations.push(kw.schema.child(kw.value, &[kw.name])),
+            // Before draft 7, `if` is an unknown keyword: an annotation.
+            "if" if self.draft < Draft::Draft7 => {}
             "if" => node.conditionals.push(Conditional {
                 cond: kw.schema.child(kw.value, &[kw.name]),
                 then: kw
@@ -567,7 +573,6 @@ impl<'a> SchemaCompiler<'a> {
                     .siblings
                     .get("else")
                     .map(|x| kw.schema.child(x, &["else"])),
-                ptr: kw.ptr,
             }),
             "$ref" | "$dynamicRef" | "$recursiveRef" => {
                 self.collect_ref(kw.schema, kw.name, kw.value, node, depth)?
@@ -649,7 +654,7 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     /// Keeps the tighter of `node`'s bound on one side and `d`.
-    fn tighten(&self, node: &mut Node<'a>, lower: bool, d: Decimal, exclusive: bool) {
+    pub(crate) fn tighten(&self, node: &mut Node<'a>, lower: bool, d: Decimal, exclusive: bool) {
         let slot = if lower {
             &mut node.num.lo
         } else {

@@ -36,6 +36,7 @@ mod emit;
 mod format;
 mod keywords;
 mod names;
+mod negation;
 mod node;
 mod number;
 mod object;
@@ -96,6 +97,9 @@ pub struct JsonSchemaLimits {
     pub max_enumerated_values: u64,
     /// Deepest chain of `$ref`/`allOf` inlined at one value position.
     pub max_inline_depth: usize,
+    /// Deepest nesting of negations (`not`, overlapping `oneOf` branches, `if`)
+    /// being normalized inside one another at one value position.
+    pub max_negation_depth: usize,
     /// Largest counted repetition (`maxLength`, `maxItems`, `{m,n}` in patterns).
     pub max_repetition: u64,
     /// Longest `pattern` text, in bytes.
@@ -109,6 +113,7 @@ impl Default for JsonSchemaLimits {
             max_alternatives: 512,
             max_enumerated_values: 2_000,
             max_inline_depth: 64,
+            max_negation_depth: 8,
             max_repetition: 10_000_000,
             max_pattern_bytes: 64 << 10,
         }
@@ -262,6 +267,8 @@ fn compile_root<'a>(
         patterns: HashMap::default(),
         cache,
         any_rest: None,
+        negation_depth: 0,
+        disjoint_depth: 0,
     };
     let root_ref = Subschema::root(schema, c.index.root_base.clone());
     let root = match root(&mut c, root_ref)? {
@@ -280,12 +287,16 @@ fn compile_root<'a>(
     Ok((grammar, c.warnings))
 }
 
-/// A subschema: the value, its JSON pointer in the document, its base URI.
+/// A subschema: the value, its JSON pointer in the document, its base URI, and
+/// whether it stands for its own negation: what `not` and `oneOf` ask of a
+/// property or an item ("a value `x` that is not valid against `S`") is a child
+/// position like any other, compiled (and memoised) as its own rule.
 #[derive(Debug, Clone)]
 pub(crate) struct Subschema<'a> {
     pub v: &'a Value,
     pub ptr: Rc<str>,
     pub base: Rc<str>,
+    pub negated: bool,
 }
 
 impl<'a> Subschema<'a> {
@@ -294,6 +305,58 @@ impl<'a> Subschema<'a> {
             v,
             ptr: Rc::from(""),
             base,
+            negated: false,
+        }
+    }
+
+    /// The schema `true`, where a node needs one written out (an object part
+    /// that leaves other properties open, even in strict mode).
+    pub fn anything() -> Subschema<'a> {
+        static TRUE: Value = Value::Bool(true);
+        Subschema {
+            v: &TRUE,
+            ptr: Rc::from(""),
+            base: Rc::from(""),
+            negated: false,
+        }
+    }
+
+    /// The values this subschema rejects.
+    pub fn negation(&self) -> Subschema<'a> {
+        Subschema {
+            negated: !self.negated,
+            ..self.clone()
+        }
+    }
+
+    /// Whether every value is valid (`true`, `{}`, or `not: false`).
+    pub fn accepts_all(&self) -> bool {
+        if self.negated {
+            is_false_schema(self.v)
+        } else {
+            is_true_schema(self.v)
+        }
+    }
+
+    /// Whether no value is valid (`false`, or `not: true`).
+    pub fn accepts_none(&self) -> bool {
+        if self.negated {
+            is_true_schema(self.v)
+        } else {
+            is_false_schema(self.v)
+        }
+    }
+
+    /// The memo key: the pointer, marked when negated (pointers start with `/`
+    /// or are empty, so `!` cannot collide with one).
+    pub(crate) fn key(&self) -> Rc<str> {
+        if self.accepts_all() {
+            // One memo entry for every `true`, whatever its pointer.
+            Rc::from("!true")
+        } else if self.negated {
+            Rc::from(format!("!{}", self.ptr).as_str())
+        } else {
+            self.ptr.clone()
         }
     }
 
@@ -314,6 +377,7 @@ impl<'a> Subschema<'a> {
             v,
             ptr: Rc::from(ptr.as_str()),
             base,
+            negated: false,
         }
     }
 
@@ -338,6 +402,11 @@ pub(crate) struct SchemaCompiler<'a> {
     /// What schemas compiled with the same cache share.
     pub cache: &'a PatternCache,
     pub any_rest: Option<RuleId>,
+    /// `not`s being normalized inside one another (bounded: `S = not S`).
+    pub negation_depth: usize,
+    /// Property values being compared inside one another to prove `oneOf`
+    /// branches disjoint (bounded: a recursive schema).
+    pub disjoint_depth: usize,
 }
 
 #[cfg(test)]
@@ -355,6 +424,8 @@ impl<'a> SchemaCompiler<'a> {
             // One small cache per test compiler, kept for the test's lifetime.
             cache: Box::leak(Box::default()),
             any_rest: None,
+            negation_depth: 0,
+            disjoint_depth: 0,
         }
     }
 }
@@ -441,7 +512,7 @@ impl<'a> SchemaCompiler<'a> {
         // one per place that references it.
         let conj: Vec<Subschema<'a>> = conj.iter().map(|s| self.through_refs(s)).collect();
         let conj = &conj[..];
-        let mut key: Vec<Rc<str>> = conj.iter().map(|s| s.ptr.clone()).collect();
+        let mut key: Vec<Rc<str>> = conj.iter().map(Subschema::key).collect();
         key.sort();
         key.dedup();
         let schemas = key.len();
@@ -453,7 +524,11 @@ impl<'a> SchemaCompiler<'a> {
             return Ok(Expr::Ref(id));
         }
         let mut name = if schemas == 1 {
-            format!("schema {}", show_pointer(&key[0]))
+            match key[0].strip_prefix('!') {
+                Some("true") => "any value".to_string(),
+                Some(ptr) => format!("schema not {}", show_pointer(ptr)),
+                None => format!("schema {}", show_pointer(&key[0])),
+            }
         } else {
             format!(
                 "allOf {}",
@@ -474,7 +549,8 @@ impl<'a> SchemaCompiler<'a> {
         Ok(Expr::Ref(id))
     }
 
-    /// Follows `$ref`s of schemas that have nothing else that constrains.
+    /// Follows `$ref`s of schemas that have nothing else that constrains (a
+    /// negated one stays negated).
     fn through_refs(&self, s: &Subschema<'a>) -> Subschema<'a> {
         let mut cur = s.clone();
         for _ in 0..32 {
@@ -496,7 +572,12 @@ impl<'a> SchemaCompiler<'a> {
                 .base_of(&cur.ptr)
                 .unwrap_or_else(|| cur.base.clone());
             match self.index.resolve(&base, r) {
-                Some(t) => cur = t,
+                Some(t) => {
+                    cur = Subschema {
+                        negated: cur.negated,
+                        ..t
+                    }
+                }
                 None => return cur,
             }
         }
@@ -574,6 +655,14 @@ impl<'a> SchemaCompiler<'a> {
     pub fn punct(&self, token: &[u8]) -> Expr {
         seq(vec![self.ws(), Expr::literal(token), self.ws()])
     }
+}
+
+fn is_true_schema(v: &Value) -> bool {
+    v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty())
+}
+
+fn is_false_schema(v: &Value) -> bool {
+    v == &Value::Bool(false)
 }
 
 /// A byte class leaf.

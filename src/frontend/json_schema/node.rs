@@ -128,7 +128,8 @@ pub(crate) struct NumberConstraints {
 }
 
 /// `minLength`/`maxLength` (the tightest kept), and every `pattern` and known
-/// `format`, kept apart: two regexes are not intersected here.
+/// `format`, kept apart: regexes are intersected (and complemented) only in the
+/// automaton stage.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StringConstraints {
     pub min: u64,
@@ -136,6 +137,9 @@ pub(crate) struct StringConstraints {
     /// `(pattern, pointer of the keyword)`.
     pub patterns: Vec<(String, String)>,
     pub formats: Vec<(String, String)>,
+    /// Patterns and formats the string must not match (from `not`, `oneOf`).
+    pub not_patterns: Vec<(String, String)>,
+    pub not_formats: Vec<(String, String)>,
     /// Pointer of the first length keyword, for messages.
     pub length_ptr: Option<String>,
 }
@@ -207,7 +211,6 @@ pub(crate) struct Conditional<'a> {
     pub cond: Subschema<'a>,
     pub then: Option<Subschema<'a>>,
     pub otherwise: Option<Subschema<'a>>,
-    pub ptr: String,
 }
 
 /// A conjunction of constraints on one value.

@@ -33,14 +33,6 @@ use super::string::{
 use super::xml::ParameterStyle;
 use super::{alt, nothing, seq, PropertyOrder, Result, SchemaCompiler, Subschema};
 
-fn is_true(v: &Value) -> bool {
-    v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty())
-}
-
-fn is_false(v: &Value) -> bool {
-    v == &Value::Bool(false)
-}
-
 /// How an object is written: a JSON object, or the arguments of a tool call as
 /// tagged parameters (the root object of an XML parameter style, see
 /// [`super::xml`]; everything inside its values is JSON again).
@@ -123,7 +115,7 @@ impl<'a> SchemaCompiler<'a> {
                     allowed = false;
                 }
             }
-            if conj.iter().any(|s| is_false(s.v)) {
+            if conj.iter().any(|s| s.accepts_none()) {
                 allowed = false;
             }
             let required = o.required.contains(name);
@@ -189,8 +181,8 @@ impl<'a> SchemaCompiler<'a> {
         // Parts whose patterns cannot change anything: every pattern schema and the
         // additional schema are `true`.
         let trivial = |part: &ObjectPart<'a>| {
-            part.patterns.iter().all(|(_, s, _)| is_true(s.v))
-                && part.additional.as_ref().is_none_or(|a| is_true(a.v))
+            part.patterns.iter().all(|(_, s, _)| s.accepts_all())
+                && part.additional.as_ref().is_none_or(|a| a.accepts_all())
                 && !strict
         };
         let pattern_parts: Vec<&ObjectPart<'a>> = o
@@ -304,8 +296,8 @@ impl<'a> SchemaCompiler<'a> {
             match &part.additional {
                 None if strict => return Ok(None),
                 None => {}
-                Some(a) if is_false(a.v) => return Ok(None),
-                Some(a) if is_true(a.v) => {}
+                Some(a) if a.accepts_none() => return Ok(None),
+                Some(a) if a.accepts_all() => {}
                 Some(a) => value_conj.push(a.clone()),
             }
         }
@@ -368,9 +360,10 @@ impl<'a> SchemaCompiler<'a> {
         let [pp] = pattern_parts else {
             return Ok(None);
         };
-        let closed = pp.additional.as_ref().map_or(strict, |a| is_false(a.v));
-        let first_schema = pp.patterns[0].1.v;
-        if !closed || pp.patterns.iter().any(|(_, s, _)| s.v != first_schema) {
+        let closed = pp.additional.as_ref().map_or(strict, |a| a.accepts_none());
+        let first_schema = &pp.patterns[0].1;
+        let same = |s: &Subschema<'a>| s.v == first_schema.v && s.negated == first_schema.negated;
+        if !closed || pp.patterns.iter().any(|(_, s, _)| !same(s)) {
             return Ok(None);
         }
         for (pat, _, pptr) in &pp.patterns {
@@ -389,12 +382,12 @@ impl<'a> SchemaCompiler<'a> {
             match &part.additional {
                 None if strict => return Ok(Some(None)),
                 None => {}
-                Some(a) if is_false(a.v) => return Ok(Some(None)),
-                Some(a) if is_true(a.v) => {}
+                Some(a) if a.accepts_none() => return Ok(Some(None)),
+                Some(a) if a.accepts_all() => {}
                 Some(a) => value_conj.push(a.clone()),
             }
         }
-        if is_false(first_schema) {
+        if first_schema.accepts_none() {
             return Ok(Some(None));
         }
         let mut alts = Vec::new();
@@ -473,16 +466,17 @@ impl<'a> SchemaCompiler<'a> {
                     }
                 }
             }
-            if conj.iter().any(|s| is_false(s.v)) {
+            if conj.iter().any(|s| s.accepts_none()) {
                 continue;
             }
-            conj.retain(|s| !is_true(s.v));
-            conj.sort_by(|a, b| a.ptr.cmp(&b.ptr));
-            conj.dedup_by(|a, b| a.ptr == b.ptr);
-            match groups
-                .iter_mut()
-                .find(|(c, _)| c.iter().map(|s| &s.ptr).eq(conj.iter().map(|s| &s.ptr)))
-            {
+            conj.retain(|s| !s.accepts_all());
+            conj.sort_by_key(Subschema::key);
+            conj.dedup_by_key(|s| s.key());
+            match groups.iter_mut().find(|(c, _)| {
+                c.iter()
+                    .map(Subschema::key)
+                    .eq(conj.iter().map(Subschema::key))
+            }) {
                 Some((_, sets)) => sets.push(set),
                 None => groups.push((conj, vec![set])),
             }

@@ -470,6 +470,26 @@ pub(crate) fn determinizes_within_budget(h: &Hir) -> bool {
         .is_ok()
 }
 
+/// The strings a whole-string regex matches, when they are at most `most`
+/// (`None`: more, or infinitely many).
+pub(crate) fn finite_words(h: &Hir, most: usize) -> Option<Vec<String>> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let mut extractor = Extractor::new();
+    extractor.kind(ExtractKind::Prefix).limit_total(most);
+    let seq = extractor.extract(h);
+    if !seq.is_exact() {
+        return None;
+    }
+    let words = seq.literals()?;
+    if words.len() > most {
+        return None;
+    }
+    words
+        .iter()
+        .map(|w| String::from_utf8(w.as_bytes().to_vec()).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

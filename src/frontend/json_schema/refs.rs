@@ -159,6 +159,7 @@ impl<'a> Index<'a> {
             v,
             ptr: Rc::from(ptr.as_str()),
             base,
+            negated: false,
         })
     }
 }

@@ -433,11 +433,12 @@ pub(crate) fn complement_of_set(set: &[String]) -> Hir {
     complement_from(&chars.iter().map(|c| &c[..]).collect::<Vec<_>>())
 }
 
+fn any_class() -> ClassUnicode {
+    ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)])
+}
+
 fn any_unicode() -> Hir {
-    Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
-        '\0',
-        char::MAX,
-    )])))
+    Hir::class(Class::Unicode(any_class()))
 }
 
 fn complement_from(names: &[&[char]]) -> Hir {
@@ -563,10 +564,13 @@ pub(crate) enum StringBody {
     Chars { min: u64, max: Option<u64> },
     /// The text one regex matches (lengths already intersected in).
     Regex(Hir),
-    /// The text every regex matches, of `min..=max` code points: two patterns, or a
-    /// pattern whose shape [`restrict_length`] cannot cut ([`Expr::Intersection`]).
+    /// The text every regex of `regexes` matches and none of `negated`, of
+    /// `min..=max` code points: two patterns, a pattern whose shape
+    /// [`restrict_length`] cannot cut, or a pattern the string must not match
+    /// ([`Expr::Intersection`]).
     Both {
         regexes: Vec<Hir>,
+        negated: Vec<Hir>,
         min: u64,
         max: Option<u64>,
     },
@@ -574,18 +578,24 @@ pub(crate) enum StringBody {
 
 impl StringBody {
     /// A [`StringBody::Both`] as one IR leaf, each regex given in the encoding
-    /// `encode` writes and the length bound as `one_char{min,max}`.
+    /// `encode` writes and the length bound as `one_char{min,max}`. With negated
+    /// regexes, `one_char` must be in that same encoding: the complement is taken
+    /// within the strings it spells, and a string spelled two ways would be
+    /// excluded in one spelling only.
     pub(crate) fn intersection(
         regexes: &[Hir],
-        min: u64,
-        max: Option<u64>,
+        negated: &[Hir],
+        (min, max): (u64, Option<u64>),
         one_char: Hir,
         encode: impl Fn(&Hir) -> Option<Hir>,
     ) -> Expr {
-        let Some(mut operands) = regexes.iter().map(encode).collect::<Option<Vec<_>>>() else {
+        let Some(mut operands) = regexes.iter().map(&encode).collect::<Option<Vec<_>>>() else {
             return nothing();
         };
-        if min > 0 || max.is_some() {
+        let Some(negated) = negated.iter().map(&encode).collect::<Option<Vec<_>>>() else {
+            return nothing();
+        };
+        if min > 0 || max.is_some() || operands.is_empty() {
             let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
             operands.push(Hir::repetition(regex_syntax::hir::Repetition {
                 min: count(min),
@@ -594,7 +604,10 @@ impl StringBody {
                 sub: Box::new(one_char),
             }));
         }
-        Expr::Intersection(Box::new(Intersection { regexes: operands }))
+        Expr::Intersection(Box::new(Intersection {
+            regexes: operands,
+            negated,
+        }))
     }
 }
 
@@ -607,16 +620,28 @@ impl<'a> SchemaCompiler<'a> {
                 min: min as u32,
                 max: max.map(|m| m as u32),
             },
-            Some(StringBody::Both { regexes, min, max }) => {
+            Some(StringBody::Both {
+                regexes,
+                negated,
+                min,
+                max,
+            }) => {
                 // A rule of its own, named where the schema asks for it: an automaton
                 // too large to build is reported under that name.
                 let s = &node.str;
                 let at = (s.patterns.first().map(|(_, ptr)| ptr))
                     .or(s.formats.first().map(|(_, ptr)| ptr))
+                    .or(s.not_patterns.first().map(|(_, ptr)| ptr))
+                    .or(s.not_formats.first().map(|(_, ptr)| ptr))
                     .or(s.length_ptr.as_ref())
                     .map_or("/", String::as_str);
-                let leaf =
-                    StringBody::intersection(&regexes, min, max, any_char(self.cache), encoded_hir);
+                let leaf = StringBody::intersection(
+                    &regexes,
+                    &negated,
+                    (min, max),
+                    encode_class(&any_class()),
+                    encoded_hir,
+                );
                 Expr::Ref(self.new_rule(format!("{at} with its length bounds"), leaf)?)
             }
             Some(StringBody::Regex(h)) => {
@@ -680,6 +705,26 @@ impl<'a> SchemaCompiler<'a> {
                 regexes.push(complement_of_set(&set));
             }
         }
+        let mut negated = Vec::new();
+        for (p, ptr) in &s.not_patterns {
+            negated.push(self.pattern_hir(p, ptr)?);
+        }
+        for (f, ptr) in &s.not_formats {
+            match super::format::format_hir(f, self.cache) {
+                Some(h) => negated.push(h),
+                None => {
+                    self.unsupported("format", ptr, format!("format {f:?} is not supported"))?
+                }
+            }
+        }
+        if !negated.is_empty() {
+            return Ok(Some(StringBody::Both {
+                regexes,
+                negated,
+                min,
+                max,
+            }));
+        }
         let unbounded = min == 0 && max.is_none();
         Ok(Some(match &regexes[..] {
             [] => StringBody::Chars { min, max },
@@ -688,11 +733,17 @@ impl<'a> SchemaCompiler<'a> {
                 Some(h) => StringBody::Regex(h),
                 None => StringBody::Both {
                     regexes: vec![h.clone()],
+                    negated,
                     min,
                     max,
                 },
             },
-            _ => StringBody::Both { regexes, min, max },
+            _ => StringBody::Both {
+                regexes,
+                negated,
+                min,
+                max,
+            },
         }))
     }
 }

@@ -164,7 +164,7 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     /// [`Self::node_accepts_beside_enums`] for a string.
-    fn string_accepted(&mut self, n: &Node<'a>, s: &str) -> Result<bool> {
+    pub(crate) fn string_accepted(&mut self, n: &Node<'a>, s: &str) -> Result<bool> {
         let len = s.chars().count() as u64;
         if len < n.str.min || n.str.max.is_some_and(|m| len > m) {
             return Ok(false);
@@ -175,20 +175,37 @@ impl<'a> SchemaCompiler<'a> {
             }
         }
         for (f, ptr) in n.str.formats.clone() {
-            match super::format::format_hir(&f, self.cache) {
-                Some(h) => {
-                    let re = super::pattern::build_matcher(&h)
-                        .map_err(|e| self.limit(&ptr, e.to_string()))?;
-                    if !re.is_match(s.as_bytes()) {
-                        return Ok(false);
-                    }
-                }
-                None => {
-                    self.unsupported("format", &ptr, format!("format {f:?} is not supported"))?
-                }
+            if self.format_matches(&f, &ptr, s)? == Some(false) {
+                return Ok(false);
+            }
+        }
+        for (p, ptr) in n.str.not_patterns.clone() {
+            if self.pattern_matches(&p, &ptr, s)? {
+                return Ok(false);
+            }
+        }
+        for (f, ptr) in n.str.not_formats.clone() {
+            if self.format_matches(&f, &ptr, s)? == Some(true) {
+                return Ok(false);
             }
         }
         Ok(true)
+    }
+
+    /// Whether `s` has format `f` (`None`: the format is not supported, and the
+    /// keyword reported as such).
+    fn format_matches(&mut self, f: &str, ptr: &str, s: &str) -> Result<Option<bool>> {
+        match super::format::format_hir(f, self.cache) {
+            Some(h) => {
+                let re = super::pattern::build_matcher(&h)
+                    .map_err(|e| self.limit(ptr, e.to_string()))?;
+                Ok(Some(re.is_match(s.as_bytes())))
+            }
+            None => {
+                self.unsupported("format", ptr, format!("format {f:?} is not supported"))?;
+                Ok(None)
+            }
+        }
     }
 
     /// [`Self::node_accepts_beside_enums`] for an array.

@@ -279,8 +279,15 @@ impl<'a> SchemaCompiler<'a> {
         Ok(match self.string_body(node)? {
             None => nothing(),
             Some(StringBody::Regex(h)) => seq(vec![Expr::Regex(h), close_expr]),
-            Some(StringBody::Both { regexes, min, max }) => seq(vec![
-                StringBody::intersection(&regexes, min, max, not_open_angle(), |h| Some(h.clone())),
+            Some(StringBody::Both {
+                regexes,
+                negated,
+                min,
+                max,
+            }) => seq(vec![
+                StringBody::intersection(&regexes, &negated, (min, max), not_open_angle(), |h| {
+                    Some(h.clone())
+                }),
                 close_expr,
             ]),
             Some(StringBody::Chars { min, max: None }) => seq(vec![
@@ -322,9 +329,14 @@ impl<'a> SchemaCompiler<'a> {
         Ok(match self.string_body(node)? {
             None => nothing(),
             Some(StringBody::Regex(h)) => Expr::Regex(h),
-            Some(StringBody::Both { regexes, min, max }) => {
-                StringBody::intersection(&regexes, min, max, not_open_angle(), |h| Some(h.clone()))
-            }
+            Some(StringBody::Both {
+                regexes,
+                negated,
+                min,
+                max,
+            }) => StringBody::intersection(&regexes, &negated, (min, max), not_open_angle(), |h| {
+                Some(h.clone())
+            }),
             Some(StringBody::Chars { min, max }) => {
                 // Identifiers of min..=max characters.
                 let h = super::string::restrict_length(&identifier(), min, max)

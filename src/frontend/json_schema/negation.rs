@@ -1,0 +1,431 @@
+//! `not`: the values a schema rejects, as a union of conjunctive nodes.
+//!
+//! A schema normalizes to a union of nodes, each a conjunction of constraints, so
+//! its negation is the conjunction, over the nodes, of each node's negation; and a
+//! node's negation is the union, over its constraints, of that one constraint
+//! violated: a value of another type, a number below the minimum, a string longer
+//! than `maxLength` or not matching the `pattern` (a complement, taken in the
+//! automaton stage), an object without a required name, or with a property whose
+//! value the property's schema rejects (a negated child, compiled as a rule of its
+//! own), an array with an item its schema rejects. Every one of these is exact. A
+//! constraint whose violation a node cannot say (`uniqueItems`, `multipleOf`,
+//! `additionalProperties`, `patternProperties`, `propertyNames`, an item past a
+//! prefix) makes the `not` unsupported, named by its pointer: never approximated.
+//!
+//! A node with `enum`/`const` allows finitely many values, and its negation is
+//! those values excluded one by one: a string, or a value beside an enum, through
+//! the node's exclusions; a number by splitting the number line around it; a
+//! boolean or `null` by the type.
+//!
+//! [`super::combinators`] uses it for `not`, for `oneOf` branches that may share a
+//! value (each branch minus the others) and for `if`/`then`/`else`
+//! (`(if and then) or (not if and else)`).
+
+use serde_json::Value;
+
+use super::decimal::Decimal;
+use super::node::{ArrayPart, Node, ObjectPart, TypeSet};
+use super::{Result, SchemaCompiler, Subschema};
+
+static TRUE: Value = Value::Bool(true);
+static FALSE: Value = Value::Bool(false);
+
+impl<'a> SchemaCompiler<'a> {
+    /// The values of `node` that `s` rejects, as alternatives (none: `s` accepts
+    /// every value of `node`).
+    pub(crate) fn negate(&mut self, node: Node<'a>, s: &Subschema<'a>) -> Result<Vec<Node<'a>>> {
+        if s.accepts_all() {
+            return Ok(Vec::new());
+        }
+        if s.accepts_none() {
+            return Ok(vec![node]);
+        }
+        // `S = not S` through a `$ref` would negate forever.
+        if self.negation_depth >= self.opts.limits.max_negation_depth {
+            return Err(self.limit(
+                &s.ptr,
+                format!(
+                    "more than {} negations (not, overlapping oneOf, if) nested at one value",
+                    self.opts.limits.max_negation_depth
+                ),
+            ));
+        }
+        self.negation_depth += 1;
+        let nodes = self.normalize(std::slice::from_ref(s));
+        self.negation_depth -= 1;
+        let mut alternatives = vec![node];
+        for n in &nodes? {
+            let mut next = Vec::new();
+            for a in alternatives {
+                self.without_node(a, n, &s.ptr, &mut next)?;
+                if next.len() > self.opts.limits.max_alternatives {
+                    return Err(self.limit(
+                        &s.ptr,
+                        format!(
+                            "more than {} alternatives for the values not valid against this schema",
+                            self.opts.limits.max_alternatives
+                        ),
+                    ));
+                }
+            }
+            alternatives = next;
+        }
+        Ok(alternatives)
+    }
+
+    /// Appends to `out` the values of `ctx` that `n` rejects, as alternatives.
+    fn without_node(
+        &mut self,
+        ctx: Node<'a>,
+        n: &Node<'a>,
+        ptr: &str,
+        out: &mut Vec<Node<'a>>,
+    ) -> Result<()> {
+        if !n.enums.is_empty() {
+            let mut alternatives = vec![ctx];
+            for v in self.enum_values(n)? {
+                let mut next = Vec::new();
+                for a in alternatives {
+                    self.without_value(a, v, ptr, &mut next)?;
+                }
+                alternatives = next;
+            }
+            out.extend(alternatives);
+            return Ok(());
+        }
+        let other_types = ctx.types & !n.types;
+        if !other_types.is_empty() {
+            let mut a = ctx.clone();
+            a.types = other_types;
+            out.push(a);
+        }
+        let mut base = ctx;
+        base.types &= n.types;
+        if base.types.is_empty() {
+            return Ok(());
+        }
+        // `ctx` restricted to the type one constraint applies to.
+        let within = |types: TypeSet| {
+            let mut a = base.clone();
+            a.types &= types;
+            (!a.types.is_empty()).then_some(a)
+        };
+        for v in &n.excluded {
+            if let Some(mut a) = within(TypeSet::of_value(v)) {
+                a.enums.push(vec![*v]);
+                out.push(a);
+            }
+        }
+        self.without_number(n, &within, out)?;
+        without_string(n, &within, out);
+        self.without_array(n, &within, out)?;
+        self.without_object(n, &within, out)
+    }
+
+    fn without_number(
+        &mut self,
+        n: &Node<'a>,
+        within: &dyn Fn(TypeSet) -> Option<Node<'a>>,
+        out: &mut Vec<Node<'a>>,
+    ) -> Result<()> {
+        let Some(a) = within(TypeSet::NUMBER) else {
+            return Ok(());
+        };
+        if let Some((d, exclusive)) = &n.num.lo {
+            let mut below = a.clone();
+            self.tighten(&mut below, false, d.clone(), !exclusive);
+            out.push(below);
+        }
+        if let Some((d, exclusive)) = &n.num.hi {
+            let mut above = a.clone();
+            self.tighten(&mut above, true, d.clone(), !exclusive);
+            out.push(above);
+        }
+        if let Some((_, ptr)) = n.num.multiple_of.first() {
+            self.unsupported(
+                "multipleOf",
+                ptr,
+                "not of multipleOf (the numbers that are no multiple) is not supported",
+            )?;
+        }
+        Ok(())
+    }
+
+    fn without_array(
+        &mut self,
+        n: &Node<'a>,
+        within: &dyn Fn(TypeSet) -> Option<Node<'a>>,
+        out: &mut Vec<Node<'a>>,
+    ) -> Result<()> {
+        let Some(base) = within(TypeSet::ARRAY) else {
+            return Ok(());
+        };
+        let arr = &n.arr;
+        if arr.min > 0 {
+            let mut a = base.clone();
+            a.arr.max = Some(a.arr.max.map_or(arr.min - 1, |m| m.min(arr.min - 1)));
+            out.push(a);
+        }
+        if let Some(m) = arr.max {
+            let mut a = base.clone();
+            a.arr.min = a.arr.min.max(m.saturating_add(1));
+            out.push(a);
+        }
+        for part in &arr.parts {
+            // The first item its schema rejects is item `i`: the earlier ones pass.
+            for (i, item) in part.prefix.iter().enumerate() {
+                if item.accepts_all() {
+                    continue;
+                }
+                let mut a = base.clone();
+                a.arr.min = a.arr.min.max(i as u64 + 1);
+                let mut prefix = part.prefix[..i].to_vec();
+                prefix.push(item.negation());
+                a.arr.parts.push(ArrayPart { prefix, rest: None });
+                out.push(a);
+            }
+            match &part.rest {
+                Some(rest) if !rest.accepts_all() => {
+                    if !part.prefix.is_empty() {
+                        self.unsupported(
+                            "items",
+                            &rest.ptr,
+                            "not of items after prefixItems (an item past the prefix that items rejects) is not supported",
+                        )?;
+                        continue;
+                    }
+                    let mut a = base.clone();
+                    a.arr
+                        .contains
+                        .push((rest.negation(), 1, None, rest.ptr.to_string()));
+                    out.push(a);
+                }
+                _ => {}
+            }
+        }
+        for (c, min, max, ptr) in &arr.contains {
+            if *min > 0 {
+                let mut a = base.clone();
+                if *min == 1 {
+                    // No item matches: every item is rejected by `contains`.
+                    a.arr.parts.push(ArrayPart {
+                        prefix: Vec::new(),
+                        rest: Some(c.negation()),
+                    });
+                } else {
+                    a.arr
+                        .contains
+                        .push((c.clone(), 0, Some(min - 1), ptr.clone()));
+                }
+                out.push(a);
+            }
+            if let Some(m) = max {
+                let mut a = base.clone();
+                a.arr
+                    .contains
+                    .push((c.clone(), m.saturating_add(1), None, ptr.clone()));
+                out.push(a);
+            }
+        }
+        if let Some(ptr) = &arr.unique {
+            self.unsupported(
+                "uniqueItems",
+                ptr,
+                "not of uniqueItems (an array with a repeated item) is not supported",
+            )?;
+        }
+        Ok(())
+    }
+
+    fn without_object(
+        &mut self,
+        n: &Node<'a>,
+        within: &dyn Fn(TypeSet) -> Option<Node<'a>>,
+        out: &mut Vec<Node<'a>>,
+    ) -> Result<()> {
+        let Some(base) = within(TypeSet::OBJECT) else {
+            return Ok(());
+        };
+        let obj = &n.obj;
+        if obj.min > 0 {
+            let mut a = base.clone();
+            a.obj.max = Some(a.obj.max.map_or(obj.min - 1, |m| m.min(obj.min - 1)));
+            out.push(a);
+        }
+        if let Some(m) = obj.max {
+            let mut a = base.clone();
+            a.obj.min = a.obj.min.max(m.saturating_add(1));
+            out.push(a);
+        }
+        for name in &obj.required {
+            let mut a = base.clone();
+            a.obj.forbidden.push(name.clone());
+            out.push(a);
+        }
+        for name in &obj.forbidden {
+            let mut a = base.clone();
+            if !a.obj.required.contains(name) {
+                a.obj.required.push(name.clone());
+            }
+            out.push(a);
+        }
+        for part in &obj.parts {
+            for (name, s) in &part.props {
+                if s.accepts_all() {
+                    continue;
+                }
+                let mut a = base.clone();
+                if !a.obj.required.contains(name) {
+                    a.obj.required.push(name.clone());
+                }
+                a.obj.parts.push(ObjectPart {
+                    props: vec![(name.clone(), s.negation())],
+                    patterns: Vec::new(),
+                    additional: Some(Subschema::anything()),
+                    ptr: part.ptr.clone(),
+                });
+                out.push(a);
+            }
+            if let Some((_, _, ptr)) = part.patterns.iter().find(|(_, s, _)| !s.accepts_all()) {
+                self.unsupported(
+                    "patternProperties",
+                    ptr,
+                    "not of patternProperties (a property whose value its pattern's schema rejects) is not supported",
+                )?;
+            }
+            let closed_by_strict = self.opts.strict
+                && part.additional.is_none()
+                && !(part.props.is_empty() && part.patterns.is_empty());
+            if closed_by_strict || part.additional.as_ref().is_some_and(|s| !s.accepts_all()) {
+                self.unsupported(
+                    "additionalProperties",
+                    &format!("{}/additionalProperties", part.ptr),
+                    "not of additionalProperties (an object with a property it rejects) is not supported",
+                )?;
+            }
+        }
+        if let Some(names) = obj.names.iter().find(|s| !s.accepts_all()) {
+            self.unsupported(
+                "propertyNames",
+                &names.ptr,
+                "not of propertyNames (an object with a name it rejects) is not supported",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Appends to `out` the values of `ctx` other than `v`.
+    fn without_value(
+        &mut self,
+        mut ctx: Node<'a>,
+        v: &'a Value,
+        ptr: &str,
+        out: &mut Vec<Node<'a>>,
+    ) -> Result<()> {
+        let t = TypeSet::of_value(v);
+        if !ctx.types.intersects(t) {
+            out.push(ctx);
+            return Ok(());
+        }
+        if !ctx.enums.is_empty() {
+            // A finite node drops the value from its list when emitted.
+            ctx.excluded.push(v);
+            out.push(ctx);
+            return Ok(());
+        }
+        match v {
+            Value::Null => {
+                ctx.types &= !TypeSet::NULL;
+                out.push(ctx);
+            }
+            Value::Bool(b) => {
+                let mut other = ctx.clone();
+                other.types = TypeSet::BOOLEAN;
+                other.enums.push(vec![if *b { &FALSE } else { &TRUE }]);
+                out.push(other);
+                ctx.types &= !TypeSet::BOOLEAN;
+                out.push(ctx);
+            }
+            Value::String(_) => {
+                ctx.excluded.push(v);
+                out.push(ctx);
+            }
+            Value::Number(_) => {
+                let Some(d) = Decimal::from_value(v) else {
+                    return self.unsupported("not", ptr, format!("not of the number {v}"));
+                };
+                if !in_range(&ctx, &d) {
+                    out.push(ctx);
+                    return Ok(());
+                }
+                for lower in [false, true] {
+                    let mut side = ctx.clone();
+                    side.types &= TypeSet::NUMBER;
+                    self.tighten(&mut side, lower, d.clone(), true);
+                    out.push(side);
+                }
+                ctx.types &= !TypeSet::NUMBER;
+                out.push(ctx);
+            }
+            Value::Array(_) | Value::Object(_) => {
+                return self.unsupported(
+                    "not",
+                    ptr,
+                    "not of an array or object constant (beside no enum) is not supported",
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The strings of `n`'s types that one of its string constraints rejects.
+fn without_string<'a>(
+    n: &Node<'a>,
+    within: &dyn Fn(TypeSet) -> Option<Node<'a>>,
+    out: &mut Vec<Node<'a>>,
+) {
+    let Some(base) = within(TypeSet::STRING) else {
+        return;
+    };
+    let s = &n.str;
+    let mut violation = |edit: &dyn Fn(&mut Node<'a>)| {
+        let mut a = base.clone();
+        edit(&mut a);
+        if a.str.length_ptr.is_none() {
+            a.str.length_ptr = s.length_ptr.clone();
+        }
+        out.push(a);
+    };
+    if s.min > 0 {
+        violation(&|a| a.str.max = Some(a.str.max.map_or(s.min - 1, |m| m.min(s.min - 1))));
+    }
+    if let Some(m) = s.max {
+        violation(&|a| a.str.min = a.str.min.max(m.saturating_add(1)));
+    }
+    for p in &s.patterns {
+        violation(&|a| a.str.not_patterns.push(p.clone()));
+    }
+    for f in &s.formats {
+        violation(&|a| a.str.not_formats.push(f.clone()));
+    }
+    for p in &s.not_patterns {
+        violation(&|a| a.str.patterns.push(p.clone()));
+    }
+    for f in &s.not_formats {
+        violation(&|a| a.str.formats.push(f.clone()));
+    }
+}
+
+/// Whether the number `d` is within `node`'s bounds.
+fn in_range(node: &Node<'_>, d: &Decimal) -> bool {
+    let above = match &node.num.lo {
+        Some((lo, exclusive)) => d > lo || (!exclusive && d == lo),
+        None => true,
+    };
+    let below = match &node.num.hi {
+        Some((hi, exclusive)) => d < hi || (!exclusive && d == hi),
+        None => true,
+    };
+    above && below
+}
