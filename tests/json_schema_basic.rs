@@ -5,7 +5,9 @@ mod common;
 
 use common::{accepts, compile};
 use serde_json::json;
-use stencil::frontend::json_schema::{compile_schema, JsonSchemaOptions, PropertyOrder};
+use stencil::frontend::json_schema::{
+    compile_schema, JsonSchemaError, JsonSchemaOptions, PropertyOrder,
+};
 
 fn check(schema: serde_json::Value, good: &[&str], bad: &[&str]) {
     check_with(schema, &JsonSchemaOptions::default(), good, bad)
@@ -649,6 +651,27 @@ fn negation_overlapping_one_of_and_conditionals() {
         &[r#"{"n":4}"#, r#"{"n":"x","m":1}"#],
         &[r#"{}"#, r#"{"n":3}"#, r#"{"m":4}"#],
     );
+    // A closed object's negation: a property none of its names.
+    check(
+        json!({"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": false}}),
+        &[r#"{"b":1}"#, r#"{"a":1,"b":2}"#, r#"{"b":1,"a":2}"#],
+        &[r#"{}"#, r#"{"a":1}"#],
+    );
+    check(
+        json!({"type": "object", "properties": {"b": {"type": "integer"}},
+               "not": {"properties": {"a": {}}, "additionalProperties": {"type": "string"}}}),
+        &[r#"{"b":1}"#, r#"{"a":"x","c":2}"#, r#"{"c":null,"a":1}"#],
+        &[r#"{}"#, r#"{"a":1}"#, r#"{"c":"x"}"#, r#"{"b":"x"}"#],
+    );
+    // Untyped closed branches: disjoint on objects, equal on the other types.
+    check(
+        json!({"oneOf": [
+            {"properties": {"k": {"const": "a"}}, "required": ["k"], "additionalProperties": false},
+            {"properties": {"k": {"const": "b"}, "v": {}}, "required": ["k"], "additionalProperties": false}
+        ]}),
+        &[r#"{"k":"a"}"#, r#"{"k":"b","v":1}"#],
+        &["1", r#"{"k":"a","v":1}"#, "null"],
+    );
     // An array with an item its schema rejects; an array with none `contains` takes.
     check(
         json!({"type": "array", "not": {"items": {"type": "integer"}}}),
@@ -781,7 +804,7 @@ fn errors_name_keyword_and_pointer() {
         &JsonSchemaOptions::default(),
     )
     .unwrap_err();
-    assert_eq!(e.to_string(), "unsupported keyword \"uniqueItems\" at /properties/tags/uniqueItems: uniqueItems needs items to be compared with each other");
+    assert_eq!(e.to_string(), "unsupported keyword \"uniqueItems\" at /properties/tags/uniqueItems: uniqueItems needs items to be compared with each other (supported where items take a few values: enums, booleans, null)");
     let lenient = JsonSchemaOptions {
         lenient: true,
         ..Default::default()
@@ -956,4 +979,26 @@ fn an_anchor_spread_over_branches() {
         &[r#""""#, r#""https://x.com/a""#],
         &[r#""x""#, r#""ahttps://x.com/""#],
     );
+}
+
+/// `uniqueItems` over items that take few values is a permutation of those values:
+/// each at most once, whatever its spelling (`1` and `1.0` are one value).
+#[test]
+fn unique_items_over_few_values() {
+    check(
+        json!({"type": "array", "items": {"enum": ["a", "b", 1, true]}, "uniqueItems": true, "maxItems": 3}),
+        &["[]", r#"["a","b"]"#, r#"["b",1,true]"#, r#"[1.0,"a"]"#],
+        &[r#"["a","a"]"#, "[1,1.0]", r#"[1,"a",true,"b"]"#, r#"["c"]"#],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "minItems": 2}),
+        &["[true,false]", "[false,true]"],
+        &["[true,true]", "[true]"],
+    );
+    // Three distinct values cannot fill four items.
+    let e = compile_schema(
+        &json!({"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": true, "minItems": 4}),
+        &JsonSchemaOptions::default(),
+    );
+    assert!(matches!(e, Err(JsonSchemaError::Unsatisfiable)), "{e:?}");
 }

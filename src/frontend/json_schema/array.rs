@@ -6,12 +6,16 @@
 //! nested chain of optional items; the rest is one `Repeat` counter with the item
 //! bounds shifted by the prefix length, so `maxItems: 1000000` stays a counter.
 //! `contains` is enforced when there is no prefix, no item-count bound and at most
-//! one occurrence is demanded (`[X*, X&C, X*]`); `uniqueItems` only where it is
-//! vacuous (at most one item); both are reported otherwise.
+//! one occurrence is demanded (`[X*, X&C, X*]`). `uniqueItems` is exact where items
+//! take few values (enums, booleans, `null`): the array is a permutation of those
+//! values, each at most once, which the parser tracks like an object's members;
+//! and where it is vacuous (at most one item). Both are reported otherwise.
 
-use crate::grammar::Expr;
+use crate::grammar::{Expr, Permutation};
+use serde_json::Value;
 
-use super::node::Node;
+use super::node::{Node, TypeSet};
+use super::validate::{json_eq, json_key};
 use super::{nothing, seq, Result, SchemaCompiler, Subschema};
 
 impl<'a> SchemaCompiler<'a> {
@@ -21,20 +25,28 @@ impl<'a> SchemaCompiler<'a> {
         if max.is_some_and(|m| m < min) {
             return Ok(nothing());
         }
-        if let Some(p) = &a.unique {
-            if max.is_none_or(|m| m > 1) {
-                let p = p.clone();
-                self.unsupported(
-                    "uniqueItems",
-                    &p,
-                    "uniqueItems needs items to be compared with each other",
-                )?;
-            }
-        }
         let prefix_len = a.parts.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
         let position =
             |i: usize| -> Vec<Subschema<'a>> { a.parts.iter().filter_map(|p| p.item(i)).collect() };
         let rest: Vec<Subschema<'a>> = a.parts.iter().filter_map(|p| p.rest.clone()).collect();
+        if let Some(p) = &a.unique {
+            if max.is_none_or(|m| m > 1) {
+                let p = p.clone();
+                let finite = if prefix_len == 0 && a.contains.is_empty() {
+                    self.finite_domain(&rest)?
+                } else {
+                    None
+                };
+                if let Some(values) = finite {
+                    return self.distinct_values(values, min, max, &p);
+                }
+                self.unsupported(
+                    "uniqueItems",
+                    &p,
+                    "uniqueItems needs items to be compared with each other (supported where items take a few values: enums, booleans, null)",
+                )?;
+            }
+        }
         if rest.iter().any(Subschema::accepts_none) {
             max = Some(max.map_or(prefix_len as u64, |m| m.min(prefix_len as u64)));
         }
@@ -148,5 +160,77 @@ impl<'a> SchemaCompiler<'a> {
         let body = seq(vec![first, tail]);
         let body = if min == 0 { Expr::optional(body) } else { body };
         Ok(seq(vec![open, body, close]))
+    }
+}
+
+/// Most values an item may take for `uniqueItems` to be a permutation of them.
+const MOST_DISTINCT_VALUES: usize = 256;
+
+impl<'a> SchemaCompiler<'a> {
+    /// The values an item valid against `conj` may take, when they are few: every
+    /// alternative an `enum`/`const`, or booleans and `null` (`None`: more).
+    fn finite_domain(&mut self, conj: &[Subschema<'a>]) -> Result<Option<Vec<&'a Value>>> {
+        static TRUE: Value = Value::Bool(true);
+        static FALSE: Value = Value::Bool(false);
+        static NULL: Value = Value::Null;
+        let mut values: Vec<&'a Value> = Vec::new();
+        for node in self.normalize(conj)? {
+            if !node.enums.is_empty() {
+                values.extend(self.enum_values(&node)?);
+            } else if (node.types & !(TypeSet::BOOLEAN | TypeSet::NULL)).is_empty() {
+                for v in [&TRUE, &FALSE, &NULL] {
+                    if node.types.intersects(TypeSet::of_value(v))
+                        && !node.excluded.iter().any(|x| json_eq(x, v))
+                    {
+                        values.push(v);
+                    }
+                }
+            } else {
+                return Ok(None);
+            }
+            if values.len() > MOST_DISTINCT_VALUES {
+                return Ok(None);
+            }
+        }
+        // Equal values (`1` and `1.0`) are one item.
+        let mut seen = std::collections::HashSet::new();
+        values.retain(|v| seen.insert(json_key(v)));
+        Ok(Some(values))
+    }
+
+    /// An array of distinct items from `values`: a permutation of their literals
+    /// (each at most once, every spelling of a value one member), `min..=max` of
+    /// them.
+    fn distinct_values(
+        &mut self,
+        values: Vec<&'a Value>,
+        min: u64,
+        max: Option<u64>,
+        ptr: &str,
+    ) -> Result<Expr> {
+        if min > values.len() as u64 {
+            return Ok(nothing());
+        }
+        let mut members = Vec::with_capacity(values.len());
+        for v in &values {
+            members.push(self.literal(v)?);
+        }
+        let count =
+            |n: u64| u32::try_from(n).map_err(|_| self.limit(ptr, "item count bound above u32"));
+        let body = Expr::Permutation(Box::new(Permutation {
+            required: vec![false; members.len()],
+            members,
+            extra: None,
+            separator: self.punct(b","),
+            min: count(min)?,
+            max: max.map(count).transpose()?,
+        }));
+        Ok(seq(vec![
+            Expr::literal(b"["),
+            self.ws(),
+            body,
+            self.ws(),
+            Expr::literal(b"]"),
+        ]))
     }
 }

@@ -57,28 +57,7 @@ impl<'a> SchemaCompiler<'a> {
                 per_branch.push(expanded);
             }
             if d.exactly_one {
-                // Branch i takes the values no other branch it may overlap takes.
-                let mut overlapping: Vec<Vec<usize>> = vec![Vec::new(); per_branch.len()];
-                for i in 0..per_branch.len() {
-                    for j in i + 1..per_branch.len() {
-                        if !self.branches_disjoint(&per_branch[i], &per_branch[j])? {
-                            overlapping[i].push(j);
-                            overlapping[j].push(i);
-                        }
-                    }
-                }
-                for (i, others) in overlapping.iter().enumerate() {
-                    if others.is_empty() {
-                        continue;
-                    }
-                    let mut n = node.clone();
-                    self.collect(&d.branches[i], &mut n, 0)?;
-                    n.negations
-                        .extend(others.iter().map(|&j| d.branches[j].clone()));
-                    let mut expanded = Vec::new();
-                    self.expand(n, &mut expanded, depth + 1)?;
-                    per_branch[i] = expanded;
-                }
+                self.exclude_overlaps(&node, &d, &mut per_branch, depth)?;
             }
             for branch in per_branch {
                 out.extend(branch);
@@ -129,6 +108,58 @@ impl<'a> SchemaCompiler<'a> {
         Ok(())
     }
 
+    /// `oneOf`: each branch minus the other branches it may share a value with,
+    /// type by type: where branch i may meet branches J on the types T, the values
+    /// of those types are taken from `i and not J`, the others from `i` alone. So a
+    /// branch is only negated on the types where that is needed (an untyped
+    /// closed-object branch, whose negation on objects no node can say, is
+    /// disjoint from its siblings' objects and meets them on the other types).
+    fn exclude_overlaps(
+        &mut self,
+        node: &Node<'a>,
+        d: &super::node::Disjunction<'a>,
+        per_branch: &mut [Vec<Node<'a>>],
+        depth: usize,
+    ) -> Result<()> {
+        let k = per_branch.len();
+        let mut overlap = vec![vec![TypeSet::NONE; k]; k];
+        for i in 0..k {
+            for j in i + 1..k {
+                let t = self.branches_overlap(&per_branch[i], &per_branch[j])?;
+                overlap[i][j] = t;
+                overlap[j][i] = t;
+            }
+        }
+        for i in 0..k {
+            if overlap[i].iter().all(|t| t.is_empty()) {
+                continue;
+            }
+            // Types grouped by the branches met there.
+            let mut groups: Vec<(TypeSet, Vec<usize>)> = Vec::new();
+            for t in TypeSet::EACH {
+                let met: Vec<usize> = (0..k).filter(|&j| overlap[i][j].intersects(t)).collect();
+                match groups.iter_mut().find(|(_, m)| *m == met) {
+                    Some((types, _)) => *types |= t,
+                    None => groups.push((t, met)),
+                }
+            }
+            let mut expanded = Vec::new();
+            for (types, met) in groups {
+                let mut n = node.clone();
+                n.types &= types;
+                if n.types.is_empty() {
+                    continue;
+                }
+                self.collect(&d.branches[i], &mut n, 0)?;
+                n.negations
+                    .extend(met.iter().map(|&j| d.branches[j].clone()));
+                self.expand(n, &mut expanded, depth + 1)?;
+            }
+            per_branch[i] = expanded;
+        }
+        Ok(())
+    }
+
     /// `(if and then) or (not if and else)`.
     fn expand_if(
         &mut self,
@@ -154,16 +185,15 @@ impl<'a> SchemaCompiler<'a> {
         self.expand(else_node, out, depth + 1)
     }
 
-    /// Whether no value satisfies both unions of nodes (false when unsure).
-    fn branches_disjoint(&mut self, a: &[Node<'a>], b: &[Node<'a>]) -> Result<bool> {
+    /// The types of the values both unions of nodes may hold.
+    fn branches_overlap(&mut self, a: &[Node<'a>], b: &[Node<'a>]) -> Result<TypeSet> {
+        let mut overlap = TypeSet::NONE;
         for x in a {
             for y in b {
-                if !self.nodes_disjoint(x, y, 0)? {
-                    return Ok(false);
-                }
+                overlap |= self.overlap_types(x, y, 0)?;
             }
         }
-        Ok(true)
+        Ok(overlap)
     }
 
     /// Whether no value satisfies both nodes (false when unsure).
@@ -173,17 +203,25 @@ impl<'a> SchemaCompiler<'a> {
         b: &Node<'a>,
         depth: usize,
     ) -> Result<bool> {
-        if depth > 8 {
-            return Ok(false);
-        }
+        Ok(self.overlap_types(a, b, depth)?.is_empty())
+    }
+
+    /// The types of the values both nodes may satisfy (a superset: a type is left
+    /// out only when proven disjoint there).
+    pub(crate) fn overlap_types(
+        &mut self,
+        a: &Node<'a>,
+        b: &Node<'a>,
+        depth: usize,
+    ) -> Result<TypeSet> {
         let common = a.types & b.types;
-        if common.is_empty() {
-            return Ok(true);
+        if depth > 8 || common.is_empty() {
+            return Ok(common);
         }
         // Constants on one side: check each against the other side.
         for (x, y) in [(a, b), (b, a)] {
             if !x.enums.is_empty() {
-                let mut all_rejected = true;
+                let mut shared = TypeSet::NONE;
                 for v in x.enums[0].clone() {
                     if !x.enums[1..]
                         .iter()
@@ -195,13 +233,13 @@ impl<'a> SchemaCompiler<'a> {
                         continue;
                     }
                     if self.node_accepts(y, v).unwrap_or(true) {
-                        all_rejected = false;
-                        break;
+                        shared |= TypeSet::of_value(v);
                     }
                 }
-                return Ok(all_rejected);
+                return Ok(shared & common);
             }
         }
+        let mut overlap = TypeSet::NONE;
         for t in TypeSet::EACH {
             if !common.intersects(t) {
                 continue;
@@ -221,10 +259,10 @@ impl<'a> SchemaCompiler<'a> {
                 _ => false,
             };
             if !disjoint {
-                return Ok(false);
+                overlap |= t;
             }
         }
-        Ok(true)
+        Ok(overlap)
     }
 
     fn objects_disjoint(&mut self, a: &Node<'a>, b: &Node<'a>, depth: usize) -> Result<bool> {

@@ -7,10 +7,12 @@
 //! than `maxLength` or not matching the `pattern` (a complement, taken in the
 //! automaton stage), an object without a required name, or with a property whose
 //! value the property's schema rejects (a negated child, compiled as a rule of its
-//! own), an array with an item its schema rejects. Every one of these is exact. A
-//! constraint whose violation a node cannot say (`uniqueItems`, `multipleOf`,
-//! `additionalProperties`, `patternProperties`, `propertyNames`, an item past a
-//! prefix) makes the `not` unsupported, named by its pointer: never approximated.
+//! own), a property none of a closed object's names (a witness the object emitter
+//! makes a required member), an array with an item its schema rejects. Every one
+//! of these is exact. A constraint whose violation a node cannot say
+//! (`uniqueItems`, `multipleOf`, `patternProperties`, `propertyNames`,
+//! `additionalProperties` beside patterns, an item past a prefix) makes the `not`
+//! unsupported, named by its pointer: never approximated.
 //!
 //! A node with `enum`/`const` allows finitely many values, and its negation is
 //! those values excluded one by one: a string, or a value beside an enum, through
@@ -24,7 +26,7 @@
 use serde_json::Value;
 
 use super::decimal::Decimal;
-use super::node::{ArrayPart, Node, ObjectPart, TypeSet};
+use super::node::{ArrayPart, Node, ObjectPart, TypeSet, Witness};
 use super::{Result, SchemaCompiler, Subschema};
 
 static TRUE: Value = Value::Bool(true);
@@ -58,6 +60,10 @@ impl<'a> SchemaCompiler<'a> {
             let mut next = Vec::new();
             for a in alternatives {
                 self.without_node(a, n, &s.ptr, &mut next)?;
+                next.retain_mut(|a| {
+                    drop_contradictory_types(a);
+                    !a.types.is_empty()
+                });
                 if next.len() > self.opts.limits.max_alternatives {
                     return Err(self.limit(
                         &s.ptr,
@@ -271,7 +277,16 @@ impl<'a> SchemaCompiler<'a> {
         }
         for part in &obj.parts {
             for (name, s) in &part.props {
-                if s.accepts_all() {
+                // A name the context forbids, or whose value it already asks to
+                // pass `s` (the same schema: a base shared through `allOf`), cannot
+                // hold a value `s` rejects.
+                let already = |p: &ObjectPart<'a>| {
+                    p.props.iter().any(|(k, t)| k == name && t.key() == s.key())
+                };
+                if s.accepts_all()
+                    || base.obj.forbidden.contains(name)
+                    || base.obj.parts.iter().any(already)
+                {
                     continue;
                 }
                 let mut a = base.clone();
@@ -296,12 +311,29 @@ impl<'a> SchemaCompiler<'a> {
             let closed_by_strict = self.opts.strict
                 && part.additional.is_none()
                 && !(part.props.is_empty() && part.patterns.is_empty());
-            if closed_by_strict || part.additional.as_ref().is_some_and(|s| !s.accepts_all()) {
-                self.unsupported(
-                    "additionalProperties",
-                    &format!("{}/additionalProperties", part.ptr),
-                    "not of additionalProperties (an object with a property it rejects) is not supported",
-                )?;
+            let rejected = match &part.additional {
+                Some(s) if !s.accepts_all() => Some(s.negation()),
+                None if closed_by_strict => Some(Subschema::anything()),
+                _ => None,
+            };
+            if let Some(value) = rejected {
+                let ptr = format!("{}/additionalProperties", part.ptr);
+                if !part.patterns.is_empty() {
+                    self.unsupported(
+                        "additionalProperties",
+                        &ptr,
+                        "not of additionalProperties beside patternProperties (an object with a property neither takes) is not supported",
+                    )?;
+                    continue;
+                }
+                // A property none of the part's names, with a value it rejects.
+                let mut a = base.clone();
+                a.obj.witnesses.push(Witness {
+                    outside: part.props.iter().map(|(k, _)| k.clone()).collect(),
+                    value,
+                    ptr,
+                });
+                out.push(a);
             }
         }
         if let Some(names) = obj.names.iter().find(|s| !s.accepts_all()) {
@@ -415,6 +447,33 @@ fn without_string<'a>(
     for f in &s.not_formats {
         violation(&|a| a.str.formats.push(f.clone()));
     }
+}
+
+/// Takes out of a node the types it plainly allows no value of: the cheap checks
+/// that keep a chain of negations (`A and not B and not C`, where the branches
+/// share a base through `allOf`) from multiplying alternatives that are empty.
+fn drop_contradictory_types(n: &mut Node<'_>) {
+    let mut types = n.types;
+    if n.str.max.is_some_and(|m| m < n.str.min)
+        || (n.str.patterns.iter()).any(|p| n.str.not_patterns.contains(p))
+        || (n.str.formats.iter()).any(|f| n.str.not_formats.contains(f))
+    {
+        types &= !TypeSet::STRING;
+    }
+    if n.arr.max.is_some_and(|m| m < n.arr.min) {
+        types &= !TypeSet::ARRAY;
+    }
+    if n.obj.max.is_some_and(|m| m < n.obj.min)
+        || (n.obj.required.iter()).any(|r| n.obj.forbidden.contains(r))
+    {
+        types &= !TypeSet::OBJECT;
+    }
+    if let (Some((lo, lo_exclusive)), Some((hi, hi_exclusive))) = (&n.num.lo, &n.num.hi) {
+        if lo > hi || (lo == hi && (*lo_exclusive || *hi_exclusive)) {
+            types &= !TypeSet::NUMBER;
+        }
+    }
+    n.types = types;
 }
 
 /// Whether the number `d` is within `node`'s bounds.

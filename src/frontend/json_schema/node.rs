@@ -193,8 +193,21 @@ pub(crate) struct ObjectConstraints<'a> {
     pub names: Vec<Subschema<'a>>,
     /// Names that must not appear (from `not`/dependencies/`if` splitting).
     pub forbidden: Vec<String>,
+    /// Properties that must be present (from `not` of `additionalProperties`).
+    pub witnesses: Vec<Witness<'a>>,
     pub dep_required: Vec<(String, Vec<String>, String)>,
     pub dep_schemas: Vec<(String, Subschema<'a>)>,
+}
+
+/// "Some property named outside `outside` has a value valid against `value`":
+/// what an object must hold to violate a closed schema object (`not` of
+/// `additionalProperties`).
+#[derive(Debug, Clone)]
+pub(crate) struct Witness<'a> {
+    pub outside: Vec<String>,
+    pub value: Subschema<'a>,
+    /// The `additionalProperties` it violates, for messages.
+    pub ptr: String,
 }
 
 /// An `anyOf` or `oneOf` still to distribute.

@@ -25,7 +25,7 @@ use serde_json::Value;
 use regex_syntax::hir::Hir;
 
 use super::names::{NameAutomaton, NameLimits};
-use super::node::{Node, ObjectPart, TypeSet};
+use super::node::{Node, ObjectPart, TypeSet, Witness};
 use super::string::{
     canonical_body, canonical_encodings, canonical_string, complement_of_set, encode_hir,
     encoded_hir, literal_string,
@@ -43,6 +43,7 @@ pub(crate) enum Syntax {
 }
 
 /// One declared property, ready to emit.
+#[derive(Clone)]
 pub(crate) struct Entry {
     /// `"name" : value`.
     pub pair: Expr,
@@ -55,6 +56,8 @@ pub(crate) struct Entry {
 struct Shape {
     entries: Vec<Entry>,
     extra: Option<Expr>,
+    /// An undeclared pair that must be present (see [`Witness`]).
+    witness: Option<Expr>,
     min: u64,
     max: Option<u64>,
     ptr: String,
@@ -85,6 +88,8 @@ impl<'a> SchemaCompiler<'a> {
             }
         }
         let mut entries = Vec::new();
+        // Each declared property's key and value schemas, for a witness.
+        let mut declared = Vec::new();
         for name in &names {
             let mut conj: Vec<Subschema<'a>> = Vec::new();
             let mut allowed = !o.forbidden.contains(name);
@@ -129,19 +134,102 @@ impl<'a> SchemaCompiler<'a> {
                 Syntax::Json => literal_string(name),
                 Syntax::Parameters(_) => Expr::literal(name.as_bytes()),
             };
-            let pair = self.pair(syntax, key, &conj)?;
+            let pair = self.pair(syntax, key.clone(), &conj)?;
             entries.push(Entry { pair, required });
+            declared.push((name.clone(), key, conj));
         }
         let extra = self.extra_pairs(node, &names, &ptr, syntax)?;
         let shape = Shape {
             entries,
             extra,
+            witness: None,
             min: o.min,
             max: o.max,
             ptr,
             syntax,
         };
-        self.emit_shape(shape, o.min_max_ptr.clone())
+        match &o.witnesses[..] {
+            [] => self.emit_shape(shape, o.min_max_ptr.clone()),
+            [w] => self.emit_with_witness(node, shape, &declared, &names, w),
+            [_, w, ..] => {
+                self.unsupported(
+                    "additionalProperties",
+                    &w.ptr,
+                    "not of two closed objects at once (two properties to find) is not supported",
+                )?;
+                self.emit_shape(shape, o.min_max_ptr.clone())
+            }
+        }
+    }
+
+    /// The objects of `shape` that hold a property named outside `w.outside` whose
+    /// value `w.value` takes: one of the declared properties so named (required
+    /// there, its value restricted), or an undeclared pair, written as one more
+    /// required member of the permutation (then in any order, in either property
+    /// order: sound, and the extra pairs have no place of their own).
+    fn emit_with_witness(
+        &mut self,
+        node: &Node<'a>,
+        shape: Shape,
+        declared: &[(String, Expr, Vec<Subschema<'a>>)],
+        names: &[String],
+        w: &Witness<'a>,
+    ) -> Result<Expr> {
+        let count_ptr = node.obj.min_max_ptr.clone();
+        let mut variants = Vec::new();
+        for (i, (name, key, conj)) in declared.iter().enumerate() {
+            if w.outside.contains(name) {
+                continue;
+            }
+            let mut conj = conj.clone();
+            conj.push(w.value.clone());
+            let mut entries: Vec<Entry> = shape.entries.iter().map(Entry::clone).collect();
+            entries[i] = Entry {
+                pair: self.pair(shape.syntax, key.clone(), &conj)?,
+                required: true,
+            };
+            let variant = Shape {
+                entries,
+                extra: shape.extra.clone(),
+                witness: None,
+                ptr: shape.ptr.clone(),
+                ..shape
+            };
+            variants.push(self.emit_shape(variant, count_ptr.clone())?);
+        }
+        if shape.extra.is_some() {
+            let o = &node.obj;
+            let has_patterns =
+                (o.parts.iter()).any(|p| p.patterns.iter().any(|(_, s, _)| !s.accepts_all()));
+            if has_patterns {
+                self.unsupported(
+                    "additionalProperties",
+                    &w.ptr,
+                    "not of a closed object beside patternProperties is not supported",
+                )?;
+            } else if let Some(pair) = {
+                // Its key is neither a declared name nor one of `outside`.
+                let mut keys_not = names.to_vec();
+                keys_not.extend(w.outside.iter().filter(|k| !names.contains(k)).cloned());
+                self.plain_extra_pairs(
+                    node,
+                    &keys_not,
+                    &shape.ptr,
+                    false,
+                    shape.syntax,
+                    Some(&w.value),
+                )?
+            } {
+                variants.push(self.emit_shape(
+                    Shape {
+                        witness: Some(pair),
+                        ..shape
+                    },
+                    count_ptr,
+                )?);
+            }
+        }
+        Ok(alt(variants))
     }
 
     /// A key (as written) and the value valid against `conj`, as one pair.
@@ -191,7 +279,7 @@ impl<'a> SchemaCompiler<'a> {
             .filter(|p| !p.patterns.is_empty() && !trivial(p))
             .collect();
         if pattern_parts.is_empty() {
-            return self.plain_extra_pairs(node, names, ptr, false, syntax);
+            return self.plain_extra_pairs(node, names, ptr, false, syntax, None);
         }
         let pptr = pattern_parts[0].patterns[0].2.clone();
         if !o.names.is_empty() {
@@ -200,7 +288,7 @@ impl<'a> SchemaCompiler<'a> {
                 ptr,
                 "propertyNames together with patternProperties",
             )?;
-            return self.plain_extra_pairs(node, names, ptr, true, syntax);
+            return self.plain_extra_pairs(node, names, ptr, true, syntax, None);
         }
         if let Some(pairs) = self.closed_pattern_pairs(node, &pattern_parts, names, syntax)? {
             return Ok(pairs);
@@ -216,7 +304,7 @@ impl<'a> SchemaCompiler<'a> {
             Ok(pairs) => Ok(pairs),
             Err(reason) => {
                 self.unsupported("patternProperties", &pptr, reason)?;
-                self.plain_extra_pairs(node, names, ptr, true, syntax)
+                self.plain_extra_pairs(node, names, ptr, true, syntax, None)
             }
         }
     }
@@ -285,10 +373,11 @@ impl<'a> SchemaCompiler<'a> {
         ptr: &str,
         skip_patterns: bool,
         syntax: Syntax,
+        witness: Option<&Subschema<'a>>,
     ) -> Result<Option<Expr>> {
         let o = &node.obj;
         let strict = self.opts.strict;
-        let mut value_conj: Vec<Subschema<'a>> = Vec::new();
+        let mut value_conj: Vec<Subschema<'a>> = witness.into_iter().cloned().collect();
         for part in &o.parts {
             if !part.patterns.is_empty() && skip_patterns {
                 continue;
@@ -518,6 +607,7 @@ impl<'a> SchemaCompiler<'a> {
             Shape {
                 entries,
                 extra: None,
+                witness: None,
                 min: 0,
                 max: None,
                 ptr: String::new(),
@@ -549,8 +639,9 @@ impl<'a> SchemaCompiler<'a> {
             Syntax::Parameters(_) => (self.ws(), self.ws(), self.ws()),
         };
         // One declared property beside undeclared ones has an order too.
-        if self.opts.property_order == PropertyOrder::Any
-            && (n > 1 || n == 1 && shape.extra.is_some())
+        if (self.opts.property_order == PropertyOrder::Any
+            && (n > 1 || n == 1 && shape.extra.is_some()))
+            || shape.witness.is_some()
         {
             let body = self.any_order(shape, comma)?;
             return Ok(seq(vec![open, body, close]));
@@ -603,10 +694,9 @@ impl<'a> SchemaCompiler<'a> {
     fn any_order(&mut self, shape: Shape, comma: Expr) -> Result<Expr> {
         // Counts saturate in the parser: bounds beyond u32 behave as unbounded.
         let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let (required, members) = shape
-            .entries
-            .into_iter()
+        let (required, members) = (shape.entries.into_iter())
             .map(|e| (e.required, e.pair))
+            .chain(shape.witness.map(|pair| (true, pair)))
             .unzip();
         Ok(Expr::Permutation(Box::new(Permutation {
             members,

@@ -288,6 +288,20 @@ impl<'a> SchemaCompiler<'a> {
                 return Ok(false);
             }
         }
+        for w in &o.witnesses {
+            let mut found = false;
+            for (k, x) in map {
+                if !w.outside.contains(k)
+                    && self.validate_conj(x, std::slice::from_ref(&w.value))?
+                {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return Ok(false);
+            }
+        }
         Ok(true)
     }
 }
