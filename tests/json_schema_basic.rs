@@ -663,6 +663,17 @@ fn negation_overlapping_one_of_and_conditionals() {
         &[r#"{"b":1}"#, r#"{"a":"x","c":2}"#, r#"{"c":null,"a":1}"#],
         &[r#"{}"#, r#"{"a":1}"#, r#"{"c":"x"}"#, r#"{"b":"x"}"#],
     );
+    // Twice negated, a closed object is itself again (the witness negated).
+    check(
+        json!({"not": {"not": {"properties": {"a": {}}, "additionalProperties": {"type": "boolean"}}}}),
+        &[r#"{"a":1}"#, r#"{"a":1,"b":true}"#, "1"],
+        &[r#"{"b":1}"#, r#"{"a":1,"b":null}"#],
+    );
+    check(
+        json!({"allOf": [{"enum": [{"foo": 1}]}, {"not": {"not": {"additionalProperties": {"type": "boolean"}, "properties": {"bar": {}, "foo": {}}}}}]}),
+        &[r#"{"foo":1}"#],
+        &[r#"{"foo":1,"baz":true}"#],
+    );
     // Untyped closed branches: disjoint on objects, equal on the other types.
     check(
         json!({"oneOf": [

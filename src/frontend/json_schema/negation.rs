@@ -26,7 +26,10 @@
 use serde_json::Value;
 
 use super::decimal::Decimal;
-use super::node::{ArrayPart, Node, ObjectPart, TypeSet, Witness};
+use super::node::{
+    ArrayConstraints, ArrayPart, Node, NumberConstraints, ObjectConstraints, ObjectPart,
+    StringConstraints, TypeSet, Witness,
+};
 use super::{Result, SchemaCompiler, Subschema};
 
 static TRUE: Value = Value::Bool(true);
@@ -80,6 +83,9 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     /// Appends to `out` the values of `ctx` that `n` rejects, as alternatives.
+    ///
+    /// Every constraint a normalized node holds has its case here (a new field of
+    /// [`Node`] needs one, or negations silently lose it).
     fn without_node(
         &mut self,
         ctx: Node<'a>,
@@ -87,6 +93,56 @@ impl<'a> SchemaCompiler<'a> {
         ptr: &str,
         out: &mut Vec<Node<'a>>,
     ) -> Result<()> {
+        // Named field by field, so that a new one fails to compile until its
+        // negation is written.
+        let Node {
+            types: _,
+            enums: _,
+            excluded: _,
+            num:
+                NumberConstraints {
+                    lo: _,
+                    hi: _,
+                    multiple_of: _,
+                },
+            str:
+                StringConstraints {
+                    min: _,
+                    max: _,
+                    patterns: _,
+                    formats: _,
+                    not_patterns: _,
+                    not_formats: _,
+                    length_ptr: _,
+                },
+            arr:
+                ArrayConstraints {
+                    parts: _,
+                    min: _,
+                    max: _,
+                    contains: _,
+                    unique: _,
+                },
+            obj:
+                ObjectConstraints {
+                    parts: _,
+                    required: _,
+                    min: _,
+                    max: _,
+                    min_max_ptr: _,
+                    names: _,
+                    forbidden: _,
+                    witnesses: _,
+                    dep_required,
+                    dep_schemas,
+                },
+            disjunctions,
+            negations,
+            conditionals,
+        } = n;
+        // Normalized: what is left to distribute is gone.
+        debug_assert!(disjunctions.is_empty() && negations.is_empty());
+        debug_assert!(conditionals.is_empty() && dep_required.is_empty() && dep_schemas.is_empty());
         if !n.enums.is_empty() {
             let mut alternatives = vec![ctx];
             for v in self.enum_values(n)? {
@@ -335,6 +391,19 @@ impl<'a> SchemaCompiler<'a> {
                 });
                 out.push(a);
             }
+        }
+        for w in &obj.witnesses {
+            // No property outside `w.outside` has a value `w.value` takes.
+            let mut a = base.clone();
+            a.obj.parts.push(ObjectPart {
+                props: (w.outside.iter())
+                    .map(|k| (k.clone(), Subschema::anything()))
+                    .collect(),
+                patterns: Vec::new(),
+                additional: Some(w.value.negation()),
+                ptr: w.ptr.clone(),
+            });
+            out.push(a);
         }
         if let Some(names) = obj.names.iter().find(|s| !s.accepts_all()) {
             self.unsupported(
