@@ -674,6 +674,29 @@ fn negation_overlapping_one_of_and_conditionals() {
         &[r#"{"foo":1}"#],
         &[r#"{"foo":1,"baz":true}"#],
     );
+    // A property matching a pattern whose schema rejects its value; a property
+    // neither declared nor matching a pattern.
+    check(
+        json!({"type": "object", "properties": {"x1": {"type": "integer"}},
+               "not": {"patternProperties": {"^x[0-9]$": {"type": "integer"}}}}),
+        &[r#"{"x2":"a"}"#, r#"{"y":1,"x3":null}"#],
+        &[r#"{}"#, r#"{"x2":1}"#, r#"{"x10":"a"}"#, r#"{"x1":"a"}"#],
+    );
+    check(
+        json!({"type": "object", "not": {"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": false}}),
+        &[r#"{"b":1}"#, r#"{"a":1,"xa":2,"y":3}"#],
+        &[r#"{}"#, r#"{"a":1,"xy":2}"#],
+    );
+    // Two closed objects negated at once: each needs a property outside its
+    // names, and one property may serve both.
+    check(
+        json!({"type": "object", "not": {"anyOf": [
+            {"properties": {"a": {}}, "additionalProperties": false},
+            {"properties": {"b": {}}, "additionalProperties": false}
+        ]}}),
+        &[r#"{"a":1,"b":2}"#, r#"{"c":1}"#, r#"{"b":1,"a":2,"c":3}"#],
+        &[r#"{}"#, r#"{"a":1}"#, r#"{"b":1}"#],
+    );
     // Untyped closed branches: disjoint on objects, equal on the other types.
     check(
         json!({"oneOf": [

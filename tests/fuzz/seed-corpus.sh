@@ -5,7 +5,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 c="$here/corpus"
-mkdir -p "$c/gbnf_parse" "$c/lark_parse" "$c/regex_parse" "$c/matcher"
+mkdir -p "$c/gbnf_parse" "$c/lark_parse" "$c/regex_parse" "$c/matcher" "$c/json_schema"
 
 # gbnf_parse: every GBNF file as is.
 for f in "$root"/grammars/*.gbnf "$root"/tests/fixtures/gbnf/*.gbnf "$root"/tests/fixtures/gbnf/*/*.gbnf; do
@@ -58,4 +58,31 @@ seed json_arr      "$l/json_arr.gbnf"        $'[\n{"a": 1},\n2]'
 seed c             "$l/c.gbnf"               'int main(){return 0;}'
 # With rollback commands (0x00 k) in the input part.
 { cat "$g/json.gbnf"; printf '\0{"ab\0\002c": [1\0\001, 2]}'; } > "$c/matcher/json-rollback"
+# json_schema: the JSON Schema Test Suite's schemas with each of their instances
+# (schema, 0x00, instance), when ../shared holds it, and a few combinator cases.
+suite="$root/../shared/data/json-schema-test-suite"
+if [ -d "$suite" ]; then
+  python3 - "$suite" "$c/json_schema" <<'PY'
+import json, os, sys
+n = 0
+for dirpath, _, files in os.walk(sys.argv[1]):
+    for f in sorted(files):
+        if not f.endswith(".json") or "remotes" in dirpath:
+            continue
+        try:
+            groups = json.load(open(os.path.join(dirpath, f)))
+        except Exception:
+            continue
+        if not isinstance(groups, list):
+            continue
+        for g in groups:
+            for t in g.get("tests", [])[:4]:
+                data = json.dumps(g["schema"]).encode() + b"\0" + json.dumps(t["data"]).encode()
+                open(os.path.join(sys.argv[2], f"suite-{n}"), "wb").write(data)
+                n += 1
+PY
+fi
+printf '%s\0%s' '{"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "not": {"properties": {"a": {"maximum": 3}}}}' '{"a": 4}' > "$c/json_schema/combinators-0"
+printf '%s\0%s' '{"not": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}' '{"a": 1}' > "$c/json_schema/combinators-1"
+printf '%s\0%s' '{"if": {"properties": {"k": {"const": 1}}}, "then": {"required": ["x"]}, "else": {"not": {"pattern": "^a"}}}' '"b"' > "$c/json_schema/combinators-2"
 echo "seeded $(ls "$c"/*/ | wc -l) files under $c"

@@ -7,12 +7,12 @@
 //! than `maxLength` or not matching the `pattern` (a complement, taken in the
 //! automaton stage), an object without a required name, or with a property whose
 //! value the property's schema rejects (a negated child, compiled as a rule of its
-//! own), a property none of a closed object's names (a witness the object emitter
-//! makes a required member), an array with an item its schema rejects. Every one
+//! own), a property none of a closed object's names or one matching a pattern whose
+//! schema rejects its value (a witness the object emitter makes a required member),
+//! an array with an item its schema rejects. Every one
 //! of these is exact. A constraint whose violation a node cannot say
-//! (`uniqueItems`, `multipleOf`, `patternProperties`, `propertyNames`,
-//! `additionalProperties` beside patterns, an item past a prefix) makes the `not`
-//! unsupported, named by its pointer: never approximated.
+//! (`uniqueItems`, `multipleOf`, `propertyNames`, an item past a prefix) makes the
+//! `not` unsupported, named by its pointer: never approximated.
 //!
 //! A node with `enum`/`const` allows finitely many values, and its negation is
 //! those values excluded one by one: a string, or a value beside an enum, through
@@ -357,12 +357,20 @@ impl<'a> SchemaCompiler<'a> {
                 });
                 out.push(a);
             }
-            if let Some((_, _, ptr)) = part.patterns.iter().find(|(_, s, _)| !s.accepts_all()) {
-                self.unsupported(
-                    "patternProperties",
-                    ptr,
-                    "not of patternProperties (a property whose value its pattern's schema rejects) is not supported",
-                )?;
+            for (pattern, s, ptr) in &part.patterns {
+                if s.accepts_all() {
+                    continue;
+                }
+                // A property matching the pattern, with a value its schema rejects.
+                let mut a = base.clone();
+                a.obj.witnesses.push(Witness {
+                    outside: Vec::new(),
+                    matching: vec![(pattern.clone(), ptr.clone())],
+                    not_matching: Vec::new(),
+                    values: vec![s.negation()],
+                    ptr: ptr.clone(),
+                });
+                out.push(a);
             }
             let closed_by_strict = self.opts.strict
                 && part.additional.is_none()
@@ -373,36 +381,59 @@ impl<'a> SchemaCompiler<'a> {
                 _ => None,
             };
             if let Some(value) = rejected {
-                let ptr = format!("{}/additionalProperties", part.ptr);
-                if !part.patterns.is_empty() {
-                    self.unsupported(
-                        "additionalProperties",
-                        &ptr,
-                        "not of additionalProperties beside patternProperties (an object with a property neither takes) is not supported",
-                    )?;
-                    continue;
-                }
-                // A property none of the part's names, with a value it rejects.
+                // A property none of the part's names nor patterns, with a value
+                // it rejects.
                 let mut a = base.clone();
                 a.obj.witnesses.push(Witness {
                     outside: part.props.iter().map(|(k, _)| k.clone()).collect(),
-                    value,
-                    ptr,
+                    matching: Vec::new(),
+                    not_matching: (part.patterns.iter())
+                        .map(|(p, _, ptr)| (p.clone(), ptr.clone()))
+                        .collect(),
+                    values: vec![value],
+                    ptr: format!("{}/additionalProperties", part.ptr),
                 });
                 out.push(a);
             }
         }
         for w in &obj.witnesses {
-            // No property outside `w.outside` has a value `w.value` takes.
+            // No property `w` names has a value `w.values` takes: an
+            // `additionalProperties` or `patternProperties` part again.
+            let anything = |names: &[(String, String)]| {
+                (names.iter())
+                    .map(|(p, ptr)| (p.clone(), Subschema::anything(), ptr.clone()))
+                    .collect::<Vec<_>>()
+            };
+            let [value] = &w.values[..] else {
+                self.unsupported("not", &w.ptr, "not of a property sought for two schemas")?;
+                continue;
+            };
+            let part = match &w.matching[..] {
+                [] => ObjectPart {
+                    props: (w.outside.iter())
+                        .map(|k| (k.clone(), Subschema::anything()))
+                        .collect(),
+                    patterns: anything(&w.not_matching),
+                    additional: Some(value.negation()),
+                    ptr: w.ptr.clone(),
+                },
+                [(p, ptr)] if w.outside.is_empty() && w.not_matching.is_empty() => ObjectPart {
+                    props: Vec::new(),
+                    patterns: vec![(p.clone(), value.negation(), ptr.clone())],
+                    additional: Some(Subschema::anything()),
+                    ptr: w.ptr.clone(),
+                },
+                _ => {
+                    self.unsupported(
+                        "not",
+                        &w.ptr,
+                        "not of a property named by several patterns is not supported",
+                    )?;
+                    continue;
+                }
+            };
             let mut a = base.clone();
-            a.obj.parts.push(ObjectPart {
-                props: (w.outside.iter())
-                    .map(|k| (k.clone(), Subschema::anything()))
-                    .collect(),
-                patterns: Vec::new(),
-                additional: Some(w.value.negation()),
-                ptr: w.ptr.clone(),
-            });
+            a.obj.parts.push(part);
             out.push(a);
         }
         if let Some(names) = obj.names.iter().find(|s| !s.accepts_all()) {

@@ -199,14 +199,20 @@ pub(crate) struct ObjectConstraints<'a> {
     pub dep_schemas: Vec<(String, Subschema<'a>)>,
 }
 
-/// "Some property named outside `outside` has a value valid against `value`":
-/// what an object must hold to violate a closed schema object (`not` of
-/// `additionalProperties`).
+/// "Some property whose name is none of `outside`, matches every pattern of
+/// `matching` and none of `not_matching`, has a value valid against `values`":
+/// what an object must hold to violate `additionalProperties` (a name outside the
+/// declared ones and the patterns) or `patternProperties` (a name matching the
+/// pattern) of a schema under `not`.
 #[derive(Debug, Clone)]
 pub(crate) struct Witness<'a> {
     pub outside: Vec<String>,
-    pub value: Subschema<'a>,
-    /// The `additionalProperties` it violates, for messages.
+    /// `(pattern, pointer)`.
+    pub matching: Vec<(String, String)>,
+    pub not_matching: Vec<(String, String)>,
+    /// One schema, or several where one property is sought for several witnesses.
+    pub values: Vec<Subschema<'a>>,
+    /// The keyword it violates, for messages.
     pub ptr: String,
 }
 

@@ -19,7 +19,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::grammar::{Excluding, Expr, Permutation, RuleId};
+use crate::grammar::{Excluding, Expr, Intersection, Permutation, RuleId};
 use serde_json::Value;
 
 use regex_syntax::hir::Hir;
@@ -42,6 +42,13 @@ pub(crate) enum Syntax {
     Parameters(ParameterStyle),
 }
 
+/// What [`SchemaCompiler::seek`] looks for, in which object.
+struct Sought<'s, 'a> {
+    node: &'s Node<'a>,
+    names: &'s [String],
+    witnesses: &'s [Witness<'a>],
+}
+
 /// One declared property, ready to emit.
 #[derive(Clone)]
 pub(crate) struct Entry {
@@ -56,8 +63,8 @@ pub(crate) struct Entry {
 struct Shape {
     entries: Vec<Entry>,
     extra: Option<Expr>,
-    /// An undeclared pair that must be present (see [`Witness`]).
-    witness: Option<Expr>,
+    /// Undeclared pairs that must be present (see [`Witness`]).
+    witnesses: Vec<Expr>,
     min: u64,
     max: Option<u64>,
     ptr: String,
@@ -142,94 +149,186 @@ impl<'a> SchemaCompiler<'a> {
         let shape = Shape {
             entries,
             extra,
-            witness: None,
+            witnesses: Vec::new(),
             min: o.min,
             max: o.max,
             ptr,
             syntax,
         };
-        match &o.witnesses[..] {
-            [] => self.emit_shape(shape, o.min_max_ptr.clone()),
-            [w] => self.emit_with_witness(node, shape, &declared, &names, w),
-            [_, w, ..] => {
-                self.unsupported(
-                    "additionalProperties",
-                    &w.ptr,
-                    "not of two closed objects at once (two properties to find) is not supported",
-                )?;
-                self.emit_shape(shape, o.min_max_ptr.clone())
-            }
+        if o.witnesses.is_empty() {
+            return self.emit_shape(shape, o.min_max_ptr.clone());
         }
+        let mut variants = Vec::new();
+        let sought = Sought {
+            node,
+            names: &names,
+            witnesses: &o.witnesses,
+        };
+        self.seek(&sought, shape, declared, Vec::new(), 0, &mut variants)?;
+        Ok(alt(variants))
     }
 
-    /// The objects of `shape` that hold a property named outside `w.outside` whose
-    /// value `w.value` takes: one of the declared properties so named (required
-    /// there, its value restricted), or an undeclared pair, written as one more
-    /// required member of the permutation (then in any order, in either property
-    /// order: sound, and the extra pairs have no place of their own).
-    fn emit_with_witness(
+    /// The objects of `shape` that hold, for each witness from `next` on, a
+    /// property it names whose value it takes: one of the declared properties so
+    /// named (required there, its value restricted), an undeclared pair written as
+    /// one more required member of the permutation, or a member already sought for
+    /// an earlier witness (one property may serve several). With members, in any
+    /// order in either property order: sound, and the extra pairs have no place of
+    /// their own.
+    fn seek(
         &mut self,
-        node: &Node<'a>,
+        sought: &Sought<'_, 'a>,
         shape: Shape,
-        declared: &[(String, Expr, Vec<Subschema<'a>>)],
-        names: &[String],
-        w: &Witness<'a>,
-    ) -> Result<Expr> {
-        let count_ptr = node.obj.min_max_ptr.clone();
-        let mut variants = Vec::new();
-        for (i, (name, key, conj)) in declared.iter().enumerate() {
-            if w.outside.contains(name) {
+        declared: Vec<(String, Expr, Vec<Subschema<'a>>)>,
+        members: Vec<Witness<'a>>,
+        next: usize,
+        variants: &mut Vec<Expr>,
+    ) -> Result<()> {
+        let count_ptr = sought.node.obj.min_max_ptr.clone();
+        if variants.len() > self.opts.limits.max_alternatives {
+            return Err(self.limit(
+                &shape.ptr,
+                "too many ways to hold the properties a not asks for",
+            ));
+        }
+        let Some(w) = sought.witnesses.get(next) else {
+            let mut pairs = Vec::new();
+            for m in &members {
+                // Its key is neither a declared name nor one of `outside`.
+                let mut keys_not = sought.names.to_vec();
+                for k in &m.outside {
+                    if !keys_not.contains(k) {
+                        keys_not.push(k.clone());
+                    }
+                }
+                let pair = self.plain_extra_pairs(
+                    sought.node,
+                    &keys_not,
+                    &shape.ptr,
+                    false,
+                    shape.syntax,
+                    Some(m),
+                )?;
+                match pair {
+                    Some(pair) => pairs.push(pair),
+                    None => return Ok(()),
+                }
+            }
+            variants.push(self.emit_shape(
+                Shape {
+                    witnesses: pairs,
+                    ..shape
+                },
+                count_ptr,
+            )?);
+            return Ok(());
+        };
+        for i in 0..declared.len() {
+            if !self.witness_name(w, &declared[i].0)? {
                 continue;
             }
-            let mut conj = conj.clone();
-            conj.push(w.value.clone());
-            let mut entries: Vec<Entry> = shape.entries.iter().map(Entry::clone).collect();
+            let mut declared = declared.clone();
+            declared[i].2.extend(w.values.iter().cloned());
+            let mut entries: Vec<Entry> = shape.entries.clone();
             entries[i] = Entry {
-                pair: self.pair(shape.syntax, key.clone(), &conj)?,
+                pair: self.pair(shape.syntax, declared[i].1.clone(), &declared[i].2)?,
                 required: true,
             };
             let variant = Shape {
                 entries,
                 extra: shape.extra.clone(),
-                witness: None,
+                witnesses: Vec::new(),
                 ptr: shape.ptr.clone(),
                 ..shape
             };
-            variants.push(self.emit_shape(variant, count_ptr.clone())?);
+            self.seek(
+                sought,
+                variant,
+                declared,
+                members.clone(),
+                next + 1,
+                variants,
+            )?;
         }
-        if shape.extra.is_some() {
-            let o = &node.obj;
-            let has_patterns =
-                (o.parts.iter()).any(|p| p.patterns.iter().any(|(_, s, _)| !s.accepts_all()));
-            if has_patterns {
-                self.unsupported(
-                    "additionalProperties",
-                    &w.ptr,
-                    "not of a closed object beside patternProperties is not supported",
-                )?;
-            } else if let Some(pair) = {
-                // Its key is neither a declared name nor one of `outside`.
-                let mut keys_not = names.to_vec();
-                keys_not.extend(w.outside.iter().filter(|k| !names.contains(k)).cloned());
-                self.plain_extra_pairs(
-                    node,
-                    &keys_not,
-                    &shape.ptr,
-                    false,
-                    shape.syntax,
-                    Some(&w.value),
-                )?
-            } {
-                variants.push(self.emit_shape(
-                    Shape {
-                        witness: Some(pair),
-                        ..shape
-                    },
-                    count_ptr,
-                )?);
+        if shape.extra.is_none() {
+            return Ok(());
+        }
+        let o = &sought.node.obj;
+        if (o.parts.iter()).any(|p| p.patterns.iter().any(|(_, s, _)| !s.accepts_all())) {
+            return self.unsupported(
+                "additionalProperties",
+                &w.ptr,
+                "not of a closed object beside patternProperties is not supported",
+            );
+        }
+        // An earlier member that serves this witness too.
+        for j in 0..members.len() {
+            let mut members = members.clone();
+            let m = &mut members[j];
+            m.outside.extend(w.outside.iter().cloned());
+            m.matching.extend(w.matching.iter().cloned());
+            m.not_matching.extend(w.not_matching.iter().cloned());
+            m.values.extend(w.values.iter().cloned());
+            let variant = Shape {
+                entries: shape.entries.clone(),
+                extra: shape.extra.clone(),
+                witnesses: Vec::new(),
+                ptr: shape.ptr.clone(),
+                ..shape
+            };
+            self.seek(
+                sought,
+                variant,
+                declared.clone(),
+                members,
+                next + 1,
+                variants,
+            )?;
+        }
+        let mut members = members;
+        members.push(w.clone());
+        self.seek(sought, shape, declared, members, next + 1, variants)
+    }
+
+    /// The keys of a witness's undeclared property (JSON, canonical): matching its
+    /// patterns, none of its other patterns, none of `names`. Regular languages
+    /// intersected and complemented in the automaton stage.
+    fn witness_key(&mut self, w: &Witness<'a>, names: &[String]) -> Result<Expr> {
+        let quote = || Hir::literal(&b"\""[..]);
+        let quoted = |c: &mut Self, (p, ptr): &(String, String)| -> Result<Hir> {
+            let h = c.pattern_hir(p, ptr)?;
+            let body = encoded_hir(&h).ok_or_else(|| c.limit(ptr, "pattern not regular"))?;
+            Ok(Hir::concat(vec![quote(), body, quote()]))
+        };
+        let mut regexes = Vec::new();
+        for p in &w.matching {
+            regexes.push(quoted(self, p)?);
+        }
+        if regexes.is_empty() {
+            regexes.push(canonical_string());
+        }
+        let mut negated = Vec::new();
+        for p in &w.not_matching {
+            negated.push(quoted(self, p)?);
+        }
+        let mut spelled = Vec::new();
+        for name in names {
+            match canonical_encodings(name, 64) {
+                Some(encodings) => spelled.extend(encodings.iter().map(|e| Hir::literal(&e[..]))),
+                None => negated.push(Hir::concat(vec![
+                    quote(),
+                    encoded_hir(&Hir::literal(name.as_bytes())).expect("a literal is regular"),
+                    quote(),
+                ])),
             }
         }
-        Ok(alt(variants))
+        if !spelled.is_empty() {
+            negated.push(Hir::alternation(spelled));
+        }
+        Ok(Expr::Intersection(Box::new(Intersection {
+            regexes,
+            negated,
+        })))
     }
 
     /// A key (as written) and the value valid against `conj`, as one pair.
@@ -373,11 +472,11 @@ impl<'a> SchemaCompiler<'a> {
         ptr: &str,
         skip_patterns: bool,
         syntax: Syntax,
-        witness: Option<&Subschema<'a>>,
+        witness: Option<&Witness<'a>>,
     ) -> Result<Option<Expr>> {
         let o = &node.obj;
         let strict = self.opts.strict;
-        let mut value_conj: Vec<Subschema<'a>> = witness.into_iter().cloned().collect();
+        let mut value_conj: Vec<Subschema<'a>> = witness.map_or(Vec::new(), |w| w.values.clone());
         for part in &o.parts {
             if !part.patterns.is_empty() && skip_patterns {
                 continue;
@@ -390,7 +489,20 @@ impl<'a> SchemaCompiler<'a> {
                 Some(a) => value_conj.push(a.clone()),
             }
         }
-        let key = if !o.names.is_empty() {
+        let by_patterns = witness.filter(|w| !(w.matching.is_empty() && w.not_matching.is_empty()));
+        let key = if let Some(w) = by_patterns {
+            match (syntax, o.names.is_empty()) {
+                (Syntax::Json, true) => self.witness_key(w, names)?,
+                _ => {
+                    self.unsupported(
+                        "patternProperties",
+                        &w.ptr,
+                        "not of patternProperties beside propertyNames, or in a parameter style, is not supported",
+                    )?;
+                    return Ok(None);
+                }
+            }
+        } else if !o.names.is_empty() {
             let mut clashing = Vec::new();
             for n in names {
                 if self.validate_conj(&Value::String(n.clone()), &o.names)? {
@@ -607,7 +719,7 @@ impl<'a> SchemaCompiler<'a> {
             Shape {
                 entries,
                 extra: None,
-                witness: None,
+                witnesses: Vec::new(),
                 min: 0,
                 max: None,
                 ptr: String::new(),
@@ -641,7 +753,7 @@ impl<'a> SchemaCompiler<'a> {
         // One declared property beside undeclared ones has an order too.
         if (self.opts.property_order == PropertyOrder::Any
             && (n > 1 || n == 1 && shape.extra.is_some()))
-            || shape.witness.is_some()
+            || !shape.witnesses.is_empty()
         {
             let body = self.any_order(shape, comma)?;
             return Ok(seq(vec![open, body, close]));
@@ -696,7 +808,7 @@ impl<'a> SchemaCompiler<'a> {
         let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let (required, members) = (shape.entries.into_iter())
             .map(|e| (e.required, e.pair))
-            .chain(shape.witness.map(|pair| (true, pair)))
+            .chain(shape.witnesses.into_iter().map(|pair| (true, pair)))
             .unzip();
         Ok(Expr::Permutation(Box::new(Permutation {
             members,

@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::decimal::Decimal;
-use super::node::{Node, TypeSet};
+use super::node::{Node, TypeSet, Witness};
 use super::{Result, SchemaCompiler, Subschema};
 
 /// JSON equality as JSON Schema defines it (`1 == 1.0`).
@@ -291,14 +291,30 @@ impl<'a> SchemaCompiler<'a> {
         for w in &o.witnesses {
             let mut found = false;
             for (k, x) in map {
-                if !w.outside.contains(k)
-                    && self.validate_conj(x, std::slice::from_ref(&w.value))?
-                {
+                if self.witness_name(w, k)? && self.validate_conj(x, &w.values)? {
                     found = true;
                     break;
                 }
             }
             if !found {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether a property named `name` may be `w`'s.
+    pub(crate) fn witness_name(&mut self, w: &Witness<'a>, name: &str) -> Result<bool> {
+        if w.outside.iter().any(|k| k == name) {
+            return Ok(false);
+        }
+        for (p, ptr) in &w.matching {
+            if !self.pattern_matches(p, ptr, name)? {
+                return Ok(false);
+            }
+        }
+        for (p, ptr) in &w.not_matching {
+            if self.pattern_matches(p, ptr, name)? {
                 return Ok(false);
             }
         }
