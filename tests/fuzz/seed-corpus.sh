@@ -67,7 +67,9 @@ import json, os, sys
 n = 0
 for dirpath, _, files in os.walk(sys.argv[1]):
     for f in sorted(files):
-        if not f.endswith(".json") or "remotes" in dirpath:
+        # Formats compile slowly under ASan (seconds for `format: regex`): left to
+        # the mutations, so the first pass over the seeds stays short.
+        if not f.endswith(".json") or "remotes" in dirpath or "optional" in dirpath:
             continue
         try:
             groups = json.load(open(os.path.join(dirpath, f)))
@@ -76,7 +78,7 @@ for dirpath, _, files in os.walk(sys.argv[1]):
         if not isinstance(groups, list):
             continue
         for g in groups:
-            for t in g.get("tests", [])[:4]:
+            for t in g.get("tests", [])[:1]:
                 data = json.dumps(g["schema"]).encode() + b"\0" + json.dumps(t["data"]).encode()
                 open(os.path.join(sys.argv[2], f"suite-{n}"), "wb").write(data)
                 n += 1
