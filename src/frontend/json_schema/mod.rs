@@ -46,6 +46,7 @@ mod refs;
 mod source;
 mod string;
 mod validate;
+mod witness;
 mod xml;
 
 use rustc_hash::FxHashMap as HashMap;

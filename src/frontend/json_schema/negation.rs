@@ -9,10 +9,10 @@
 //! value the property's schema rejects (a negated child, compiled as a rule of its
 //! own), a property none of a closed object's names or one matching a pattern whose
 //! schema rejects its value (a witness the object emitter makes a required member),
-//! an array with an item its schema rejects. Every one
-//! of these is exact. A constraint whose violation a node cannot say
-//! (`uniqueItems`, `multipleOf`, `propertyNames`, an item past a prefix) makes the
-//! `not` unsupported, named by its pointer: never approximated.
+//! an array with an item its schema rejects. Every one of these is exact. A
+//! constraint whose violation a node cannot say (`uniqueItems`, `multipleOf`,
+//! `propertyNames`, an item past a prefix) makes the `not` unsupported, named by its
+//! pointer: never approximated.
 //!
 //! A node with `enum`/`const` allows finitely many values, and its negation is
 //! those values excluded one by one: a string, or a value beside an enum, through
@@ -223,16 +223,12 @@ impl<'a> SchemaCompiler<'a> {
             return Ok(());
         };
         let arr = &n.arr;
-        if arr.min > 0 {
-            let mut a = base.clone();
-            a.arr.max = Some(a.arr.max.map_or(arr.min - 1, |m| m.min(arr.min - 1)));
-            out.push(a);
-        }
-        if let Some(m) = arr.max {
-            let mut a = base.clone();
-            a.arr.min = a.arr.min.max(m.saturating_add(1));
-            out.push(a);
-        }
+        count_violations(
+            &base,
+            (arr.min, arr.max),
+            |a| (&mut a.arr.min, &mut a.arr.max),
+            out,
+        );
         for part in &arr.parts {
             // The first item its schema rejects is item `i`: the earlier ones pass.
             for (i, item) in part.prefix.iter().enumerate() {
@@ -309,16 +305,12 @@ impl<'a> SchemaCompiler<'a> {
             return Ok(());
         };
         let obj = &n.obj;
-        if obj.min > 0 {
-            let mut a = base.clone();
-            a.obj.max = Some(a.obj.max.map_or(obj.min - 1, |m| m.min(obj.min - 1)));
-            out.push(a);
-        }
-        if let Some(m) = obj.max {
-            let mut a = base.clone();
-            a.obj.min = a.obj.min.max(m.saturating_add(1));
-            out.push(a);
-        }
+        count_violations(
+            &base,
+            (obj.min, obj.max),
+            |a| (&mut a.obj.min, &mut a.obj.max),
+            out,
+        );
         for name in &obj.required {
             let mut a = base.clone();
             a.obj.forbidden.push(name.clone());
@@ -508,6 +500,28 @@ impl<'a> SchemaCompiler<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// The nodes of `base` with fewer items (or properties) than `min` or more than
+/// `max`, `count` giving a node's own bounds.
+fn count_violations<'a>(
+    base: &Node<'a>,
+    (min, max): (u64, Option<u64>),
+    count: impl for<'n> Fn(&'n mut Node<'a>) -> (&'n mut u64, &'n mut Option<u64>),
+    out: &mut Vec<Node<'a>>,
+) {
+    if min > 0 {
+        let mut a = base.clone();
+        let (_, own_max) = count(&mut a);
+        *own_max = Some(own_max.map_or(min - 1, |m| m.min(min - 1)));
+        out.push(a);
+    }
+    if let Some(m) = max {
+        let mut a = base.clone();
+        let (own_min, _) = count(&mut a);
+        *own_min = (*own_min).max(m.saturating_add(1));
+        out.push(a);
     }
 }
 

@@ -19,7 +19,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::grammar::{Excluding, Expr, Intersection, Permutation, RuleId};
+use crate::grammar::{Excluding, Expr, Permutation, RuleId};
 use serde_json::Value;
 
 use regex_syntax::hir::Hir;
@@ -42,13 +42,6 @@ pub(crate) enum Syntax {
     Parameters(ParameterStyle),
 }
 
-/// What [`SchemaCompiler::seek`] looks for, in which object.
-struct Sought<'s, 'a> {
-    node: &'s Node<'a>,
-    names: &'s [String],
-    witnesses: &'s [Witness<'a>],
-}
-
 /// One declared property, ready to emit.
 #[derive(Clone)]
 pub(crate) struct Entry {
@@ -60,15 +53,16 @@ pub(crate) struct Entry {
 /// An object ready to emit, in either property order: its declared pairs, the
 /// alternatives for one undeclared pair (`None`: none allowed), and the bounds on
 /// how many pairs it has.
-struct Shape {
-    entries: Vec<Entry>,
-    extra: Option<Expr>,
+#[derive(Clone)]
+pub(super) struct Shape {
+    pub entries: Vec<Entry>,
+    pub extra: Option<Expr>,
     /// Undeclared pairs that must be present (see [`Witness`]).
-    witnesses: Vec<Expr>,
-    min: u64,
-    max: Option<u64>,
-    ptr: String,
-    syntax: Syntax,
+    pub witnesses: Vec<Expr>,
+    pub min: u64,
+    pub max: Option<u64>,
+    pub ptr: String,
+    pub syntax: Syntax,
 }
 
 impl<'a> SchemaCompiler<'a> {
@@ -158,181 +152,16 @@ impl<'a> SchemaCompiler<'a> {
         if o.witnesses.is_empty() {
             return self.emit_shape(shape, o.min_max_ptr.clone());
         }
-        let mut variants = Vec::new();
-        let sought = Sought {
-            node,
-            names: &names,
-            witnesses: &o.witnesses,
-        };
-        self.seek(&sought, shape, declared, Vec::new(), 0, &mut variants)?;
-        Ok(alt(variants))
-    }
-
-    /// The objects of `shape` that hold, for each witness from `next` on, a
-    /// property it names whose value it takes: one of the declared properties so
-    /// named (required there, its value restricted), an undeclared pair written as
-    /// one more required member of the permutation, or a member already sought for
-    /// an earlier witness (one property may serve several). With members, in any
-    /// order in either property order: sound, and the extra pairs have no place of
-    /// their own.
-    fn seek(
-        &mut self,
-        sought: &Sought<'_, 'a>,
-        shape: Shape,
-        declared: Vec<(String, Expr, Vec<Subschema<'a>>)>,
-        members: Vec<Witness<'a>>,
-        next: usize,
-        variants: &mut Vec<Expr>,
-    ) -> Result<()> {
-        let count_ptr = sought.node.obj.min_max_ptr.clone();
-        if variants.len() > self.opts.limits.max_alternatives {
-            return Err(self.limit(
-                &shape.ptr,
-                "too many ways to hold the properties a not asks for",
-            ));
-        }
-        let Some(w) = sought.witnesses.get(next) else {
-            let mut pairs = Vec::new();
-            for m in &members {
-                // Its key is neither a declared name nor one of `outside`.
-                let mut keys_not = sought.names.to_vec();
-                for k in &m.outside {
-                    if !keys_not.contains(k) {
-                        keys_not.push(k.clone());
-                    }
-                }
-                let pair = self.plain_extra_pairs(
-                    sought.node,
-                    &keys_not,
-                    &shape.ptr,
-                    false,
-                    shape.syntax,
-                    Some(m),
-                )?;
-                match pair {
-                    Some(pair) => pairs.push(pair),
-                    None => return Ok(()),
-                }
-            }
-            variants.push(self.emit_shape(
-                Shape {
-                    witnesses: pairs,
-                    ..shape
-                },
-                count_ptr,
-            )?);
-            return Ok(());
-        };
-        for i in 0..declared.len() {
-            if !self.witness_name(w, &declared[i].0)? {
-                continue;
-            }
-            let mut declared = declared.clone();
-            declared[i].2.extend(w.values.iter().cloned());
-            let mut entries: Vec<Entry> = shape.entries.clone();
-            entries[i] = Entry {
-                pair: self.pair(shape.syntax, declared[i].1.clone(), &declared[i].2)?,
-                required: true,
-            };
-            let variant = Shape {
-                entries,
-                extra: shape.extra.clone(),
-                witnesses: Vec::new(),
-                ptr: shape.ptr.clone(),
-                ..shape
-            };
-            self.seek(
-                sought,
-                variant,
-                declared,
-                members.clone(),
-                next + 1,
-                variants,
-            )?;
-        }
-        if shape.extra.is_none() {
-            return Ok(());
-        }
-        let o = &sought.node.obj;
-        if (o.parts.iter()).any(|p| p.patterns.iter().any(|(_, s, _)| !s.accepts_all())) {
-            return self.unsupported(
-                "additionalProperties",
-                &w.ptr,
-                "not of a closed object beside patternProperties is not supported",
-            );
-        }
-        // An earlier member that serves this witness too.
-        for j in 0..members.len() {
-            let mut members = members.clone();
-            let m = &mut members[j];
-            m.outside.extend(w.outside.iter().cloned());
-            m.matching.extend(w.matching.iter().cloned());
-            m.not_matching.extend(w.not_matching.iter().cloned());
-            m.values.extend(w.values.iter().cloned());
-            let variant = Shape {
-                entries: shape.entries.clone(),
-                extra: shape.extra.clone(),
-                witnesses: Vec::new(),
-                ptr: shape.ptr.clone(),
-                ..shape
-            };
-            self.seek(
-                sought,
-                variant,
-                declared.clone(),
-                members,
-                next + 1,
-                variants,
-            )?;
-        }
-        let mut members = members;
-        members.push(w.clone());
-        self.seek(sought, shape, declared, members, next + 1, variants)
-    }
-
-    /// The keys of a witness's undeclared property (JSON, canonical): matching its
-    /// patterns, none of its other patterns, none of `names`. Regular languages
-    /// intersected and complemented in the automaton stage.
-    fn witness_key(&mut self, w: &Witness<'a>, names: &[String]) -> Result<Expr> {
-        let quote = || Hir::literal(&b"\""[..]);
-        let quoted = |c: &mut Self, (p, ptr): &(String, String)| -> Result<Hir> {
-            let h = c.pattern_hir(p, ptr)?;
-            let body = encoded_hir(&h).ok_or_else(|| c.limit(ptr, "pattern not regular"))?;
-            Ok(Hir::concat(vec![quote(), body, quote()]))
-        };
-        let mut regexes = Vec::new();
-        for p in &w.matching {
-            regexes.push(quoted(self, p)?);
-        }
-        if regexes.is_empty() {
-            regexes.push(canonical_string());
-        }
-        let mut negated = Vec::new();
-        for p in &w.not_matching {
-            negated.push(quoted(self, p)?);
-        }
-        let mut spelled = Vec::new();
-        for name in names {
-            match canonical_encodings(name, 64) {
-                Some(encodings) => spelled.extend(encodings.iter().map(|e| Hir::literal(&e[..]))),
-                None => negated.push(Hir::concat(vec![
-                    quote(),
-                    encoded_hir(&Hir::literal(name.as_bytes())).expect("a literal is regular"),
-                    quote(),
-                ])),
-            }
-        }
-        if !spelled.is_empty() {
-            negated.push(Hir::alternation(spelled));
-        }
-        Ok(Expr::Intersection(Box::new(Intersection {
-            regexes,
-            negated,
-        })))
+        self.with_witnesses(node, &names, shape, declared)
     }
 
     /// A key (as written) and the value valid against `conj`, as one pair.
-    fn pair(&mut self, syntax: Syntax, key: Expr, conj: &[Subschema<'a>]) -> Result<Expr> {
+    pub(super) fn pair(
+        &mut self,
+        syntax: Syntax,
+        key: Expr,
+        conj: &[Subschema<'a>],
+    ) -> Result<Expr> {
         Ok(match syntax {
             Syntax::Json => seq(vec![key, self.punct(b":"), self.value_rule(conj)?]),
             Syntax::Parameters(style) => seq(vec![
@@ -465,7 +294,7 @@ impl<'a> SchemaCompiler<'a> {
 
     /// Undeclared pairs when no part has (non-trivial) patterns; `skip_patterns`:
     /// parts with patterns are left out (lenient mode, not enforced).
-    fn plain_extra_pairs(
+    pub(super) fn plain_extra_pairs(
         &mut self,
         node: &Node<'a>,
         names: &[String],
@@ -729,7 +558,11 @@ impl<'a> SchemaCompiler<'a> {
         )
     }
 
-    fn emit_shape(&mut self, mut shape: Shape, count_ptr: Option<String>) -> Result<Expr> {
+    pub(super) fn emit_shape(
+        &mut self,
+        mut shape: Shape,
+        count_ptr: Option<String>,
+    ) -> Result<Expr> {
         let n = shape.entries.len();
         let n_req = shape.entries.iter().filter(|e| e.required).count() as u64;
         let counting = shape.min > n_req
