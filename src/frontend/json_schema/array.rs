@@ -14,7 +14,7 @@
 use crate::grammar::{Expr, Permutation};
 use serde_json::Value;
 
-use super::node::{Node, TypeSet};
+use super::node::{Node, TypeSet, FALSE, NULL, TRUE};
 use super::validate::{json_eq, json_key};
 use super::{nothing, seq, Result, SchemaCompiler, Subschema};
 
@@ -170,9 +170,6 @@ impl<'a> SchemaCompiler<'a> {
     /// The values an item valid against `conj` may take, when they are few: every
     /// alternative an `enum`/`const`, or booleans and `null` (`None`: more).
     fn finite_domain(&mut self, conj: &[Subschema<'a>]) -> Result<Option<Vec<&'a Value>>> {
-        static TRUE: Value = Value::Bool(true);
-        static FALSE: Value = Value::Bool(false);
-        static NULL: Value = Value::Null;
         let mut values: Vec<&'a Value> = Vec::new();
         for node in self.normalize(conj)? {
             if !node.enums.is_empty() {

@@ -313,9 +313,8 @@ impl<'a> Subschema<'a> {
     /// The schema `true`, where a node needs one written out (an object part
     /// that leaves other properties open, even in strict mode).
     pub fn anything() -> Subschema<'a> {
-        static TRUE: Value = Value::Bool(true);
         Subschema {
-            v: &TRUE,
+            v: &node::TRUE,
             ptr: Rc::from(""),
             base: Rc::from(""),
             negated: false,

@@ -28,12 +28,9 @@ use serde_json::Value;
 use super::decimal::Decimal;
 use super::node::{
     ArrayConstraints, ArrayPart, Node, NumberConstraints, ObjectConstraints, ObjectPart,
-    StringConstraints, TypeSet, Witness,
+    StringConstraints, TypeSet, Witness, FALSE, TRUE,
 };
 use super::{Result, SchemaCompiler, Subschema};
-
-static TRUE: Value = Value::Bool(true);
-static FALSE: Value = Value::Bool(false);
 
 impl<'a> SchemaCompiler<'a> {
     /// The values of `node` that `s` rejects, as alternatives (none: `s` accepts
@@ -478,7 +475,7 @@ impl<'a> SchemaCompiler<'a> {
                 let Some(d) = Decimal::from_value(v) else {
                     return self.unsupported("not", ptr, format!("not of the number {v}"));
                 };
-                if !in_range(&ctx, &d) {
+                if !ctx.num.bounds_hold(&d) {
                     out.push(ctx);
                     return Ok(());
                 }
@@ -588,17 +585,4 @@ fn drop_contradictory_types(n: &mut Node<'_>) {
         }
     }
     n.types = types;
-}
-
-/// Whether the number `d` is within `node`'s bounds.
-fn in_range(node: &Node<'_>, d: &Decimal) -> bool {
-    let above = match &node.num.lo {
-        Some((lo, exclusive)) => d > lo || (!exclusive && d == lo),
-        None => true,
-    };
-    let below = match &node.num.hi {
-        Some((hi, exclusive)) => d < hi || (!exclusive && d == hi),
-        None => true,
-    };
-    above && below
 }

@@ -117,6 +117,12 @@ impl std::ops::Not for TypeSet {
     }
 }
 
+/// Constants a node may need to name that no schema wrote: the other boolean
+/// (`not: {const: true}`), the domain of booleans and `null`, the schema `true`.
+pub(crate) static TRUE: Value = Value::Bool(true);
+pub(crate) static FALSE: Value = Value::Bool(false);
+pub(crate) static NULL: Value = Value::Null;
+
 /// `minimum`/`maximum`/`exclusive*` (the tightest of each side kept) and every
 /// `multipleOf`, as exact decimals.
 #[derive(Debug, Clone, Default)]
@@ -125,6 +131,21 @@ pub(crate) struct NumberConstraints {
     pub lo: Option<(Decimal, bool)>,
     pub hi: Option<(Decimal, bool)>,
     pub multiple_of: Vec<(Decimal, String)>,
+}
+
+impl NumberConstraints {
+    /// Whether `d` is within the bounds (`multipleOf` aside).
+    pub fn bounds_hold(&self, d: &Decimal) -> bool {
+        let above = match &self.lo {
+            Some((lo, exclusive)) => d > lo || (!exclusive && d == lo),
+            None => true,
+        };
+        let below = match &self.hi {
+            Some((hi, exclusive)) => d < hi || (!exclusive && d == hi),
+            None => true,
+        };
+        above && below
+    }
 }
 
 /// `minLength`/`maxLength` (the tightest kept), and every `pattern` and known

@@ -136,15 +136,8 @@ impl<'a> SchemaCompiler<'a> {
         let Some(d) = Decimal::from_value(v) else {
             return Ok(false);
         };
-        if let Some((lo, ex)) = &n.num.lo {
-            if d < *lo || (*ex && d == *lo) {
-                return Ok(false);
-            }
-        }
-        if let Some((hi, ex)) = &n.num.hi {
-            if d > *hi || (*ex && d == *hi) {
-                return Ok(false);
-            }
+        if !n.num.bounds_hold(&d) {
+            return Ok(false);
         }
         for (m, ptr) in n.num.multiple_of.clone() {
             match is_multiple(&d, &m) {
