@@ -205,6 +205,53 @@ fn invalid_grammar_exits_two_with_location() {
     assert_eq!(out.status.code(), Some(2), "a grammar is required");
 }
 
+/// `--ref-dir` passes the documents a schema's `$ref`s name: a file beside the
+/// schema by its relative path, another by its `$id`; without it the reference
+/// is an error naming the pointer and the flag.
+#[test]
+fn schema_refs_reach_a_ref_dir() {
+    let dir = TempDir::new("refdir");
+    std::fs::create_dir_all(dir.join("defs/nested")).unwrap();
+    std::fs::write(
+        dir.join("defs/address.json"),
+        r#"{"type":"object","properties":{"city":{"type":"string","maxLength":5}},"required":["city"],"additionalProperties":false}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("defs/nested/zip.json"),
+        r#"{"$id":"https://example.com/zip.json","type":"string","pattern":"^[0-9]{5}$"}"#,
+    )
+    .unwrap();
+    let schema = dir.join("main.json");
+    std::fs::write(
+        &schema,
+        r#"{"properties":{"home":{"$ref":"address.json"},"zip":{"$ref":"https://example.com/zip.json"}},"required":["home","zip"],"additionalProperties":false}"#,
+    )
+    .unwrap();
+    let (schema, defs) = (schema.to_str().unwrap(), dir.join("defs"));
+    let args = [
+        "check",
+        "--schema",
+        schema,
+        "--ref-dir",
+        defs.to_str().unwrap(),
+    ];
+    let out = stencil(&args, br#"{"home":{"city":"Paris"},"zip":"75001"}"#);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = stencil(&args, br#"{"home":{"city":"Parisx"},"zip":"75001"}"#);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let out = stencil(&args, br#"{"home":{"city":"Paris"},"zip":"7500"}"#);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+
+    let out = stencil(&["check", "--schema", schema], b"{}");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/properties/home/$ref") && err.contains("--ref-dir"),
+        "{err}"
+    );
+}
+
 /// A batch of zero lines is zero inputs: nothing printed, exit 0.
 #[test]
 fn empty_jsonl_batch_is_zero_inputs() {

@@ -6,7 +6,7 @@ mod common;
 use common::{accepts, compile};
 use serde_json::json;
 use stencil::frontend::json_schema::{
-    compile_schema, JsonSchemaError, JsonSchemaOptions, PropertyOrder,
+    compile_schema, JsonSchemaError, JsonSchemaOptions, PropertyOrder, SchemaDocuments,
 };
 
 fn check(schema: serde_json::Value, good: &[&str], bad: &[&str]) {
@@ -598,6 +598,41 @@ fn combinators_and_refs() {
         &[r#"{"v":1}"#, r#"{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}"#],
         &[r#"{"v":1,"kids":[{}]}"#],
     );
+}
+
+/// `$ref` into documents passed beside the schema: by URI, relative to the
+/// schema's base, with the document's own relative references resolving against
+/// its URI; an unknown document is an error naming the `$ref`.
+#[test]
+fn refs_into_passed_documents() {
+    let mut documents = SchemaDocuments::default();
+    documents.insert(
+        "https://example.com/defs/address.json",
+        json!({"type": "object", "properties": {"zip": {"$ref": "zip.json#/$defs/zip"}},
+               "required": ["zip"], "additionalProperties": false}),
+    );
+    documents.insert(
+        "https://example.com/defs/zip.json",
+        json!({"$defs": {"zip": {"type": "string", "pattern": "^[0-9]{3}$"}}}),
+    );
+    let opts = JsonSchemaOptions {
+        documents,
+        ..JsonSchemaOptions::default()
+    };
+    let schema = json!({"$id": "https://example.com/main.json",
+                        "type": "array", "items": {"$ref": "defs/address.json"}});
+    check_with(
+        schema,
+        &opts,
+        &[r#"[{"zip":"123"}]"#, "[]"],
+        &[r#"[{"zip":"12"}]"#, r#"[{}]"#, r#"[{"zip":"123","x":1}]"#],
+    );
+    let err = compile_schema(
+        &json!({"properties": {"a": {"$ref": "https://example.com/other.json"}}}),
+        &opts,
+    )
+    .unwrap_err();
+    assert_eq!(err.pointer(), Some("/properties/a/$ref"), "{err}");
 }
 
 /// `not` of any schema is the union of its constraints violated one at a time;

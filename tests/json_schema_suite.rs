@@ -9,7 +9,9 @@
 //!
 //! `vendored_fixtures` (default) runs the copies in `tests/fixtures/json-schema/`;
 //! `full_suite` (ignored) runs `$STENCIL_SHARED_DATA/json-schema-test-suite`
-//! (default `/work/shared/data`), drafts 2020-12 and 7, `optional/` included.
+//! (default `/work/shared/data`), drafts 2020-12 and 7, `optional/` included, with
+//! the suite's `remotes/` passed as the documents served at `http://localhost:1234/`
+//! (what `refRemote` names).
 
 #[path = "support/json_schema_common.rs"]
 mod common;
@@ -19,7 +21,9 @@ use std::path::{Path, PathBuf};
 
 use common::{accepts, compile};
 use serde_json::Value;
-use stencil::frontend::json_schema::{Draft, JsonSchemaOptions, PropertyOrder};
+use stencil::frontend::json_schema::{
+    Draft, JsonSchemaOptions, PropertyOrder, SchemaDocuments, DEFAULT_MAX_NESTING,
+};
 
 /// `(file, case description)` pairs allowed to be under-constrained, with why.
 const KNOWN_UNDER: &[(&str, &str, &str)] = &[
@@ -66,10 +70,11 @@ struct Outcome {
     unsupported_reasons: BTreeMap<String, usize>,
 }
 
-fn run(dir: &Path, draft: Draft, order: PropertyOrder) -> Outcome {
+fn run(dir: &Path, draft: Draft, order: PropertyOrder, documents: &SchemaDocuments) -> Outcome {
     let options = JsonSchemaOptions {
         property_order: order,
         default_draft: Some(draft),
+        documents: documents.clone(),
         ..Default::default()
     };
     let mut rows = BTreeMap::new();
@@ -167,8 +172,8 @@ fn print_table(title: &str, out: &Outcome) {
     }
 }
 
-fn check_dir(root: &Path, sub: &str, draft: Draft) -> Outcome {
-    let out = run(&root.join(sub), draft, PropertyOrder::Any);
+fn check_dir(root: &Path, sub: &str, draft: Draft, documents: &SchemaDocuments) -> Outcome {
+    let out = run(&root.join(sub), draft, PropertyOrder::Any, documents);
     print_table(&format!("{sub} (property order any, compact)"), &out);
     out
 }
@@ -182,7 +187,7 @@ fn vendored_fixtures() {
         ("draft2020-12", Draft::Draft202012),
         ("draft7", Draft::Draft7),
     ] {
-        let out = check_dir(&root, sub, draft);
+        let out = check_dir(&root, sub, draft, &SchemaDocuments::default());
         passed += out.rows.values().map(|r| r.passed).sum::<usize>();
         under.extend(out.under);
     }
@@ -193,17 +198,27 @@ fn vendored_fixtures() {
 #[test]
 #[ignore = "needs the shared data folder; prints the full table"]
 fn full_suite() {
-    let root = common::shared_data().join("json-schema-test-suite/tests");
+    let suite = common::shared_data().join("json-schema-test-suite");
+    let root = suite.join("tests");
+    let mut remotes = SchemaDocuments::default();
+    let loaded = remotes
+        .load_dir(
+            &suite.join("remotes"),
+            "http://localhost:1234/",
+            DEFAULT_MAX_NESTING,
+        )
+        .expect("the suite's remotes/");
+    assert!(loaded > 50, "only {loaded} remote documents");
     let mut under = Vec::new();
     for (sub, draft) in [
         ("draft2020-12", Draft::Draft202012),
         ("draft7", Draft::Draft7),
     ] {
-        let out = check_dir(&root, sub, draft);
+        let out = check_dir(&root, sub, draft, &remotes);
         under.extend(out.under);
         if sub == "draft2020-12" {
             // How many valid instances only the schema order rejects.
-            let schema_order = run(&root.join(sub), draft, PropertyOrder::Schema);
+            let schema_order = run(&root.join(sub), draft, PropertyOrder::Schema, &remotes);
             let any_over: usize = out.rows.values().map(|r| r.over).sum();
             let schema_over: usize = schema_order.rows.values().map(|r| r.over).sum();
             println!(

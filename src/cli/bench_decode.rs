@@ -261,6 +261,8 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         strict: false,
         lenient: false,
         max_nesting: json_schema::DEFAULT_MAX_NESTING,
+        ref_dir: None,
+        ref_base: json_schema::DEFAULT_DOCUMENTS_BASE.into(),
         root: "root".into(),
         for_generation: true,
     };

@@ -3,12 +3,15 @@
 //! to a Lark grammar's `%json` schemas), compiled the same way everywhere so a
 //! grammar that checks is the grammar that generates.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
 
 use stencil::automaton::{CompileOptions, CompiledGrammar};
-use stencil::frontend::json_schema::{self, JsonSchemaOptions, PropertyOrder, Whitespace};
+use stencil::frontend::json_schema::{
+    self, JsonSchemaOptions, PropertyOrder, SchemaDocuments, Whitespace,
+};
 use stencil::frontend::lark::LarkOptions;
 use stencil::frontend::structural_tag::StructuralTagOptions;
 use stencil::frontend::{self, gbnf::GbnfOptions};
@@ -61,6 +64,17 @@ pub struct GrammarArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000)
     )]
     pub max_nesting: usize,
+    /// Folder of JSON documents a --schema's `$ref`s may name (never fetched
+    /// from the network): each `.json` file under it by its path relative to
+    /// the folder (resolved against --ref-base) and by its own absolute `$id`.
+    #[arg(long, value_name = "DIR")]
+    pub ref_dir: Option<String>,
+    /// The URI the --ref-dir folder stands for: `https://example.com/schemas/`
+    /// makes `DIR/a/b.json` the document `https://example.com/schemas/a/b.json`.
+    /// By default, the base of a schema without `$id`, so `"$ref": "b.json"`
+    /// finds `DIR/b.json`.
+    #[arg(long, value_name = "URI", requires = "ref_dir", default_value = json_schema::DEFAULT_DOCUMENTS_BASE)]
+    pub ref_base: String,
     /// Start rule of a GBNF grammar.
     #[arg(long, default_value = "root")]
     pub root: String,
@@ -83,8 +97,14 @@ pub enum WhitespaceArg {
 }
 
 impl GrammarArgs {
-    pub fn schema_options(&self) -> JsonSchemaOptions {
-        JsonSchemaOptions {
+    pub fn schema_options(&self) -> Result<JsonSchemaOptions, String> {
+        let mut documents = SchemaDocuments::default();
+        if let Some(dir) = &self.ref_dir {
+            documents
+                .load_dir(Path::new(dir), &self.ref_base, self.max_nesting)
+                .map_err(|e| format!("--ref-dir: {e}"))?;
+        }
+        Ok(JsonSchemaOptions {
             whitespace: match self.whitespace.unwrap_or(WhitespaceArg::Compact) {
                 WhitespaceArg::Compact => Whitespace::Compact,
                 WhitespaceArg::Bounded => Whitespace::Bounded { indent: 20 },
@@ -97,31 +117,34 @@ impl GrammarArgs {
             strict: self.strict,
             lenient: self.lenient,
             plain_integers: self.for_generation,
+            documents,
             ..JsonSchemaOptions::default()
-        }
+        })
     }
 
     /// Options for a structural tag: XGrammar's JSON defaults (no undeclared
     /// properties, bounded whitespace) unless `--whitespace` says otherwise.
-    pub fn structural_tag_options(&self) -> StructuralTagOptions {
+    pub fn structural_tag_options(&self) -> Result<StructuralTagOptions, String> {
         let mut options = StructuralTagOptions::default();
+        let json = self.schema_options()?;
         if self.whitespace.is_some() {
-            options.json.whitespace = self.schema_options().whitespace;
+            options.json.whitespace = json.whitespace;
         }
         options.json.lenient = self.lenient;
         options.json.plain_integers = self.for_generation;
-        options
+        options.json.documents = json.documents;
+        Ok(options)
     }
 
     /// Options for a Lark grammar: its `%json` schemas take the JSON Schema
     /// flags, and llguidance's whitespace unless `--whitespace` says otherwise.
-    pub fn lark_options(&self) -> LarkOptions {
+    pub fn lark_options(&self) -> Result<LarkOptions, String> {
         let defaults = LarkOptions::default();
-        let mut json = self.schema_options();
+        let mut json = self.schema_options()?;
         if self.whitespace.is_none() {
             json.whitespace = defaults.json.whitespace;
         }
-        LarkOptions { json, ..defaults }
+        Ok(LarkOptions { json, ..defaults })
     }
 
     /// Compiles the chosen grammar to its byte-level automaton on its own (for
@@ -207,7 +230,7 @@ impl GrammarArgs {
         Ok(match source {
             GrammarSource::Schema(origin, schema) => {
                 let (grammar, warnings) =
-                    json_schema::compile_schema(schema, &self.schema_options())
+                    json_schema::compile_schema(schema, &self.schema_options()?)
                         .map_err(|e| format!("{origin}: {e}"))?;
                 for warning in warnings {
                     eprintln!("warning: {origin}: {warning}");
@@ -220,7 +243,7 @@ impl GrammarArgs {
             }
             GrammarSource::StructuralTag(origin, tag) => frontend::structural_tag::parse(
                 tag,
-                &self.structural_tag_options(),
+                &self.structural_tag_options()?,
                 &Default::default(),
             )
             .map_err(|e| format!("{origin}: {e}"))?,
@@ -234,7 +257,7 @@ impl GrammarArgs {
             GrammarSource::Lark(origin, text) => {
                 let (grammar, report) = frontend::lark::parse_with_warnings(
                     text,
-                    &self.lark_options(),
+                    &self.lark_options()?,
                     &Default::default(),
                 )
                 .map_err(|e| format!("{origin}:{e}"))?;

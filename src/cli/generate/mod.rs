@@ -44,7 +44,7 @@ fn read_grammar(
 ) -> Result<Grammar, String> {
     let grammar_args = args.grammar_for_generation();
     match tools {
-        Some(t) => t.grammar(t.provisional_format(), &tool_options(&grammar_args)),
+        Some(t) => t.grammar(t.provisional_format(), &tool_options(&grammar_args)?),
         None => grammar_args.grammar(args.json_grammar.then_some(JSON_GBNF)),
     }
     .map_err(|e| format!("invalid grammar: {e}"))
@@ -52,10 +52,12 @@ fn read_grammar(
 
 /// Tool calls' arguments are strict (declared properties only), as the
 /// server's are.
-fn tool_options(grammar_args: &crate::cli::grammar::GrammarArgs) -> StructuralTagOptions {
-    let mut options = grammar_args.structural_tag_options();
+fn tool_options(
+    grammar_args: &crate::cli::grammar::GrammarArgs,
+) -> Result<StructuralTagOptions, String> {
+    let mut options = grammar_args.structural_tag_options()?;
     options.json.strict = true;
-    options
+    Ok(options)
 }
 
 /// What `--stream` prints as text arrives: the text itself, or with `--output-json`
@@ -207,7 +209,7 @@ fn run_with_reply_parts(
             let grammar = if prompting.format == t.provisional_format() {
                 Ok(grammar)
             } else {
-                t.grammar(prompting.format, &tool_options(&grammar_args))
+                tool_options(&grammar_args).and_then(|o| t.grammar(prompting.format, &o))
             };
             let prompt = user_text(args).and_then(|text| t.prompt(generator, &text, prompting));
             match (grammar, prompt) {

@@ -145,7 +145,10 @@ impl<'a> SchemaCompiler<'a> {
                 return self.unsupported(
                     kw,
                     &s.at(kw),
-                    format!("cannot resolve {r:?} (remote or unknown references are not fetched)"),
+                    format!(
+                        "cannot resolve {r:?}: not in the schema nor in the documents passed \
+                         (--ref-dir, `JsonSchemaOptions::documents`; never fetched)"
+                    ),
                 )
             }
         };

@@ -31,6 +31,7 @@
 mod array;
 mod combinators;
 mod decimal;
+mod documents;
 mod draft;
 mod emit;
 mod format;
@@ -55,6 +56,7 @@ use std::rc::Rc;
 use crate::grammar::{Expr, Grammar, GrammarError, Hir, Rule, RuleId};
 use serde_json::Value;
 
+pub use documents::{DocumentsError, SchemaDocuments, DEFAULT_DOCUMENTS_BASE};
 pub use draft::Draft;
 pub use pattern_cache::{PatternCache, DEFAULT_PATTERN_CACHE_BYTES};
 pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
@@ -143,6 +145,9 @@ pub struct JsonSchemaOptions {
     /// default: checking follows the spec, where `1.0` and any integer length are
     /// valid.
     pub plain_integers: bool,
+    /// Documents outside the schema that its `$ref`s may name, by URI (never
+    /// fetched from the network).
+    pub documents: SchemaDocuments,
     pub limits: JsonSchemaLimits,
 }
 
@@ -257,7 +262,7 @@ fn compile_root<'a>(
     let draft = Draft::of(schema)
         .or(options.default_draft)
         .unwrap_or(Draft::Draft202012);
-    let index = refs::Index::build(schema, draft);
+    let index = refs::Index::build(schema, draft, &options.documents);
     let mut c = SchemaCompiler {
         opts: options,
         draft,
@@ -416,7 +421,7 @@ impl<'a> SchemaCompiler<'a> {
         SchemaCompiler {
             opts,
             draft: Draft::Draft202012,
-            index: refs::Index::build(&TRUE, Draft::Draft202012),
+            index: refs::Index::build(&TRUE, Draft::Draft202012, &opts.documents),
             rules: Vec::new(),
             memo: HashMap::default(),
             warnings: Vec::new(),

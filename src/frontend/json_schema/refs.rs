@@ -4,16 +4,19 @@
 //! The document is indexed once: every subschema with an `$id` is registered under
 //! its resolved URI, every anchor under `uri#name`, and every visited pointer
 //! remembers its base URI so a resolved target keeps resolving its own relative
-//! references correctly. Remote documents are never fetched: a `$ref` outside the
-//! document is reported as unsupported. Resolution only finds the target; recursion
-//! is handled by the compiler's rule memo, so it needs no depth cap here.
+//! references correctly. Remote documents are never fetched: the documents the
+//! user passed ([`SchemaDocuments`]) are indexed the same way, their pointers
+//! written `uri#/pointer` so they never collide with the root's (`/pointer`); a
+//! `$ref` to any other document is reported as unsupported. Resolution only finds
+//! the target; recursion is handled by the compiler's rule memo, so it needs no
+//! depth cap here.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::{Draft, Subschema};
+use super::{Draft, SchemaDocuments, Subschema};
 
 /// Base URI of a document without `$id`.
 const DEFAULT_BASE: &str = "stencil:///schema.json";
@@ -21,6 +24,7 @@ const DEFAULT_BASE: &str = "stencil:///schema.json";
 pub(crate) struct Index<'a> {
     pub root_base: Rc<str>,
     root: &'a Value,
+    documents: &'a SchemaDocuments,
     /// Resolved `$id` (no fragment) -> pointer.
     ids: HashMap<String, String>,
     /// `uri#anchor` -> pointer.
@@ -30,10 +34,11 @@ pub(crate) struct Index<'a> {
 }
 
 impl<'a> Index<'a> {
-    pub fn build(root: &'a Value, draft: Draft) -> Index<'a> {
+    pub fn build(root: &'a Value, draft: Draft, documents: &'a SchemaDocuments) -> Index<'a> {
         let mut index = Index {
             root_base: Rc::from(DEFAULT_BASE),
             root,
+            documents,
             ids: HashMap::default(),
             anchors: HashMap::default(),
             bases: HashMap::default(),
@@ -45,6 +50,15 @@ impl<'a> Index<'a> {
             .get("")
             .cloned()
             .unwrap_or_else(|| Rc::from(DEFAULT_BASE));
+        for (uri, document) in documents.iter() {
+            let ptr = format!("{uri}#");
+            index
+                .ids
+                .entry(uri.to_string())
+                .or_insert_with(|| ptr.clone());
+            let draft = Draft::of(document).unwrap_or(draft);
+            index.walk(document, ptr, Rc::from(uri), draft, 0);
+        }
         index
     }
 
@@ -149,7 +163,7 @@ impl<'a> Index<'a> {
         } else {
             self.anchors.get(&format!("{doc}#{frag}"))?.clone()
         };
-        let v = lookup(self.root, &ptr)?;
+        let v = self.lookup(&ptr)?;
         let base = self
             .bases
             .get(&ptr)
@@ -168,11 +182,21 @@ fn escape(k: &str) -> String {
     k.replace('~', "~0").replace('/', "~1")
 }
 
-fn lookup<'a>(root: &'a Value, ptr: &str) -> Option<&'a Value> {
-    if ptr.is_empty() {
-        return Some(root);
+impl<'a> Index<'a> {
+    /// The value at `ptr`: a pointer into the root (`""`, `/...`) or into a
+    /// passed document (`uri#/...`).
+    fn lookup(&self, ptr: &str) -> Option<&'a Value> {
+        let (document, ptr) = if ptr.is_empty() || ptr.starts_with('/') {
+            (self.root, ptr)
+        } else {
+            let (uri, ptr) = split_fragment(ptr);
+            (self.documents.get(uri)?, ptr)
+        };
+        if ptr.is_empty() {
+            return Some(document);
+        }
+        document.pointer(ptr)
     }
-    root.pointer(ptr)
 }
 
 fn percent_decode(s: &str) -> String {
