@@ -635,6 +635,77 @@ fn refs_into_passed_documents() {
     assert_eq!(err.pointer(), Some("/properties/a/$ref"), "{err}");
 }
 
+/// `unevaluatedProperties`/`unevaluatedItems` from what the applicators that
+/// hold evaluate: the `anyOf` branches that hold (all of them), the `if` that
+/// holds or the `else`, a `$ref`; never `not`, nor a nested schema's siblings.
+#[test]
+fn unevaluated_from_the_applicators_that_hold() {
+    let closed = |extra: serde_json::Value| {
+        let mut s = json!({"properties": {"a": true}, "unevaluatedProperties": false});
+        s.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        s
+    };
+    check(
+        closed(json!({"allOf": [{"properties": {"b": true}}]})),
+        &[r#"{"a":1,"b":2}"#, "{}", "1"],
+        &[r#"{"c":1}"#],
+    );
+    // Both branches hold: both evaluate.
+    check(
+        closed(json!({"anyOf": [
+            {"properties": {"b": true}, "required": ["b"]},
+            {"properties": {"c": true}, "required": ["c"]}]})),
+        &[r#"{"b":1,"c":2}"#, r#"{"a":0,"b":1}"#, r#"{"c":1}"#],
+        &[r#"{"b":1,"d":2}"#, r#"{"a":1}"#],
+    );
+    // `not` drops what its subschema evaluated.
+    check(
+        closed(json!({"not": {"not": {"properties": {"b": true}}}})),
+        &[r#"{"a":1}"#],
+        &[r#"{"b":1}"#],
+    );
+    // The `if` that holds evaluates with its `then`; otherwise `else` alone.
+    check(
+        closed(
+            json!({"if": {"properties": {"t": {"const": 1}}, "required": ["t"]},
+                      "then": {"properties": {"x": true}},
+                      "else": {"properties": {"y": true}}}),
+        ),
+        &[r#"{"t":1,"x":1}"#, r#"{"y":1}"#],
+        &[r#"{"t":1,"y":1}"#, r#"{"t":2,"y":1}"#, r#"{"x":1}"#],
+    );
+    // A nested scope sees only its own subschemas; it evaluates everything for
+    // the scope around it.
+    check(
+        json!({"allOf": [{"properties": {"a": true}, "unevaluatedProperties": false}],
+               "properties": {"b": true}, "unevaluatedProperties": false}),
+        &[r#"{"a":1}"#, "{}"],
+        &[r#"{"b":1}"#, r#"{"c":1}"#],
+    );
+    check(
+        json!({"$defs": {"base": {"properties": {"id": {"type": "integer"}}}},
+               "$ref": "#/$defs/base", "properties": {"name": true},
+               "unevaluatedProperties": {"type": "string"}}),
+        &[r#"{"id":1,"name":null,"x":"s"}"#],
+        &[r#"{"id":1,"x":2}"#, r#"{"id":"1"}"#],
+    );
+    check(
+        json!({"prefixItems": [true], "allOf": [{"prefixItems": [true, true]}],
+               "unevaluatedItems": {"type": "integer"}}),
+        &["[null,null]", "[null,null,1,2]", "[]"],
+        &["[null,null,\"x\"]"],
+    );
+    // Before 2019-09 the keyword is unknown: an annotation.
+    check(
+        json!({"$schema": "http://json-schema.org/draft-07/schema#",
+               "properties": {"a": true}, "unevaluatedProperties": false}),
+        &[r#"{"b":1}"#],
+        &[],
+    );
+}
+
 /// `not` of any schema is the union of its constraints violated one at a time;
 /// overlapping `oneOf` branches are each taken minus the others; `if` is
 /// `(if and then) or (not if and else)`. All exact.

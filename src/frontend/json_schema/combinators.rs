@@ -48,14 +48,11 @@ impl<'a> SchemaCompiler<'a> {
             ));
         }
         if let Some(d) = node.disjunctions.pop() {
-            let mut per_branch: Vec<Vec<Node<'a>>> = Vec::new();
-            for b in &d.branches {
-                let mut n = node.clone();
-                self.collect(b, &mut n, 0)?;
-                let mut expanded = Vec::new();
-                self.expand(n, &mut expanded, depth + 1)?;
-                per_branch.push(expanded);
+            if !d.exactly_one && d.branches.len() > 1 && Self::branches_evaluate(&node, &d.branches)
+            {
+                return self.expand_any_of_evaluating(node, d, out, depth);
             }
+            let mut per_branch = self.expand_branches(&node, &d.branches, depth)?;
             if d.exactly_one {
                 self.exclude_overlaps(&node, &d, &mut per_branch, depth)?;
             }
@@ -104,7 +101,52 @@ impl<'a> SchemaCompiler<'a> {
             self.collect(&s, &mut present, 0)?;
             return self.expand(present, out, depth + 1);
         }
+        self.settle_unevaluated(&mut node)?;
         out.push(node);
+        Ok(())
+    }
+
+    /// An `anyOf` inside an `unevaluated*` scope: every branch that holds adds
+    /// the names it evaluates, so unless the branches are provably disjoint, the
+    /// alternatives are the combinations of branches held and failed.
+    fn expand_any_of_evaluating(
+        &mut self,
+        node: Node<'a>,
+        d: super::node::Disjunction<'a>,
+        out: &mut Vec<Node<'a>>,
+        depth: usize,
+    ) -> Result<()> {
+        let per_branch = self.expand_branches(&node, &d.branches, depth)?;
+        let overlap = self.overlaps(&node, &d.branches, &per_branch, depth)?;
+        if overlap.iter().flatten().all(|t| t.is_empty()) {
+            out.extend(per_branch.into_iter().flatten());
+            return Ok(());
+        }
+        if d.branches.len() > super::unevaluated::MAX_ANY_OF_BRANCHES {
+            self.unsupported(
+                "anyOf",
+                &d.ptr,
+                format!(
+                    "more than {} branches that may hold together, inside unevaluatedProperties/unevaluatedItems",
+                    super::unevaluated::MAX_ANY_OF_BRANCHES
+                ),
+            )?;
+            // Lenient: each branch on its own (names two branches evaluate
+            // together are not counted: over-constrained, never under).
+            out.extend(per_branch.into_iter().flatten());
+            return Ok(());
+        }
+        for held in super::unevaluated::held_combinations(d.branches.len()) {
+            let mut n = node.clone();
+            for (i, b) in d.branches.iter().enumerate() {
+                if held & (1 << i) != 0 {
+                    self.collect(b, &mut n, 0)?;
+                } else {
+                    n.negations.push(b.clone());
+                }
+            }
+            self.expand(n, out, depth + 1)?;
+        }
         Ok(())
     }
 
@@ -122,14 +164,7 @@ impl<'a> SchemaCompiler<'a> {
         depth: usize,
     ) -> Result<()> {
         let k = per_branch.len();
-        let mut overlap = vec![vec![TypeSet::NONE; k]; k];
-        for i in 0..k {
-            for j in i + 1..k {
-                let t = self.branches_overlap(&per_branch[i], &per_branch[j])?;
-                overlap[i][j] = t;
-                overlap[j][i] = t;
-            }
-        }
+        let overlap = self.overlaps(node, &d.branches, per_branch, depth)?;
         for i in 0..k {
             if overlap[i].iter().all(|t| t.is_empty()) {
                 continue;
@@ -158,6 +193,59 @@ impl<'a> SchemaCompiler<'a> {
             per_branch[i] = expanded;
         }
         Ok(())
+    }
+
+    /// `node` and each branch, expanded.
+    fn expand_branches(
+        &mut self,
+        node: &Node<'a>,
+        branches: &[Subschema<'a>],
+        depth: usize,
+    ) -> Result<Vec<Vec<Node<'a>>>> {
+        let mut per_branch = Vec::with_capacity(branches.len());
+        for b in branches {
+            let mut n = node.clone();
+            self.collect(b, &mut n, 0)?;
+            let mut expanded = Vec::new();
+            self.expand(n, &mut expanded, depth + 1)?;
+            per_branch.push(expanded);
+        }
+        Ok(per_branch)
+    }
+
+    /// The types on which each pair of branches may share a value. Asked of the
+    /// branches themselves: where `node` has `unevaluated*` that the branches
+    /// evaluate for, each expansion settled them as if its branch alone held,
+    /// which would make branches that share a value look disjoint; so the
+    /// question then goes to expansions without those keywords (a superset of
+    /// each branch's values: the answer stays safe).
+    fn overlaps(
+        &mut self,
+        node: &Node<'a>,
+        branches: &[Subschema<'a>],
+        per_branch: &[Vec<Node<'a>>],
+        depth: usize,
+    ) -> Result<Vec<Vec<TypeSet>>> {
+        let probes;
+        let per_branch = if Self::branches_evaluate(node, branches) {
+            let mut bare = node.clone();
+            bare.obj.unevaluated.clear();
+            bare.arr.unevaluated.clear();
+            probes = self.expand_branches(&bare, branches, depth)?;
+            &probes[..]
+        } else {
+            per_branch
+        };
+        let k = per_branch.len();
+        let mut overlap = vec![vec![TypeSet::NONE; k]; k];
+        for i in 0..k {
+            for j in i + 1..k {
+                let t = self.branches_overlap(&per_branch[i], &per_branch[j])?;
+                overlap[i][j] = t;
+                overlap[j][i] = t;
+            }
+        }
+        Ok(overlap)
     }
 
     /// `(if and then) or (not if and else)`.

@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 
 use super::decimal::Decimal;
-use super::node::{ArrayPart, Conditional, Disjunction, Node, ObjectPart, TypeSet};
+use super::node::{ArrayPart, Conditional, Disjunction, Node, ObjectPart, TypeSet, Unevaluated};
 use super::{Draft, Result, SchemaCompiler, Subschema};
 
 /// Keywords that never constrain an instance.
@@ -114,6 +114,21 @@ impl<'a> SchemaCompiler<'a> {
             // Before 2019-09, `$ref` makes its siblings ignored.
             return self.collect_ref(s, "$ref", &map["$ref"], node, depth);
         }
+        // A schema object with `unevaluated*` opens an evaluation scope for what
+        // its keywords and in-place applicators evaluate.
+        let scoped;
+        let s = if self.draft >= Draft::Draft201909
+            && (map.contains_key("unevaluatedProperties") || map.contains_key("unevaluatedItems"))
+        {
+            self.next_scope += 1;
+            scoped = Subschema {
+                scopes: s.scopes.with(self.next_scope),
+                ..s.clone()
+            };
+            &scoped
+        } else {
+            s
+        };
         for (k, v) in map {
             let kw = Keyword {
                 schema: s,
@@ -165,6 +180,10 @@ impl<'a> SchemaCompiler<'a> {
                 );
             }
         }
+        let target = Subschema {
+            scopes: s.scopes.clone(),
+            ..target
+        };
         self.collect(&target, node, depth + 1)
     }
 
@@ -341,7 +360,11 @@ impl<'a> SchemaCompiler<'a> {
                     .siblings
                     .get("items")
                     .map(|x| kw.schema.child(x, &["items"]));
-                node.arr.parts.push(ArrayPart { prefix, rest });
+                node.arr.parts.push(ArrayPart {
+                    prefix,
+                    rest,
+                    scopes: kw.schema.scopes.clone(),
+                });
             }
             "items" => match kw.value {
                 Value::Array(items) => {
@@ -360,7 +383,11 @@ impl<'a> SchemaCompiler<'a> {
                         .siblings
                         .get("additionalItems")
                         .map(|x| kw.schema.child(x, &["additionalItems"]));
-                    node.arr.parts.push(ArrayPart { prefix, rest });
+                    node.arr.parts.push(ArrayPart {
+                        prefix,
+                        rest,
+                        scopes: kw.schema.scopes.clone(),
+                    });
                 }
                 _ => {
                     if self.draft >= Draft::Draft202012 && kw.siblings.contains_key("prefixItems") {
@@ -369,6 +396,7 @@ impl<'a> SchemaCompiler<'a> {
                     node.arr.parts.push(ArrayPart {
                         prefix: Vec::new(),
                         rest: Some(kw.schema.child(kw.value, &[kw.name])),
+                        scopes: kw.schema.scopes.clone(),
                     });
                 }
             },
@@ -430,6 +458,7 @@ impl<'a> SchemaCompiler<'a> {
                     patterns: Vec::new(),
                     additional: None,
                     ptr: kw.schema.ptr.to_string(),
+                    scopes: kw.schema.scopes.clone(),
                 };
                 if let Some(p) = kw.siblings.get("properties") {
                     let Value::Object(p) = p else {
@@ -515,7 +544,7 @@ impl<'a> SchemaCompiler<'a> {
                         _ if kw.name != "dependentRequired" => node
                             .obj
                             .dep_schemas
-                            .push((name.clone(), kw.schema.child(d, &[kw.name, name]))),
+                            .push((name.clone(), kw.schema.in_place(d, &[kw.name, name]))),
                         _ => return kw.malformed(self, "must map names to arrays of names"),
                     }
                 }
@@ -540,7 +569,7 @@ impl<'a> SchemaCompiler<'a> {
                 };
                 for (i, item) in items.iter().enumerate() {
                     self.collect(
-                        &kw.schema.child(item, &[kw.name, &i.to_string()]),
+                        &kw.schema.in_place(item, &[kw.name, &i.to_string()]),
                         node,
                         depth + 1,
                     )?;
@@ -558,7 +587,7 @@ impl<'a> SchemaCompiler<'a> {
                     branches: items
                         .iter()
                         .enumerate()
-                        .map(|(i, x)| kw.schema.child(x, &[kw.name, &i.to_string()]))
+                        .map(|(i, x)| kw.schema.in_place(x, &[kw.name, &i.to_string()]))
                         .collect(),
                     ptr: kw.ptr,
                 });
@@ -567,15 +596,15 @@ impl<'a> SchemaCompiler<'a> {
             // Before draft 7, `if` is an unknown keyword: an annotation.
             "if" if self.draft < Draft::Draft7 => {}
             "if" => node.conditionals.push(Conditional {
-                cond: kw.schema.child(kw.value, &[kw.name]),
+                cond: kw.schema.in_place(kw.value, &[kw.name]),
                 then: kw
                     .siblings
                     .get("then")
-                    .map(|x| kw.schema.child(x, &["then"])),
+                    .map(|x| kw.schema.in_place(x, &["then"])),
                 otherwise: kw
                     .siblings
                     .get("else")
-                    .map(|x| kw.schema.child(x, &["else"])),
+                    .map(|x| kw.schema.in_place(x, &["else"])),
             }),
             "$ref" | "$dynamicRef" | "$recursiveRef" => {
                 self.collect_ref(kw.schema, kw.name, kw.value, node, depth)?
@@ -585,73 +614,22 @@ impl<'a> SchemaCompiler<'a> {
         Ok(())
     }
 
-    /// `unevaluatedProperties`/`unevaluatedItems`, exact when nothing but the
-    /// object's own keywords can evaluate anything.
+    /// `unevaluatedProperties`/`unevaluatedItems` (2019-09 on; before, unknown
+    /// keywords): recorded with the scope their schema object opened, and settled
+    /// once the node is final ([`super::unevaluated`]).
     fn collect_unevaluated(&mut self, kw: Keyword<'_, 'a>, node: &mut Node<'a>) -> Result<()> {
-        // Exact in the one common case: no applicator could evaluate anything
-        // besides this object's own properties/items.
-        let applicators = [
-            "allOf",
-            "anyOf",
-            "oneOf",
-            "not",
-            "if",
-            "$ref",
-            "$dynamicRef",
-            "$recursiveRef",
-            "dependentSchemas",
-            "dependencies",
-        ];
-        let plain = !applicators.iter().any(|a| kw.siblings.contains_key(*a));
-        if plain
-            && kw.name == "unevaluatedProperties"
-            && !kw.siblings.contains_key("additionalProperties")
-        {
-            let mut part = ObjectPart {
-                props: Vec::new(),
-                patterns: Vec::new(),
-                additional: Some(kw.schema.child(kw.value, &[kw.name])),
-                ptr: kw.schema.ptr.to_string(),
-            };
-            if let Some(Value::Object(p)) = kw.siblings.get("properties") {
-                for (name, sub) in p {
-                    part.props
-                        .push((name.clone(), kw.schema.child(sub, &["properties", name])));
-                }
-            }
-            if let Some(Value::Object(p)) = kw.siblings.get("patternProperties") {
-                for (pat, sub) in p {
-                    part.patterns.push((
-                        pat.clone(),
-                        kw.schema.child(sub, &["patternProperties", pat]),
-                        format!("{}/patternProperties", kw.schema.ptr),
-                    ));
-                }
-            }
-            node.obj.parts.push(part);
-        } else if plain
-            && kw.name == "unevaluatedItems"
-            && !kw.siblings.contains_key("items")
-            && !kw.siblings.contains_key("contains")
-        {
-            let prefix: Vec<Subschema<'a>> = match kw.siblings.get("prefixItems") {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, x)| kw.schema.child(x, &["prefixItems", &i.to_string()]))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            node.arr.parts.push(ArrayPart {
-                prefix,
-                rest: Some(kw.schema.child(kw.value, &[kw.name])),
-            });
-        } else if kw.value != &Value::Bool(true) && kw.value != &Value::Object(Map::new()) {
-            self.unsupported(
-                kw.name,
-                &kw.ptr,
-                "only supported when no applicator (allOf, $ref, ...) sits beside it",
-            )?;
+        let Some(&scope) = kw.schema.scopes.ids().last() else {
+            return Ok(()); // before 2019-09: no scope was opened
+        };
+        let entry = Unevaluated {
+            scope,
+            within: kw.schema.scopes.clone(),
+            value: kw.schema.child(kw.value, &[kw.name]),
+            ptr: kw.ptr,
+        };
+        match kw.name {
+            "unevaluatedProperties" => node.obj.unevaluated.push(entry),
+            _ => node.arr.unevaluated.push(entry),
         }
         Ok(())
     }

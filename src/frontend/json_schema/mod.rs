@@ -46,6 +46,7 @@ mod pattern_cache;
 mod refs;
 mod source;
 mod string;
+mod unevaluated;
 mod validate;
 mod witness;
 mod xml;
@@ -275,6 +276,7 @@ fn compile_root<'a>(
         any_rest: None,
         negation_depth: 0,
         disjoint_depth: 0,
+        next_scope: 0,
     };
     let root_ref = Subschema::root(schema, c.index.root_base.clone());
     let root = match root(&mut c, root_ref)? {
@@ -303,6 +305,8 @@ pub(crate) struct Subschema<'a> {
     pub ptr: Rc<str>,
     pub base: Rc<str>,
     pub negated: bool,
+    /// The `unevaluated*` scopes it is evaluated in ([`node::Scopes`]).
+    pub scopes: node::Scopes,
 }
 
 impl<'a> Subschema<'a> {
@@ -312,6 +316,7 @@ impl<'a> Subschema<'a> {
             ptr: Rc::from(""),
             base,
             negated: false,
+            scopes: node::Scopes::default(),
         }
     }
 
@@ -323,6 +328,7 @@ impl<'a> Subschema<'a> {
             ptr: Rc::from(""),
             base: Rc::from(""),
             negated: false,
+            scopes: node::Scopes::default(),
         }
     }
 
@@ -365,6 +371,16 @@ impl<'a> Subschema<'a> {
         }
     }
 
+    /// The subschema under an in-place applicator (`allOf`, `anyOf`, `oneOf`,
+    /// `if`/`then`/`else`, `dependentSchemas`): a child that evaluates the same
+    /// value, so within the same `unevaluated*` scopes.
+    pub fn in_place(&self, v: &'a Value, segments: &[&str]) -> Subschema<'a> {
+        Subschema {
+            scopes: self.scopes.clone(),
+            ..self.child(v, segments)
+        }
+    }
+
     /// The subschema under `keyword` (and further `path` segments).
     pub fn child(&self, v: &'a Value, segments: &[&str]) -> Subschema<'a> {
         let mut ptr = self.ptr.to_string();
@@ -383,6 +399,7 @@ impl<'a> Subschema<'a> {
             ptr: Rc::from(ptr.as_str()),
             base,
             negated: false,
+            scopes: node::Scopes::default(),
         }
     }
 
@@ -412,6 +429,8 @@ pub(crate) struct SchemaCompiler<'a> {
     /// Property values being compared inside one another to prove `oneOf`
     /// branches disjoint (bounded: a recursive schema).
     pub disjoint_depth: usize,
+    /// The next `unevaluated*` scope's number.
+    pub next_scope: u32,
 }
 
 #[cfg(test)]
@@ -431,6 +450,7 @@ impl<'a> SchemaCompiler<'a> {
             any_rest: None,
             negation_depth: 0,
             disjoint_depth: 0,
+            next_scope: 0,
         }
     }
 }

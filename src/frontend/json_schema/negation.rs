@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::decimal::Decimal;
 use super::node::{
-    ArrayConstraints, ArrayPart, Node, NumberConstraints, ObjectConstraints, ObjectPart,
+    ArrayConstraints, ArrayPart, Node, NumberConstraints, ObjectConstraints, ObjectPart, Scopes,
     StringConstraints, TypeSet, Witness, FALSE, TRUE,
 };
 use super::{Result, SchemaCompiler, Subschema};
@@ -53,6 +53,12 @@ impl<'a> SchemaCompiler<'a> {
             ));
         }
         self.negation_depth += 1;
+        // What a failing subschema evaluates does not count (its annotations are
+        // dropped): normalized outside the scopes around it.
+        let s = &Subschema {
+            scopes: Scopes::default(),
+            ..s.clone()
+        };
         let nodes = self.normalize(std::slice::from_ref(s));
         self.negation_depth -= 1;
         let mut alternatives = vec![node];
@@ -119,6 +125,7 @@ impl<'a> SchemaCompiler<'a> {
                     max: _,
                     contains: _,
                     unique: _,
+                    unevaluated: arr_unevaluated,
                 },
             obj:
                 ObjectConstraints {
@@ -132,6 +139,7 @@ impl<'a> SchemaCompiler<'a> {
                     witnesses: _,
                     dep_required,
                     dep_schemas,
+                    unevaluated: obj_unevaluated,
                 },
             disjunctions,
             negations,
@@ -140,6 +148,8 @@ impl<'a> SchemaCompiler<'a> {
         // Normalized: what is left to distribute is gone.
         debug_assert!(disjunctions.is_empty() && negations.is_empty());
         debug_assert!(conditionals.is_empty() && dep_required.is_empty() && dep_schemas.is_empty());
+        // Settled: `unevaluated*` are object and array parts by now.
+        debug_assert!(arr_unevaluated.is_empty() && obj_unevaluated.is_empty());
         if !n.enums.is_empty() {
             let mut alternatives = vec![ctx];
             for v in self.enum_values(n)? {
@@ -236,7 +246,11 @@ impl<'a> SchemaCompiler<'a> {
                 a.arr.min = a.arr.min.max(i as u64 + 1);
                 let mut prefix = part.prefix[..i].to_vec();
                 prefix.push(item.negation());
-                a.arr.parts.push(ArrayPart { prefix, rest: None });
+                a.arr.parts.push(ArrayPart {
+                    prefix,
+                    rest: None,
+                    scopes: Scopes::default(),
+                });
                 out.push(a);
             }
             match &part.rest {
@@ -266,6 +280,7 @@ impl<'a> SchemaCompiler<'a> {
                     a.arr.parts.push(ArrayPart {
                         prefix: Vec::new(),
                         rest: Some(c.negation()),
+                        scopes: Scopes::default(),
                     });
                 } else {
                     a.arr
@@ -343,6 +358,7 @@ impl<'a> SchemaCompiler<'a> {
                     patterns: Vec::new(),
                     additional: Some(Subschema::anything()),
                     ptr: part.ptr.clone(),
+                    scopes: Scopes::default(),
                 });
                 out.push(a);
             }
@@ -405,12 +421,14 @@ impl<'a> SchemaCompiler<'a> {
                     patterns: anything(&w.not_matching),
                     additional: Some(value.negation()),
                     ptr: w.ptr.clone(),
+                    scopes: Scopes::default(),
                 },
                 [(p, ptr)] if w.outside.is_empty() && w.not_matching.is_empty() => ObjectPart {
                     props: Vec::new(),
                     patterns: vec![(p.clone(), value.negation(), ptr.clone())],
                     additional: Some(Subschema::anything()),
                     ptr: w.ptr.clone(),
+                    scopes: Scopes::default(),
                 },
                 _ => {
                     self.unsupported(

@@ -7,6 +7,8 @@
 //! file of its own, below all of those, so that none of them imports another for
 //! the types alone.
 
+use std::rc::Rc;
+
 use serde_json::Value;
 
 use super::decimal::Decimal;
@@ -123,6 +125,46 @@ pub(crate) static TRUE: Value = Value::Bool(true);
 pub(crate) static FALSE: Value = Value::Bool(false);
 pub(crate) static NULL: Value = Value::Null;
 
+/// The evaluation scopes a keyword sits in: one per enclosing schema object with
+/// `unevaluatedProperties`/`unevaluatedItems`, reached through in-place
+/// applicators only (`allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`,
+/// `dependentSchemas`, `$ref`; never `not`, whose annotations are dropped, nor a
+/// property or item, which is another value). What a part evaluates counts for
+/// each scope it lists ([`super::unevaluated`]). Empty, the common case, is no
+/// allocation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Scopes(Option<Rc<[u32]>>);
+
+impl Scopes {
+    /// These scopes and `k` inside them.
+    pub fn with(&self, k: u32) -> Scopes {
+        let mut ids = self.ids().to_vec();
+        ids.push(k);
+        Scopes(Some(Rc::from(ids)))
+    }
+
+    pub fn ids(&self) -> &[u32] {
+        self.0.as_deref().unwrap_or(&[])
+    }
+
+    pub fn contains(&self, k: u32) -> bool {
+        self.ids().contains(&k)
+    }
+}
+
+/// `unevaluatedProperties` or `unevaluatedItems` of the schema object that opened
+/// scope `scope`: settled once the node is final, against the parts evaluated
+/// within that scope.
+#[derive(Debug, Clone)]
+pub(crate) struct Unevaluated<'a> {
+    pub scope: u32,
+    /// The scopes of the keyword itself (`scope` last): an unevaluated keyword
+    /// evaluates every remaining name or item for the scopes around it.
+    pub within: Scopes,
+    pub value: Subschema<'a>,
+    pub ptr: String,
+}
+
 /// `minimum`/`maximum`/`exclusive*` (the tightest of each side kept) and every
 /// `multipleOf`, as exact decimals.
 #[derive(Debug, Clone, Default)]
@@ -172,6 +214,9 @@ pub(crate) struct ArrayPart<'a> {
     pub prefix: Vec<Subschema<'a>>,
     /// Items after the prefix (`None`: unconstrained).
     pub rest: Option<Subschema<'a>>,
+    /// The evaluation scopes of the schema object it comes from (none for parts
+    /// a negation made up: they evaluate nothing).
+    pub scopes: Scopes,
 }
 
 impl<'a> ArrayPart<'a> {
@@ -190,6 +235,8 @@ pub(crate) struct ArrayConstraints<'a> {
     /// `(contains schema, minContains, maxContains, pointer)`.
     pub contains: Vec<(Subschema<'a>, u64, Option<u64>, String)>,
     pub unique: Option<String>,
+    /// `unevaluatedItems` not yet settled.
+    pub unevaluated: Vec<Unevaluated<'a>>,
 }
 
 /// One schema object's `properties`, `patternProperties` and
@@ -201,6 +248,8 @@ pub(crate) struct ObjectPart<'a> {
     pub patterns: Vec<(String, Subschema<'a>, String)>,
     pub additional: Option<Subschema<'a>>,
     pub ptr: String,
+    /// As [`ArrayPart::scopes`].
+    pub scopes: Scopes,
 }
 
 /// Object keywords of every merged schema object.
@@ -218,6 +267,8 @@ pub(crate) struct ObjectConstraints<'a> {
     pub witnesses: Vec<Witness<'a>>,
     pub dep_required: Vec<(String, Vec<String>, String)>,
     pub dep_schemas: Vec<(String, Subschema<'a>)>,
+    /// `unevaluatedProperties` not yet settled.
+    pub unevaluated: Vec<Unevaluated<'a>>,
 }
 
 /// "Some property whose name is none of `outside`, matches every pattern of

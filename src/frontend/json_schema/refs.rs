@@ -174,6 +174,7 @@ impl<'a> Index<'a> {
             ptr: Rc::from(ptr.as_str()),
             base,
             negated: false,
+            scopes: Default::default(),
         })
     }
 }
