@@ -5,8 +5,9 @@
 //! says about position `i` (its prefix entry, else its rest schema). The prefix is a
 //! nested chain of optional items; the rest is one `Repeat` counter with the item
 //! bounds shifted by the prefix length, so `maxItems: 1000000` stays a counter.
-//! `contains` is enforced when there is no prefix, no item-count bound and at most
-//! one occurrence is demanded (`[X*, X&C, X*]`). `uniqueItems` is exact where items
+//! `contains` alone (one occurrence demanded, no prefix, no item-count bound) is
+//! `[X*, X&C, X*]`; with counts, a prefix or bounds, items are counted
+//! ([`super::contains`]). `uniqueItems` is exact where items
 //! take few values (enums, booleans, `null`): the array is a permutation of those
 //! values, each at most once, which the parser tracks like an object's members;
 //! and where it is vacuous (at most one item). Both are reported otherwise.
@@ -14,6 +15,7 @@
 use crate::grammar::{Expr, Permutation};
 use serde_json::Value;
 
+use super::contains::Counted;
 use super::node::{Node, TypeSet, FALSE, NULL, TRUE};
 use super::validate::{json_eq, json_key};
 use super::{nothing, seq, Result, SchemaCompiler, Subschema};
@@ -71,7 +73,7 @@ impl<'a> SchemaCompiler<'a> {
             .filter(|c| !(c.1 == 0 && c.2.is_none()))
             .cloned()
             .collect();
-        if let Some((c, cmin, cmax, cptr)) = contains.first().cloned() {
+        if let Some((c, cmin, cmax, _)) = contains.first().cloned() {
             let simple = contains.len() == 1
                 && prefix_len == 0
                 && min <= 1
@@ -98,11 +100,17 @@ impl<'a> SchemaCompiler<'a> {
                 ]);
                 return Ok(seq(vec![open, body, close]));
             }
-            self.unsupported(
-                "contains",
-                &cptr,
-                "contains is supported alone (minContains 1, no maxContains, no prefixItems, no maxItems)",
-            )?;
+            let counted: Vec<Counted<'a>> = contains
+                .iter()
+                .map(|(schema, min, max, ptr)| Counted {
+                    schema: schema.clone(),
+                    min: *min,
+                    max: *max,
+                    ptr: ptr.clone(),
+                })
+                .collect();
+            let body = self.counted_items(node, &counted, min, max)?;
+            return Ok(seq(vec![open, body, close]));
         }
 
         // rest items after the prefix

@@ -30,6 +30,7 @@
 
 mod array;
 mod combinators;
+mod contains;
 mod decimal;
 mod documents;
 mod draft;
