@@ -565,6 +565,32 @@ fn arrays() {
         &["[5]", "[1,5,2]"],
         &["[]", "[1,2]"],
     );
+    // Counted: two or three fives, after a string prefix, at most five items.
+    check(
+        json!({"prefixItems": [{"type": "string"}], "contains": {"const": 5},
+               "minContains": 2, "maxContains": 3, "maxItems": 5}),
+        &["[\"a\",5,5]", "[\"a\",5,1,5,5]", "[\"a\",5,5,5]"],
+        &[
+            "[5,5]",
+            "[\"a\",5]",
+            "[\"a\",5,5,5,5]",
+            "[\"a\",5,5,1,1,1]",
+            "[1,5,5]",
+        ],
+    );
+    // Two counts at once, no item bound: exactly one 1, at least two strings.
+    check(
+        json!({"allOf": [{"contains": {"const": 1}, "minContains": 1, "maxContains": 1},
+                         {"contains": {"type": "string"}, "minContains": 2}]}),
+        &["[1,\"a\",\"b\"]", "[\"a\",2,\"b\",1,\"c\"]"],
+        &["[1,1,\"a\",\"b\"]", "[1,\"a\"]", "[\"a\",\"b\"]"],
+    );
+    // maxContains 0: no item matches.
+    check(
+        json!({"contains": {"type": "null"}, "minContains": 0, "maxContains": 0}),
+        &["[]", "[1,2]", "{}"],
+        &["[null]", "[1,null]"],
+    );
 }
 
 #[test]
@@ -892,6 +918,12 @@ fn patterns_and_formats() {
 /// an excluded constant: each pair is the product of the two automata, exactly.
 #[test]
 fn regular_constraints_on_one_string_intersect() {
+    // Look-aheads where the string starts: patterns of their own.
+    check(
+        json!({"type": "string", "pattern": "^(?!org\\.bukkit\\.)(?=.*\\.)[a-z.]+$"}),
+        &[r#""com.x""#, r#""org.x""#],
+        &[r#""org.bukkit.x""#, r#""comx""#, r#""Com.x""#],
+    );
     // Unanchored: twelve characters, some hex run among them.
     check(
         json!({"type": "string", "pattern": "[0-9a-fA-F]+", "minLength": 12, "maxLength": 12}),

@@ -310,8 +310,20 @@ impl<'a> SchemaCompiler<'a> {
             }
             "pattern" => match kw.value.as_str() {
                 Some(p) => {
-                    if !node.str.patterns.iter().any(|(q, _)| q == p) {
-                        node.str.patterns.push((p.to_string(), kw.ptr))
+                    let (p, looks) = super::pattern::split_leading_lookaheads(p)
+                        .unwrap_or_else(|| (p.to_string(), Vec::new()));
+                    for (positive, look) in looks {
+                        let list = if positive {
+                            &mut node.str.patterns
+                        } else {
+                            &mut node.str.not_patterns
+                        };
+                        if !list.iter().any(|(q, _)| *q == look) {
+                            list.push((look, kw.ptr.clone()));
+                        }
+                    }
+                    if !node.str.patterns.iter().any(|(q, _)| *q == p) {
+                        node.str.patterns.push((p, kw.ptr))
                     }
                 }
                 None => return kw.malformed(self, "must be a string"),

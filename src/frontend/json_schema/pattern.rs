@@ -152,6 +152,83 @@ pub(crate) fn translate(p: &str) -> PatternResult<String> {
 /// Translates the escape starting at `chars[i]` (a backslash) onto `out` and
 /// returns the index after it. Inside a class (`in_class`), class escapes are
 /// written as ranges, without brackets of their own.
+/// A pattern that opens with look-aheads at its start, `^(?=A)(?!B)C`, as what
+/// it says: the string matches `^C`, and `^A`, and not `^B`. A look-ahead where
+/// the string starts reads a prefix of the whole string, so each is a pattern of
+/// its own, kept beside the rest (`patterns` and `not_patterns`) and intersected
+/// like any two patterns on one string. `None` for any other pattern, and when
+/// the rest has branches (`^(?!A)B|C`: the look-ahead binds `B` alone).
+pub(crate) fn split_leading_lookaheads(p: &str) -> Option<(String, Vec<(bool, String)>)> {
+    let chars: Vec<char> = p.chars().collect();
+    if chars.first() != Some(&'^') {
+        return None;
+    }
+    let mut looks = Vec::new();
+    let mut i = 1;
+    while chars.get(i) == Some(&'(')
+        && chars.get(i + 1) == Some(&'?')
+        && matches!(chars.get(i + 2), Some('=' | '!'))
+    {
+        let close = group_end(&chars, i)?;
+        let mut body: String = chars[i + 3..close].iter().collect();
+        if let Some(b) = body.strip_prefix('^') {
+            body = b.to_string(); // already anchored at the start
+        }
+        looks.push((chars[i + 2] == '=', format!("^(?:{body})")));
+        i = close + 1;
+    }
+    if looks.is_empty() || has_top_level_branch(&chars[i..]) {
+        return None;
+    }
+    let rest: String = chars[i..].iter().collect();
+    Some((format!("^{rest}"), looks))
+}
+
+/// The index of the `)` closing the group opened at `open`, skipping escapes and
+/// character classes.
+fn group_end(chars: &[char], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut i = open;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `chars` has a `|` outside every group and class.
+fn has_top_level_branch(chars: &[char]) -> bool {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
 fn translate_escape(
     chars: &[char],
     mut i: usize,
@@ -501,6 +578,37 @@ mod tests {
         assert!(small(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}.\d{6}"));
         assert!(small("(.+/)?.+:.+"));
         assert!(!small("a.{20}"));
+    }
+
+    #[test]
+    fn leading_lookaheads_split_into_patterns() {
+        let split = |p: &str| split_leading_lookaheads(p);
+        assert_eq!(
+            split(r"^(?!org\.bukkit\.)[a-z]+$"),
+            Some((
+                "^[a-z]+$".to_string(),
+                vec![(false, r"^(?:org\.bukkit\.)".to_string())]
+            ))
+        );
+        assert_eq!(
+            split(r"^(?=[^=]+$)(?!^a|b)(x)"),
+            Some((
+                "^(x)".to_string(),
+                vec![
+                    (true, "^(?:[^=]+$)".to_string()),
+                    (false, "^(?:a|b)".to_string())
+                ]
+            ))
+        );
+        // A parenthesis in a class or escaped does not close the group.
+        assert_eq!(
+            split(r"^(?![)\)])a").map(|(r, l)| (r, l[0].1.clone())),
+            Some(("^a".to_string(), r"^(?:[)\)])".to_string()))
+        );
+        assert_eq!(split(r"^(?!a)b|c"), None, "binds the first branch only");
+        assert_eq!(split(r"x(?!a)"), None);
+        assert_eq!(split(r"^((?!a).)*$"), None);
+        assert_eq!(split(r"^(?!a"), None);
     }
 
     fn m(p: &str, s: &str) -> bool {
