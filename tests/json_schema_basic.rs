@@ -6,7 +6,7 @@ mod common;
 use common::{accepts, compile};
 use serde_json::json;
 use stencil::frontend::json_schema::{
-    compile_schema, JsonSchemaError, JsonSchemaOptions, PropertyOrder, SchemaDocuments,
+    compile_schema, FormatMode, JsonSchemaError, JsonSchemaOptions, PropertyOrder, SchemaDocuments,
 };
 
 fn check(schema: serde_json::Value, good: &[&str], bad: &[&str]) {
@@ -918,6 +918,14 @@ fn patterns_and_formats() {
 /// an excluded constant: each pair is the product of the two automata, exactly.
 #[test]
 fn regular_constraints_on_one_string_intersect() {
+    // `format` asserts by default, annotates on request.
+    let date = json!({"type": "string", "format": "date", "maxLength": 10});
+    check(date.clone(), &[r#""2024-02-29""#], &[r#""tomorrow""#]);
+    let annotate = JsonSchemaOptions {
+        format: FormatMode::Annotate,
+        ..JsonSchemaOptions::default()
+    };
+    check_with(date, &annotate, &[r#""tomorrow""#], &[r#""2024-02-29T00""#]);
     // Look-aheads where the string starts: patterns of their own.
     check(
         json!({"type": "string", "pattern": "^(?!org\\.bukkit\\.)(?=.*\\.)[a-z.]+$"}),

@@ -11,7 +11,8 @@
 //! `full_suite` (ignored) runs `$STENCIL_SHARED_DATA/json-schema-test-suite`
 //! (default `/work/shared/data`), drafts 2020-12 and 7, `optional/` included, with
 //! the suite's `remotes/` passed as the documents served at `http://localhost:1234/`
-//! (what `refRemote` names).
+//! (what `refRemote` names). `format` is an annotation ([`FormatMode::Annotate`]) but
+//! in `optional/format/` and `optional/format-assertion.json`, which assume it asserts.
 
 #[path = "support/json_schema_common.rs"]
 mod common;
@@ -22,7 +23,7 @@ use std::path::{Path, PathBuf};
 use common::{accepts, compile};
 use serde_json::Value;
 use stencil::frontend::json_schema::{
-    Draft, JsonSchemaOptions, PropertyOrder, SchemaDocuments, DEFAULT_MAX_NESTING,
+    Draft, FormatMode, JsonSchemaOptions, PropertyOrder, SchemaDocuments, DEFAULT_MAX_NESTING,
 };
 
 /// `(file, case description)` pairs allowed to be under-constrained, with why.
@@ -71,7 +72,7 @@ struct Outcome {
 }
 
 fn run(dir: &Path, draft: Draft, order: PropertyOrder, documents: &SchemaDocuments) -> Outcome {
-    let options = JsonSchemaOptions {
+    let asserting = JsonSchemaOptions {
         property_order: order,
         default_draft: Some(draft),
         documents: documents.clone(),
@@ -80,8 +81,20 @@ fn run(dir: &Path, draft: Draft, order: PropertyOrder, documents: &SchemaDocumen
     let mut rows = BTreeMap::new();
     let mut under = Vec::new();
     let mut unsupported_reasons = BTreeMap::new();
+    // `format` as the suite means it: an annotation, but in `optional/format/`
+    // (the format-assertion vocabulary).
+    let annotating = JsonSchemaOptions {
+        format: FormatMode::Annotate,
+        ..asserting.clone()
+    };
     for path in files(dir) {
         let name = path.strip_prefix(dir).unwrap().display().to_string();
+        let options =
+            if name.starts_with("optional/format/") || name == "optional/format-assertion.json" {
+                &asserting
+            } else {
+                &annotating
+            };
         let text = std::fs::read_to_string(&path).unwrap();
         let groups: Vec<Value> = serde_json::from_str(&text).unwrap();
         let mut row = Row::default();
@@ -89,7 +102,7 @@ fn run(dir: &Path, draft: Draft, order: PropertyOrder, documents: &SchemaDocumen
             let schema = &group["schema"];
             let tests = group["tests"].as_array().unwrap();
             let described = group["description"].as_str().unwrap_or("");
-            let compiled = std::panic::catch_unwind(|| compile(schema, &options))
+            let compiled = std::panic::catch_unwind(|| compile(schema, options))
                 .unwrap_or_else(|_| Err(format!("PANIC compiling {schema}")));
             let grammar = match compiled {
                 Ok(g) => g,

@@ -261,6 +261,7 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         strict: false,
         lenient: false,
         max_nesting: json_schema::DEFAULT_MAX_NESTING,
+        format: crate::cli::grammar::FormatArg::Assert,
         ref_dir: None,
         ref_base: json_schema::DEFAULT_DOCUMENTS_BASE.into(),
         root: "root".into(),

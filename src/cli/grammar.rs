@@ -10,7 +10,7 @@ use clap::Args;
 
 use stencil::automaton::{CompileOptions, CompiledGrammar};
 use stencil::frontend::json_schema::{
-    self, JsonSchemaOptions, PropertyOrder, SchemaDocuments, Whitespace,
+    self, FormatMode, JsonSchemaOptions, PropertyOrder, SchemaDocuments, Whitespace,
 };
 use stencil::frontend::lark::LarkOptions;
 use stencil::frontend::structural_tag::StructuralTagOptions;
@@ -55,6 +55,10 @@ pub struct GrammarArgs {
     /// Keywords that cannot be enforced become warnings (printed) instead of errors.
     #[arg(long)]
     pub lenient: bool,
+    /// What a --schema's `format` does: enforce the known formats (default), or
+    /// annotate only (any string, the 2020-12 default meaning).
+    #[arg(long, value_enum, default_value = "assert")]
+    pub format: FormatArg,
     /// Deepest nesting of arrays and objects in a --schema file (at most 10000:
     /// what the command's stack holds).
     #[arg(
@@ -90,6 +94,12 @@ pub enum PropertyOrderArg {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum FormatArg {
+    Assert,
+    Annotate,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum WhitespaceArg {
     Compact,
     Bounded,
@@ -117,6 +127,10 @@ impl GrammarArgs {
             strict: self.strict,
             lenient: self.lenient,
             plain_integers: self.for_generation,
+            format: match self.format {
+                FormatArg::Assert => FormatMode::Assert,
+                FormatArg::Annotate => FormatMode::Annotate,
+            },
             documents,
             ..JsonSchemaOptions::default()
         })
@@ -132,6 +146,7 @@ impl GrammarArgs {
         }
         options.json.lenient = self.lenient;
         options.json.plain_integers = self.for_generation;
+        options.json.format = json.format;
         options.json.documents = json.documents;
         Ok(options)
     }

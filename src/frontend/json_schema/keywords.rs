@@ -329,6 +329,7 @@ impl<'a> SchemaCompiler<'a> {
                 None => return kw.malformed(self, "must be a string"),
             },
             "format" => match kw.value.as_str() {
+                Some(_) if self.opts.format == super::FormatMode::Annotate => {}
                 Some(f) => {
                     if super::format::is_known(f) && !node.str.formats.iter().any(|(q, _)| q == f) {
                         node.str.formats.push((f.to_string(), kw.ptr));

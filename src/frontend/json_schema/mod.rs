@@ -91,6 +91,19 @@ pub enum PropertyOrder {
     Any,
 }
 
+/// What `format` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FormatMode {
+    /// A known format is enforced (`"format": "date"` admits only dates): what
+    /// a generator wants, and the format-assertion vocabulary's meaning. An
+    /// unknown format is an annotation either way.
+    #[default]
+    Assert,
+    /// `format` is an annotation and admits any string: the 2019-09/2020-12
+    /// default meaning of the keyword.
+    Annotate,
+}
+
 /// Bounds that keep hostile schemas cheap to reject.
 #[derive(Debug, Clone)]
 pub struct JsonSchemaLimits {
@@ -147,6 +160,8 @@ pub struct JsonSchemaOptions {
     /// default: checking follows the spec, where `1.0` and any integer length are
     /// valid.
     pub plain_integers: bool,
+    /// Whether `format` is enforced (default) or an annotation.
+    pub format: FormatMode,
     /// Documents outside the schema that its `$ref`s may name, by URI (never
     /// fetched from the network).
     pub documents: SchemaDocuments,
