@@ -16,6 +16,9 @@ use super::string::literal_string;
 use super::validate::json_key;
 use super::{alt, nothing, seq, Result, SchemaCompiler};
 
+/// Most numbers of one `enum` spelled with exponents too (`7` as `0.7e1`).
+pub(crate) const MOST_SPELLED_NUMBERS: usize = 256;
+
 impl<'a> SchemaCompiler<'a> {
     /// One alternative per JSON type the node allows.
     pub(crate) fn emit_node(&mut self, node: &Node<'a>) -> Result<Expr> {
@@ -49,10 +52,25 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     fn emit_enum(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let values = self.enum_values(node)?;
+        // Each number's exponent spellings are a few dozen regex branches: past
+        // a few hundred numbers they dominate the compile (100,000 numbers:
+        // 50 s, 700 MB), so a long list is spelled plain (`7`, `7.0`), an
+        // over-constraint generation never meets.
+        let numbers = values.iter().filter(|v| v.is_number()).count();
+        let spelled = self.exponent_spellings;
+        self.exponent_spellings = spelled && numbers <= MOST_SPELLED_NUMBERS;
         let mut alts = Vec::new();
-        for v in self.enum_values(node)? {
-            alts.push(self.literal(v)?);
+        for v in values {
+            match self.literal(v) {
+                Ok(e) => alts.push(e),
+                Err(e) => {
+                    self.exponent_spellings = spelled;
+                    return Err(e);
+                }
+            }
         }
+        self.exponent_spellings = spelled;
         Ok(alt(alts))
     }
 

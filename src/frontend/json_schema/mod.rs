@@ -293,6 +293,7 @@ fn compile_root<'a>(
         negation_depth: 0,
         disjoint_depth: 0,
         next_scope: 0,
+        exponent_spellings: true,
     };
     let root_ref = Subschema::root(schema, c.index.root_base.clone());
     let root = match root(&mut c, root_ref)? {
@@ -447,6 +448,9 @@ pub(crate) struct SchemaCompiler<'a> {
     pub disjoint_depth: usize,
     /// The next `unevaluated*` scope's number.
     pub next_scope: u32,
+    /// Whether number literals take their exponent spellings (off inside a long
+    /// `enum`: [`emit::MOST_SPELLED_NUMBERS`]).
+    pub exponent_spellings: bool,
 }
 
 #[cfg(test)]
@@ -467,6 +471,7 @@ impl<'a> SchemaCompiler<'a> {
             negation_depth: 0,
             disjoint_depth: 0,
             next_scope: 0,
+            exponent_spellings: true,
         }
     }
 }

@@ -471,7 +471,7 @@ impl<'a> SchemaCompiler<'a> {
         let int_only = self.opts.plain_integers && d.is_integer();
         let plain =
             self.number_range(Some((d.clone(), false)), Some((d.clone(), false)), int_only)?;
-        if int_only {
+        if int_only || !self.exponent_spellings {
             return Ok(plain);
         }
         if d.is_zero() {
