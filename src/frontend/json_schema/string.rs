@@ -157,6 +157,19 @@ fn is_any_string(h: &Hir) -> bool {
     }
 }
 
+/// Whether `h` repeats something a bounded number of times, 8 or more (which
+/// the automaton stage keeps as a counter instead of copies).
+fn has_counted_repetition(h: &Hir) -> bool {
+    match h.kind() {
+        HirKind::Repetition(r) => r.max.is_some_and(|m| m >= 8) || has_counted_repetition(&r.sub),
+        HirKind::Capture(c) => has_counted_repetition(&c.sub),
+        HirKind::Concat(items) | HirKind::Alternation(items) => {
+            items.iter().any(has_counted_repetition)
+        }
+        _ => false,
+    }
+}
+
 /// Whether `h` has a `.*` (any string) somewhere.
 fn contains_any_string(h: &Hir) -> bool {
     is_any_string(h)
@@ -649,11 +662,29 @@ impl<'a> SchemaCompiler<'a> {
                     let rest = self.any_rest_rule()?;
                     encode_hir_rest(&h, rest)
                 } else {
-                    encode_hir(&h)
+                    self.encoded_body(&h, node)
                 }
             }
         };
         Ok(seq(vec![Expr::literal(b"\""), body, Expr::literal(b"\"")]))
+    }
+
+    /// A string body in its encoding: the expression tree (whose counted
+    /// repetitions stay counters), or one regex leaf for a `format` alone. The
+    /// automaton stage fuses a tree only up to a size estimate, which overrates
+    /// the formats' large alternations of classes (`format: "regex"`): split into
+    /// one terminal per character, every token of the string crossed a terminal
+    /// boundary (70 ms masks). A format's regex is stencil's own, known to
+    /// determinize, so it is written as the one leaf it is.
+    fn encoded_body(&self, h: &Hir, node: &Node<'a>) -> Expr {
+        let tree = encode_hir(h);
+        let format_alone = node.str.patterns.is_empty() && node.str.formats.len() == 1;
+        if format_alone && !has_counted_repetition(h) {
+            if let Some(leaf) = expr_hir(&tree) {
+                return Expr::Regex(leaf);
+            }
+        }
+        tree
     }
 
     /// The decoded text a string node allows (`None`: no string at all).
