@@ -52,8 +52,7 @@ enum Answer {
 fn answer(name: &str, schema: &Value, options: &JsonSchemaOptions) -> Answer {
     let start = Instant::now();
     let out = match compile_schema(schema, options) {
-        Ok((grammar, _)) => match CompiledGrammar::compile(&grammar, &CompileOptions::default())
-        {
+        Ok((grammar, _)) => match CompiledGrammar::compile(&grammar, &CompileOptions::default()) {
             Ok(g) => Answer::Grammar(g),
             Err(e) => Answer::Error(e.to_string()),
         },
@@ -69,7 +68,10 @@ fn answer(name: &str, schema: &Value, options: &JsonSchemaOptions) -> Answer {
         Answer::Grammar(g) => format!("grammar of {} KiB", g.memory_usage() >> 10),
         Answer::Error(e) => format!("error: {}", e.chars().take(120).collect::<String>()),
     };
-    println!("{name}: {:.1} ms, {what}", start.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "{name}: {:.1} ms, {what}",
+        start.elapsed().as_secs_f64() * 1e3
+    );
     if let Answer::Grammar(g) = &out {
         let bound = KNOWN_OVER
             .iter()
@@ -251,5 +253,9 @@ fn distributing_combinators_is_bounded() {
     answer("not chain 64", &s, &any_order());
     // `oneOf` of 64 overlapping branches.
     let branches: Vec<Value> = (0..64).map(|i| json!({"minimum": i})).collect();
-    answer("oneOf 64 overlapping", &json!({ "oneOf": branches }), &any_order());
+    answer(
+        "oneOf 64 overlapping",
+        &json!({ "oneOf": branches }),
+        &any_order(),
+    );
 }
