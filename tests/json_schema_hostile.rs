@@ -43,8 +43,8 @@ const KNOWN_OVER: &[(&str, usize, &str)] = &[
 
 /// How a hostile schema was answered.
 enum Answer {
-    /// Compiled: the automaton's size in bytes.
-    Grammar(CompiledGrammar),
+    /// Compiled.
+    Grammar(Box<CompiledGrammar>),
     /// A located error.
     Error(String),
 }
@@ -53,7 +53,7 @@ fn answer(name: &str, schema: &Value, options: &JsonSchemaOptions) -> Answer {
     let start = Instant::now();
     let out = match compile_schema(schema, options) {
         Ok((grammar, _)) => match CompiledGrammar::compile(&grammar, &CompileOptions::default()) {
-            Ok(g) => Answer::Grammar(g),
+            Ok(g) => Answer::Grammar(Box::new(g)),
             Err(e) => Answer::Error(e.to_string()),
         },
         Err(e) => {
@@ -86,8 +86,8 @@ fn answer(name: &str, schema: &Value, options: &JsonSchemaOptions) -> Answer {
     out
 }
 
-fn accepts(g: CompiledGrammar, text: &str) -> bool {
-    let mut m = Matcher::new(std::sync::Arc::new(g));
+fn accepts(g: Box<CompiledGrammar>, text: &str) -> bool {
+    let mut m = Matcher::new(std::sync::Arc::new(*g));
     m.consume_bytes(text.as_bytes()).is_ok() && m.is_accepting()
 }
 
