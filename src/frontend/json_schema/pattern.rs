@@ -184,49 +184,52 @@ pub(crate) fn split_leading_lookaheads(p: &str) -> Option<(String, Vec<(bool, St
     Some((format!("^{rest}"), looks))
 }
 
-/// The index of the `)` closing the group opened at `open`, skipping escapes and
-/// character classes.
+/// The index of the `)` closing the group opened at `open`.
 fn group_end(chars: &[char], open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_class = false;
-    let mut i = open;
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 1,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+    structure(&chars[open..])
+        .find(|&(_, c, depth)| c == ')' && depth == 0)
+        .map(|(i, _, _)| open + i)
 }
 
 /// Whether `chars` has a `|` outside every group and class.
 fn has_top_level_branch(chars: &[char]) -> bool {
-    let mut depth = 0usize;
-    let mut in_class = false;
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 1,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => depth = depth.saturating_sub(1),
-            '|' if !in_class && depth == 0 => return true,
-            _ => {}
+    structure(chars).any(|(_, c, depth)| c == '|' && depth == 0)
+}
+
+/// Each character of a pattern outside escapes and classes, with its index and
+/// the group depth it sits at (a group's parentheses at the depth outside it).
+fn structure(chars: &[char]) -> impl Iterator<Item = (usize, char, usize)> + '_ {
+    let (mut depth, mut in_class, mut escaped) = (0usize, false, false);
+    chars.iter().enumerate().filter_map(move |(i, &c)| {
+        if std::mem::take(&mut escaped) {
+            return None;
         }
-        i += 1;
-    }
-    false
+        match c {
+            '\\' => {
+                escaped = true;
+                None
+            }
+            '[' if !in_class => {
+                in_class = true;
+                None
+            }
+            ']' if in_class => {
+                in_class = false;
+                None
+            }
+            _ if in_class => None,
+            '(' => {
+                depth += 1;
+                Some((i, c, depth - 1))
+            }
+            ')' => {
+                let at = depth.saturating_sub(1);
+                depth = at;
+                Some((i, c, at))
+            }
+            _ => Some((i, c, depth)),
+        }
+    })
 }
 
 fn translate_escape(
