@@ -92,6 +92,34 @@ fn number_bounds() {
     );
 }
 
+/// A decimal `multipleOf`, or non-integers, within bounds: the product of the
+/// two regular languages.
+#[test]
+fn decimal_multiples_and_fractions_within_bounds() {
+    check(
+        json!({"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 100}),
+        &["0", "99.99", "100", "12.5", "0.10"],
+        &["100.01", "-0.01", "1.001", "101"],
+    );
+    check(
+        json!({"type": "number", "not": {"type": "integer"}, "exclusiveMinimum": 1, "maximum": 2}),
+        &["1.5", "1.99"],
+        &["1", "2", "2.5", "0.5", "1.0"],
+    );
+    // Draft 4: `6.0` is no integer by type, but a multiple of 1.
+    let draft4 = "http://json-schema.org/draft-04/schema#";
+    check(
+        json!({"$schema": draft4, "type": "number", "multipleOf": 1, "minimum": 0, "maximum": 10}),
+        &["6", "6.0", "10.00"],
+        &["6.5", "11.0"],
+    );
+    check(
+        json!({"$schema": draft4, "type": "integer", "minimum": 0, "maximum": 10}),
+        &["6"],
+        &["6.0"],
+    );
+}
+
 #[test]
 fn exponents_where_the_sign_decides() {
     // A bound at zero takes a whole side, so exponent spellings are exact there.

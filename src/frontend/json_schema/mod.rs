@@ -294,6 +294,7 @@ fn compile_root<'a>(
         disjoint_depth: 0,
         next_scope: 0,
         exponent_spellings: true,
+        integral_fractions: false,
     };
     let root_ref = Subschema::root(schema, c.index.root_base.clone());
     let root = match root(&mut c, root_ref)? {
@@ -451,6 +452,9 @@ pub(crate) struct SchemaCompiler<'a> {
     /// Whether number literals take their exponent spellings (off inside a long
     /// `enum`: [`emit::MOST_SPELLED_NUMBERS`]).
     pub exponent_spellings: bool,
+    /// Emitting a draft-4 number that fractions may type (`1.0` is no integer
+    /// there) but `multipleOf` makes integral: `1.0` is a multiple of 1.
+    pub integral_fractions: bool,
 }
 
 #[cfg(test)]
@@ -472,6 +476,7 @@ impl<'a> SchemaCompiler<'a> {
             disjoint_depth: 0,
             next_scope: 0,
             exponent_spellings: true,
+            integral_fractions: false,
         }
     }
 }
@@ -630,10 +635,11 @@ impl<'a> SchemaCompiler<'a> {
         cur
     }
 
-    /// Whether integers may be written with a zero fraction (`1.0`): not in draft 4,
-    /// nor when generating with `plain_integers`.
+    /// Whether integers may be written with a zero fraction (`1.0`): not in draft 4
+    /// (unless the number is integral by `multipleOf` alone), nor when generating
+    /// with `plain_integers`.
     pub(crate) fn zero_fraction_is_integer(&self) -> bool {
-        self.draft != Draft::Draft4 && !self.opts.plain_integers
+        (self.draft != Draft::Draft4 || self.integral_fractions) && !self.opts.plain_integers
     }
 
     /// A recursive rule for "any decoded string" (`.*` of a pattern) in canonical

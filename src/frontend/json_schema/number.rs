@@ -366,6 +366,16 @@ fn exponent_spelling(e: i64, cache: &PatternCache) -> Hir {
 
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_number(&mut self, node: &Node<'a>) -> Result<Expr> {
+        // Draft 4: `1.0` is no integer by type, but it is a multiple of 1.
+        let fractions =
+            self.draft == super::Draft::Draft4 && node.types.intersects(TypeSet::FRACTION);
+        let saved = std::mem::replace(&mut self.integral_fractions, fractions);
+        let out = self.emit_number_within(node);
+        self.integral_fractions = saved;
+        out
+    }
+
+    fn emit_number_within(&mut self, node: &Node<'a>) -> Result<Expr> {
         let mut int_only = !node.types.intersects(TypeSet::FRACTION);
         let frac_only = !node.types.intersects(TypeSet::INTEGER);
         let mut int_multiple: Option<i128> = None;
@@ -422,30 +432,21 @@ impl<'a> SchemaCompiler<'a> {
             hi = hi.or_else(|| Decimal::parse("9007199254740991").map(|d| (d, false)));
         }
         if frac_only {
-            if lo.is_some() || hi.is_some() || decimals.is_some() {
+            if decimals.is_some() {
                 self.unsupported(
                     "not",
                     "",
-                    "non-integer numbers (not: {type: integer}) with bounds or multipleOf",
+                    "non-integer numbers (not: {type: integer}) with multipleOf",
                 )?;
             }
-            return Ok(Expr::Regex(
-                self.cache.re(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*"),
-            ));
+            let fractions = self.cache.re(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*");
+            return self.within_range(fractions, lo, hi);
         }
         if let Some(k) = decimals.filter(|_| !int_only) {
-            if lo.is_some() || hi.is_some() {
-                let ptr = node.num.multiple_of[0].1.clone();
-                self.unsupported(
-                    "multipleOf",
-                    &ptr,
-                    "a decimal multipleOf together with minimum/maximum",
-                )?;
-            }
-            return Ok(Expr::Regex(
-                self.cache
-                    .re(&format!(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{k}}}0*)?")),
-            ));
+            let multiples = self
+                .cache
+                .re(&format!(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{k}}}0*)?"));
+            return self.within_range(multiples, lo, hi);
         }
         if lo.is_none() && hi.is_none() {
             return Ok(Expr::Regex(
@@ -461,6 +462,23 @@ impl<'a> SchemaCompiler<'a> {
             ));
         }
         self.number_range(lo, hi, int_only)
+    }
+
+    /// The numbers `numbers` matches that lie within the bounds: the product of
+    /// its automaton and the range's (an exponent spelling the range refuses is
+    /// refused: an over-constraint, as for any bounded number).
+    fn within_range(&mut self, numbers: Hir, lo: Bound, hi: Bound) -> Result<Expr> {
+        if lo.is_none() && hi.is_none() {
+            return Ok(Expr::Regex(numbers));
+        }
+        let range = self.number_range(lo, hi, false)?;
+        Ok(match super::string::expr_hir(&range) {
+            Some(range) => Expr::Intersection(Box::new(crate::grammar::Intersection {
+                regexes: vec![range, numbers],
+                negated: Vec::new(),
+            })),
+            None => super::nothing(), // a range is always a regex
+        })
     }
 
     /// One number value (`enum`/`const`) in every spelling: plain (`7`, `7.0`) and

@@ -226,7 +226,7 @@ pub(crate) fn encoded_hir(h: &Hir) -> Option<Hir> {
 }
 
 /// The regex of an expression without rule references (`None` if it has one).
-fn expr_hir(e: &Expr) -> Option<Hir> {
+pub(crate) fn expr_hir(e: &Expr) -> Option<Hir> {
     Some(match e {
         Expr::Empty => Hir::empty(),
         Expr::Regex(h) => h.clone(),
