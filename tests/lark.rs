@@ -394,8 +394,11 @@ fn robust(text: &str) -> Result<(), TestCaseError> {
         Err(FrontendError::Syntax { .. }) | Err(FrontendError::Grammar(_)) => {}
         Err(e) => return Err(TestCaseError::fail(format!("{text:?}: unlocated {e}"))),
     }
+    // A hang, not a speed test: unoptimized, Lark's own grammar alone takes
+    // about 10 s to compile on a busy 2-core machine (0.5 s optimized).
+    let bound = Duration::from_secs(if cfg!(debug_assertions) { 120 } else { 10 });
     prop_assert!(
-        start.elapsed() < Duration::from_secs(10),
+        start.elapsed() < bound,
         "{text:?} took {:?}",
         start.elapsed()
     );
