@@ -116,9 +116,10 @@ impl<'a> SchemaCompiler<'a> {
         out: &mut Vec<Node<'a>>,
         depth: usize,
     ) -> Result<()> {
-        let per_branch = self.expand_branches(&node, &d.branches, depth)?;
-        let overlap = self.overlaps(&node, &d.branches, &per_branch, depth)?;
+        let probes = self.bare_expansions(&node, &d.branches, depth)?;
+        let overlap = self.pairwise_overlaps(&probes)?;
         if overlap.iter().flatten().all(|t| t.is_empty()) {
+            let per_branch = self.expand_branches(&node, &d.branches, depth)?;
             out.extend(per_branch.into_iter().flatten());
             return Ok(());
         }
@@ -133,6 +134,7 @@ impl<'a> SchemaCompiler<'a> {
             )?;
             // Lenient: each branch on its own (names two branches evaluate
             // together are not counted: over-constrained, never under).
+            let per_branch = self.expand_branches(&node, &d.branches, depth)?;
             out.extend(per_branch.into_iter().flatten());
             return Ok(());
         }
@@ -226,16 +228,28 @@ impl<'a> SchemaCompiler<'a> {
         per_branch: &[Vec<Node<'a>>],
         depth: usize,
     ) -> Result<Vec<Vec<TypeSet>>> {
-        let probes;
-        let per_branch = if Self::branches_evaluate(node, branches) {
-            let mut bare = node.clone();
-            bare.obj.unevaluated.clear();
-            bare.arr.unevaluated.clear();
-            probes = self.expand_branches(&bare, branches, depth)?;
-            &probes[..]
-        } else {
-            per_branch
-        };
+        if Self::branches_evaluate(node, branches) {
+            let probes = self.bare_expansions(node, branches, depth)?;
+            return self.pairwise_overlaps(&probes);
+        }
+        self.pairwise_overlaps(per_branch)
+    }
+
+    /// `node` without its pending `unevaluated*` and each branch, expanded.
+    fn bare_expansions(
+        &mut self,
+        node: &Node<'a>,
+        branches: &[Subschema<'a>],
+        depth: usize,
+    ) -> Result<Vec<Vec<Node<'a>>>> {
+        let mut bare = node.clone();
+        bare.obj.unevaluated.clear();
+        bare.arr.unevaluated.clear();
+        self.expand_branches(&bare, branches, depth)
+    }
+
+    /// The types on which each pair of the expanded branches may share a value.
+    fn pairwise_overlaps(&mut self, per_branch: &[Vec<Node<'a>>]) -> Result<Vec<Vec<TypeSet>>> {
         let k = per_branch.len();
         let mut overlap = vec![vec![TypeSet::NONE; k]; k];
         for i in 0..k {
