@@ -10,7 +10,9 @@
 //! Run in release. `STENCIL_MASKBENCH_SAMPLE=n` keeps every n-th record;
 //! `STENCIL_MASKBENCH_FILTER=text` keeps files whose path contains `text`;
 //! `STENCIL_MASKBENCH_SCHEMA_ORDER=1` also counts valid instances that property
-//! order `schema` rejects; `STENCIL_MASKBENCH_LENIENT=1` compiles leniently.
+//! order `schema` rejects; `STENCIL_MASKBENCH_LENIENT=1` compiles leniently;
+//! `STENCIL_MASKBENCH_FAILS=path` writes each schema that does not compile, one
+//! line each: the file, the record's name and the error.
 
 #[path = "support/json_schema_common.rs"]
 mod common;
@@ -70,6 +72,9 @@ fn maskbench() {
     let schema_order = std::env::var("STENCIL_MASKBENCH_SCHEMA_ORDER").is_ok_and(|v| v == "1");
     let lenient = std::env::var("STENCIL_MASKBENCH_LENIENT").is_ok_and(|v| v == "1");
     let trace = std::env::var("STENCIL_MASKBENCH_TRACE").is_ok_and(|v| v == "1");
+    let mut fails_out = std::env::var("STENCIL_MASKBENCH_FAILS")
+        .ok()
+        .map(|p| std::fs::File::create(p).expect("STENCIL_MASKBENCH_FAILS: a writable path"));
     let any = JsonSchemaOptions {
         property_order: PropertyOrder::Any,
         lenient,
@@ -124,6 +129,11 @@ fn maskbench() {
                 Ok(g) => g,
                 Err(e) => {
                     assert_ne!(e, "PANIC", "panic compiling {id}");
+                    if let Some(f) = fails_out.as_mut() {
+                        use std::io::Write;
+                        let one_line = e.replace('\n', " ");
+                        writeln!(f, "{rel}\t{id}\t{one_line}").unwrap();
+                    }
                     let key = match e.find(": ") {
                         Some(i) if e.starts_with("unsupported") => {
                             let kw = e.split('"').nth(1).unwrap_or("?");
