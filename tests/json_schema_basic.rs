@@ -121,6 +121,88 @@ fn decimal_multiples_and_fractions_within_bounds() {
 }
 
 #[test]
+fn numbers_that_are_no_multiple() {
+    check(
+        json!({"type": "integer", "not": {"multipleOf": 3}}),
+        &["1", "2", "4", "-5", "100"],
+        &["0", "3", "-3", "99", "1.5"],
+    );
+    // Numbers with a fraction are multiples of no integer.
+    check(
+        json!({"type": "number", "minimum": 1, "not": {"multipleOf": 2}}),
+        &["1", "3", "2.5", "1.25", "1001"],
+        &["2", "0", "-1", "1000", "0.5"],
+    );
+    // A multiple of 3, but of neither 2 nor 5: remainders modulo 30.
+    check(
+        json!({"type": "integer", "multipleOf": 3,
+               "not": {"anyOf": [{"multipleOf": 2}, {"multipleOf": 5}]}}),
+        &["3", "9", "21", "-33", "1011"],
+        &["6", "15", "30", "0", "7"],
+    );
+    // Both bounds: enumerated.
+    check(
+        json!({"type": "integer", "minimum": 10, "maximum": 20, "not": {"multipleOf": 4}}),
+        &["10", "11", "19"],
+        &["12", "16", "20", "9", "21"],
+    );
+    // `not` of a power of ten: a non-zero digit past that decimal.
+    check(
+        json!({"type": "number", "not": {"multipleOf": 0.01}}),
+        &["0.001", "1.0101", "-2.005"],
+        &["1", "0.01", "1.10", "1.100"],
+    );
+    // `not not`: the multiples again.
+    check(
+        json!({"type": "integer", "not": {"not": {"multipleOf": 7}}}),
+        &["0", "7", "-14"],
+        &["1", "8"],
+    );
+}
+
+#[test]
+fn enum_values_decided_by_validation_under_not() {
+    // Each value of the enum is validated against what `not` holds, whatever it uses.
+    check(
+        json!({"enum": [1, 2, 3, 4, 6], "not": {"multipleOf": 2}}),
+        &["1", "3"],
+        &["2", "4", "6", "5"],
+    );
+    check(
+        json!({"enum": [[1, 1], [1, 2], {"a": 1}, {"b": 1}],
+               "not": {"anyOf": [{"uniqueItems": true, "type": "array"},
+                                 {"propertyNames": {"const": "a"}, "type": "object"}]}}),
+        &["[1,1]", r#"{"b":1}"#],
+        &["[1,2]", r#"{"a":1}"#],
+    );
+}
+
+#[test]
+fn objects_with_a_name_property_names_rejects() {
+    check(
+        json!({"type": "object", "not": {"propertyNames": {"not": {"const": "id"}}}}),
+        &[r#"{"id":1}"#, r#"{"a":true,"id":null}"#],
+        &["{}", r#"{"a":1}"#],
+    );
+    check(
+        json!({"type": "object", "not": {"propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}}}),
+        &[r#"{"A":1}"#, r#"{"abcd":1}"#, r#"{"a":1,"b2":2}"#],
+        &["{}", r#"{"abc":1}"#, r#"{"a":1,"b":2}"#],
+    );
+}
+
+#[test]
+fn property_names_beside_pattern_properties() {
+    check(
+        json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"},
+               "patternProperties": {"^x": {"type": "integer"}},
+               "additionalProperties": {"type": "string"}}),
+        &[r#"{"xa":1}"#, r#"{"b":"s"}"#, r#"{"xa":1,"b":"s"}"#],
+        &[r#"{"xa":"s"}"#, r#"{"b":1}"#, r#"{"X":1}"#, r#"{"x1":1}"#],
+    );
+}
+
+#[test]
 fn exponents_where_the_sign_decides() {
     // A bound at zero takes a whole side, so exponent spellings are exact there.
     check(

@@ -27,7 +27,12 @@ impl<'a> SchemaCompiler<'a> {
         Ok(out)
     }
 
-    fn expand(&mut self, mut node: Node<'a>, out: &mut Vec<Node<'a>>, depth: usize) -> Result<()> {
+    pub(crate) fn expand(
+        &mut self,
+        mut node: Node<'a>,
+        out: &mut Vec<Node<'a>>,
+        depth: usize,
+    ) -> Result<()> {
         if node.types.is_empty() {
             return Ok(());
         }

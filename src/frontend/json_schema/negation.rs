@@ -10,9 +10,12 @@
 //! own), a property none of a closed object's names or one matching a pattern whose
 //! schema rejects its value (a witness the object emitter makes a required member),
 //! an array with an item its schema rejects. Every one of these is exact. A
-//! constraint whose violation a node cannot say (`uniqueItems`, `multipleOf`,
-//! `propertyNames`, an item past a prefix) makes the `not` unsupported, named by its
-//! pointer: never approximated.
+//! constraint whose violation a node cannot say (`uniqueItems`, `propertyNames`,
+//! an item past a prefix) makes the `not` unsupported, named by its pointer: never
+//! approximated. A `multipleOf` violated is a divisor the number must not have.
+//!
+//! Where the node allows finitely many values (an `enum`, a `const`), each value is
+//! decided by validation instead, whatever keywords the negated schema uses.
 //!
 //! A node with `enum`/`const` allows finitely many values, and its negation is
 //! those values excluded one by one: a string, or a value beside an enum, through
@@ -31,6 +34,10 @@ use super::node::{
     StringConstraints, TypeSet, Witness, FALSE, TRUE,
 };
 use super::{Result, SchemaCompiler, Subschema};
+
+/// The most values of an `enum` a negation decides one by one (each is a
+/// validation of the negated schema).
+const FEW_VALUES: usize = 1024;
 
 impl<'a> SchemaCompiler<'a> {
     /// The values of `node` that `s` rejects, as alternatives (none: `s` accepts
@@ -59,6 +66,12 @@ impl<'a> SchemaCompiler<'a> {
             scopes: Scopes::default(),
             ..s.clone()
         };
+        if let Some(rejected) = self.values_rejected(&node, s) {
+            self.negation_depth -= 1;
+            let mut node = node;
+            node.enums.push(rejected);
+            return Ok(vec![node]);
+        }
         let nodes = self.normalize(std::slice::from_ref(s));
         self.negation_depth -= 1;
         let mut alternatives = vec![node];
@@ -85,6 +98,25 @@ impl<'a> SchemaCompiler<'a> {
         Ok(alternatives)
     }
 
+    /// Where `node` allows finitely many values (an `enum` or `const` of at most
+    /// [`FEW_VALUES`]), the ones `s` rejects, each decided by validating it: exact
+    /// whatever keywords `s` uses, including those whose violation no node can say
+    /// (`multipleOf`, `uniqueItems`, `propertyNames`). `None` where a value cannot
+    /// be decided (the general negation then answers, or names what it lacks).
+    fn values_rejected(&mut self, node: &Node<'a>, s: &Subschema<'a>) -> Option<Vec<&'a Value>> {
+        let values = node.enums.iter().min_by_key(|list| list.len())?;
+        if values.len() > FEW_VALUES {
+            return None;
+        }
+        let mut rejected = Vec::new();
+        for v in values.clone() {
+            if !self.value_valid(v, s).ok()? {
+                rejected.push(v);
+            }
+        }
+        Some(rejected)
+    }
+
     /// Appends to `out` the values of `ctx` that `n` rejects, as alternatives.
     ///
     /// Every constraint a normalized node holds has its case here (a new field of
@@ -107,6 +139,7 @@ impl<'a> SchemaCompiler<'a> {
                     lo: _,
                     hi: _,
                     multiple_of: _,
+                    not_multiple_of: _,
                 },
             str:
                 StringConstraints {
@@ -210,12 +243,15 @@ impl<'a> SchemaCompiler<'a> {
             self.tighten(&mut above, true, d.clone(), !exclusive);
             out.push(above);
         }
-        if let Some((_, ptr)) = n.num.multiple_of.first() {
-            self.unsupported(
-                "multipleOf",
-                ptr,
-                "not of multipleOf (the numbers that are no multiple) is not supported",
-            )?;
+        for divisor in &n.num.multiple_of {
+            let mut no_multiple = a.clone();
+            no_multiple.num.not_multiple_of.push(divisor.clone());
+            out.push(no_multiple);
+        }
+        for divisor in &n.num.not_multiple_of {
+            let mut multiple = a.clone();
+            multiple.num.multiple_of.push(divisor.clone());
+            out.push(multiple);
         }
         Ok(())
     }
@@ -443,12 +479,31 @@ impl<'a> SchemaCompiler<'a> {
             a.obj.parts.push(part);
             out.push(a);
         }
-        if let Some(names) = obj.names.iter().find(|s| !s.accepts_all()) {
-            self.unsupported(
-                "propertyNames",
-                &names.ptr,
-                "not of propertyNames (an object with a name it rejects) is not supported",
-            )?;
+        for names in obj.names.iter().filter(|s| !s.accepts_all()) {
+            // A property whose name `names` rejects, one witness per way to reject.
+            let mut strings = Node::any();
+            strings.types = TypeSet::STRING;
+            let mut rejected = Vec::new();
+            for n in self.negate(strings, names)? {
+                self.expand(n, &mut rejected, 1)?;
+            }
+            for n in rejected {
+                if !n.types.intersects(TypeSet::STRING) {
+                    continue;
+                }
+                match name_witness(&n, &names.ptr) {
+                    Some(w) => {
+                        let mut a = base.clone();
+                        a.obj.witnesses.push(w);
+                        out.push(a);
+                    }
+                    None => self.unsupported(
+                        "propertyNames",
+                        &names.ptr,
+                        "not of propertyNames whose rejected names need a format",
+                    )?,
+                }
+            }
         }
         Ok(())
     }
@@ -576,6 +631,50 @@ fn without_string<'a>(
     for f in &s.not_formats {
         violation(&|a| a.str.formats.push(f.clone()));
     }
+}
+
+/// "A property named by a string of `n`", as a witness: its enums and lengths
+/// become patterns the name matches, its exclusions names it is none of. `None`
+/// where a name must (not) have a `format`, which is no pattern.
+fn name_witness<'a>(n: &Node<'a>, ptr: &str) -> Option<Witness<'a>> {
+    let s = &n.str;
+    if !(s.formats.is_empty() && s.not_formats.is_empty()) {
+        return None;
+    }
+    let mut matching = s.patterns.clone();
+    for list in &n.enums {
+        let names: Vec<String> = (list.iter())
+            .filter_map(|v| v.as_str())
+            .map(escape_pattern)
+            .collect();
+        // An empty alternation matches nothing: a name no list allows.
+        matching.push((format!("^(?:{})$", names.join("|")), ptr.to_string()));
+    }
+    if s.min > 0 || s.max.is_some() {
+        let max = s.max.map_or(String::new(), |m| m.to_string());
+        matching.push((format!("^[\\s\\S]{{{},{max}}}$", s.min), ptr.to_string()));
+    }
+    Some(Witness {
+        outside: (n.excluded.iter())
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        matching,
+        not_matching: s.not_patterns.clone(),
+        values: vec![Subschema::anything()],
+        ptr: ptr.to_string(),
+    })
+}
+
+/// `name` as a JSON Schema pattern matching it literally.
+fn escape_pattern(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if "\\^$.|?*+()[]{}".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Takes out of a node the types it plainly allows no value of: the cheap checks

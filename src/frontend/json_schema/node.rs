@@ -173,6 +173,8 @@ pub(crate) struct NumberConstraints {
     pub lo: Option<(Decimal, bool)>,
     pub hi: Option<(Decimal, bool)>,
     pub multiple_of: Vec<(Decimal, String)>,
+    /// Divisors the number must be no multiple of (a negated `multipleOf`).
+    pub not_multiple_of: Vec<(Decimal, String)>,
 }
 
 impl NumberConstraints {

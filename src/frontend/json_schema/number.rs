@@ -14,7 +14,9 @@
 //! 200 integer digits, exponents up to 99, or down to -999; 300 digits for integers). Integers accept a zero
 //! fraction (`1.0` is an integer). `multipleOf` by an integer is a remainder
 //! automaton written as right-linear rules (no bounds), or an enumeration (both
-//! bounds, few values); `multipleOf` by `10^-k` limits the decimals.
+//! bounds, few values); `multipleOf` by `10^-k` limits the decimals. A negated
+//! `multipleOf` (from `not`) is the same remainder automaton with the other
+//! remainders accepting, beside the numbers with a fraction where the type allows.
 
 use std::cmp::Ordering;
 
@@ -421,9 +423,14 @@ impl<'a> SchemaCompiler<'a> {
             return Ok(super::nothing());
         }
         let (mut lo, mut hi) = (node.num.lo.clone(), node.num.hi.clone());
+        if !node.num.not_multiple_of.is_empty() {
+            let m = int_multiple.unwrap_or(1);
+            return self.no_multiples(node, m, decimals, int_only, frac_only, lo, hi);
+        }
         if let Some(m) = int_multiple.filter(|m| *m > 1) {
             // Remainder automata take no upper bound this large: left unbounded.
-            return self.multiple_of(m, lo, hi, node);
+            let ptr = node.num.multiple_of[0].1.clone();
+            return self.remainders(m, &[], lo, hi, &ptr);
         }
         if int_only && self.opts.plain_integers {
             // Generation: an unbounded side stops at I-JSON's exact range, where every
@@ -603,8 +610,97 @@ impl<'a> SchemaCompiler<'a> {
         Ok(Expr::Regex(h))
     }
 
-    fn multiple_of(&mut self, m: i128, lo: Bound, hi: Bound, node: &Node<'a>) -> Result<Expr> {
-        let ptr = node.num.multiple_of[0].1.clone();
+    /// A number that is no multiple of the divisors in `not_multiple_of` (and a
+    /// multiple of `m`, of `10^-decimals`): integers by their remainder, and the
+    /// numbers with a fraction, which no integer divides, where the type allows
+    /// them. A divisor `10^-k` leaves the numbers with a non-zero digit past the
+    /// `k`-th decimal. Other decimal divisors are not supported.
+    #[allow(clippy::too_many_arguments)]
+    fn no_multiples(
+        &mut self,
+        node: &Node<'a>,
+        m: i128,
+        decimals: Option<usize>,
+        int_only: bool,
+        frac_only: bool,
+        lo: Bound,
+        hi: Bound,
+    ) -> Result<Expr> {
+        let mut divisors: Vec<i128> = Vec::new();
+        // Past this decimal some digit is not zero.
+        let mut nonzero_past: Option<usize> = None;
+        let mut ptr = String::new();
+        for (d, p) in &node.num.not_multiple_of {
+            ptr.clone_from(p);
+            if d.is_integer() {
+                match d.as_i128() {
+                    // Every number is a multiple of 1 only where it is an integer.
+                    Some(k) if k <= MOST_NEGATED_DIVISOR => divisors.push(k),
+                    _ => self.unsupported(
+                        "multipleOf",
+                        p,
+                        format!("not of multipleOf by integers above {MOST_NEGATED_DIVISOR}"),
+                    )?,
+                }
+            } else if d.int == "0"
+                && d.frac.bytes().rev().skip(1).all(|c| c == b'0')
+                && d.frac.ends_with('1')
+            {
+                nonzero_past = Some(nonzero_past.map_or(d.frac.len(), |k| k.max(d.frac.len())));
+            } else {
+                self.unsupported(
+                    "multipleOf",
+                    p,
+                    "not of multipleOf by a decimal other than a power of ten (0.1, 0.01, ...)",
+                )?;
+            }
+        }
+        let mut alts = Vec::new();
+        // Every integer is a multiple of 10^-k.
+        if !frac_only && nonzero_past.is_none() {
+            alts.push(self.remainders(m, &divisors, lo.clone(), hi.clone(), &ptr)?);
+        }
+        if !int_only {
+            let int = r"-?(?:0|[1-9][0-9]*)";
+            let fraction = match (nonzero_past, decimals) {
+                (Some(k), Some(j)) if j <= k => None,
+                (Some(k), Some(j)) => {
+                    Some(format!(r"\.[0-9]{{{k}}}[0-9]{{0,{}}}[1-9]0*", j - k - 1))
+                }
+                (Some(k), None) => Some(format!(r"\.[0-9]{{{k}}}[0-9]*[1-9][0-9]*")),
+                (None, Some(j)) => Some(format!(r"\.[0-9]{{0,{}}}[1-9]0*", j - 1)),
+                (None, None) => Some(r"\.[0-9]*[1-9][0-9]*".to_string()),
+            };
+            if let Some(fraction) = fraction {
+                let numbers = self.cache.re(&format!("{int}{fraction}"));
+                alts.push(self.within_range(numbers, lo, hi)?);
+            }
+        }
+        Ok(alt(alts))
+    }
+
+    /// The integers that are multiples of `m` and of none of `not`, within the
+    /// bounds: an enumeration where both bounds leave few, else a remainder
+    /// automaton, whose bounds can only be a sign.
+    fn remainders(
+        &mut self,
+        m: i128,
+        not: &[i128],
+        lo: Bound,
+        hi: Bound,
+        ptr: &str,
+    ) -> Result<Expr> {
+        let ptr = ptr.to_string();
+        let accepted = |x: i128| x % m == 0 && not.iter().all(|n| x % n != 0);
+        let modulus = not.iter().fold(m, |l, n| lcm(l, *n));
+        if modulus > MOST_NEGATED_DIVISOR && !not.is_empty() {
+            self.unsupported(
+                "multipleOf",
+                &ptr,
+                format!("not of multipleOf with divisors whose least common multiple is above {MOST_NEGATED_DIVISOR}"),
+            )?;
+            return Ok(super::nothing());
+        }
         let int_lo = lo.as_ref().map(|(d, ex)| {
             let c = d.ceil();
             if *ex && d.is_integer() {
@@ -639,6 +735,9 @@ impl<'a> SchemaCompiler<'a> {
                 let mut alts = Vec::new();
                 for k in first..=last {
                     let v = k * m;
+                    if !accepted(v) {
+                        continue;
+                    }
                     alts.push(Expr::Regex(Hir::concat(vec![
                         lit(&v.to_string()),
                         zero_frac.clone(),
@@ -650,9 +749,15 @@ impl<'a> SchemaCompiler<'a> {
                 return Ok(alt(alts));
             }
         }
-        // Only a sign restriction is expressible with the remainder automaton.
+        // Only a sign restriction is expressible with the remainder automaton: a
+        // bound must let every positive (or negative) value in, or none, and the
+        // smallest positive one accepted is what decides.
+        let Some(m) = (1..=modulus).find(|x| accepted(*x)) else {
+            return Ok(super::nothing()); // every multiple of m is one of a `not`
+        };
         let allow_zero = lo_i.is_none_or(|l| l.is_some_and(|l| l <= 0))
-            && hi_i.is_none_or(|h| h.is_some_and(|h| h >= 0));
+            && hi_i.is_none_or(|h| h.is_some_and(|h| h >= 0))
+            && not.is_empty();
         let allow_pos = match hi_i {
             None => true,
             Some(Some(h)) if h >= m => {
@@ -704,7 +809,7 @@ impl<'a> SchemaCompiler<'a> {
                 )?;
             }
         }
-        let magnitude = self.positive_multiples(m)?;
+        let magnitude = self.positive_remainders(modulus, &accepted)?;
         let mut alts = Vec::new();
         if allow_zero {
             alts.push(Expr::Regex(if self.opts.plain_integers {
@@ -722,14 +827,14 @@ impl<'a> SchemaCompiler<'a> {
         Ok(seq(vec![alt(alts), Expr::Regex(zero_frac)]))
     }
 
-    /// The positive multiples of `m`, canonical (no leading zero): right-linear
-    /// rules whose state is the remainder of the digits read so far, so any
-    /// number of digits costs `m` rules.
-    fn positive_multiples(&mut self, m: i128) -> Result<Expr> {
+    /// The positive integers whose remainder modulo `m` is `accepted`, canonical
+    /// (no leading zero): right-linear rules whose state is the remainder of the
+    /// digits read so far, so any number of digits costs `m` rules.
+    fn positive_remainders(&mut self, m: i128, accepted: &dyn Fn(i128) -> bool) -> Result<Expr> {
         let m_us = m as usize;
         let base = self.rules.len();
         for r in 0..m_us {
-            self.new_rule(format!("multipleOf {m} remainder {r}"), Expr::Empty)?;
+            self.new_rule(format!("remainder {r} of {m}"), Expr::Empty)?;
         }
         for r in 0..m_us {
             let mut by_target: Vec<(usize, Vec<u8>)> = Vec::new();
@@ -749,7 +854,7 @@ impl<'a> SchemaCompiler<'a> {
                     ])
                 })
                 .collect();
-            if r == 0 {
+            if accepted(r as i128) {
                 alts.push(Expr::Empty);
             }
             self.rules[base + r].expr = alt(alts);
@@ -773,6 +878,10 @@ impl<'a> SchemaCompiler<'a> {
             .collect()))
     }
 }
+
+/// The largest divisor (or least common multiple of divisors) a negated
+/// `multipleOf` takes: its remainder automaton has this many rules.
+const MOST_NEGATED_DIVISOR: i128 = 100_000;
 
 fn gcd(a: i128, b: i128) -> i128 {
     if b == 0 {

@@ -210,19 +210,27 @@ impl<'a> SchemaCompiler<'a> {
             return self.plain_extra_pairs(node, names, ptr, false, syntax, None);
         }
         let pptr = pattern_parts[0].patterns[0].2.clone();
+        let mut allowed_names = None;
         if !o.names.is_empty() {
-            self.unsupported(
-                "propertyNames",
-                ptr,
-                "propertyNames together with patternProperties",
-            )?;
-            return self.plain_extra_pairs(node, names, ptr, true, syntax, None);
-        }
-        if let Some(pairs) = self.closed_pattern_pairs(node, &pattern_parts, names, syntax)? {
+            allowed_names = match syntax {
+                Syntax::Json => self.names_body(node)?,
+                Syntax::Parameters(_) => None,
+            };
+            if allowed_names.is_none() {
+                self.unsupported(
+                    "propertyNames",
+                    ptr,
+                    "propertyNames together with patternProperties, unless it is one regex",
+                )?;
+                return self.plain_extra_pairs(node, names, ptr, true, syntax, None);
+            }
+        } else if let Some(pairs) =
+            self.closed_pattern_pairs(node, &pattern_parts, names, syntax)?
+        {
             return Ok(pairs);
         }
         let classes = match syntax {
-            Syntax::Json => self.pattern_classes(node, names)?,
+            Syntax::Json => self.pattern_classes(node, names, allowed_names)?,
             Syntax::Parameters(style) => Err(format!(
                 "patternProperties beside other undeclared keys, in the `{}` style",
                 style.name()
@@ -234,6 +242,22 @@ impl<'a> SchemaCompiler<'a> {
                 self.unsupported("patternProperties", &pptr, reason)?;
                 self.plain_extra_pairs(node, names, ptr, true, syntax, None)
             }
+        }
+    }
+
+    /// The names `propertyNames` allows as one encoded (canonical JSON string
+    /// body) regex, where its schemas are one node whose strings are a regex.
+    pub(super) fn names_body(&mut self, node: &Node<'a>) -> Result<Option<Hir>> {
+        let nodes = self.normalize(&node.obj.names)?;
+        let [n] = &nodes[..] else {
+            return Ok(None);
+        };
+        if !n.enums.is_empty() || !n.types.intersects(TypeSet::STRING) {
+            return Ok(None);
+        }
+        match self.string_body(n)? {
+            Some(super::string::StringBody::Regex(h)) => Ok(encoded_hir(&h)),
+            _ => Ok(None),
         }
     }
 
@@ -320,13 +344,18 @@ impl<'a> SchemaCompiler<'a> {
         }
         let by_patterns = witness.filter(|w| !(w.matching.is_empty() && w.not_matching.is_empty()));
         let key = if let Some(w) = by_patterns {
-            match (syntax, o.names.is_empty()) {
-                (Syntax::Json, true) => self.witness_key(w, names)?,
-                _ => {
+            let allowed_names = match (syntax, o.names.is_empty()) {
+                (Syntax::Json, true) => Some(None),
+                (Syntax::Json, false) => self.names_body(node)?.map(Some),
+                _ => None,
+            };
+            match allowed_names {
+                Some(allowed) => self.witness_key(w, names, allowed)?,
+                None => {
                     self.unsupported(
                         "patternProperties",
                         &w.ptr,
-                        "not of patternProperties beside propertyNames, or in a parameter style, is not supported",
+                        "not of patternProperties beside propertyNames that is no one regex, or in a parameter style, is not supported",
                     )?;
                     return Ok(None);
                 }
@@ -439,6 +468,7 @@ impl<'a> SchemaCompiler<'a> {
         &mut self,
         node: &Node<'a>,
         names: &[String],
+        allowed_names: Option<Hir>,
     ) -> Result<std::result::Result<Option<Expr>, String>> {
         let o = &node.obj;
         let strict = self.opts.strict;
@@ -458,6 +488,11 @@ impl<'a> SchemaCompiler<'a> {
                 encoded.push(e);
             }
         }
+        // `propertyNames`, one more pattern every key must match.
+        let names_bit = allowed_names.map(|h| {
+            encoded.push(h);
+            encoded.len() - 1
+        });
         let body = canonical_body();
         // Every spelling the body admits (`\u001f` and `\u001F`), so that no declared
         // name comes back as an undeclared one.
@@ -478,6 +513,9 @@ impl<'a> SchemaCompiler<'a> {
         // Group the pattern sets by the schemas a value then has to satisfy.
         let mut groups: Vec<(Vec<Subschema<'a>>, Vec<Vec<bool>>)> = Vec::new();
         'sets: for set in automaton.pattern_sets() {
+            if names_bit.is_some_and(|i| !set[i]) {
+                continue;
+            }
             let mut conj: Vec<Subschema<'a>> = Vec::new();
             for part in &o.parts {
                 let mut matched = false;

@@ -101,6 +101,23 @@ impl<'a> SchemaCompiler<'a> {
         Ok(false)
     }
 
+    /// Whether `v` is valid against `s`, normalizing `s` as the constant `v`: a
+    /// `not` inside then sees a single value and decides it by validation too
+    /// (see [`Self::negate`]), so no keyword needs a negation written for it.
+    pub(crate) fn value_valid(&mut self, v: &'a Value, s: &Subschema<'a>) -> Result<bool> {
+        let mut node = Node::any();
+        node.enums.push(vec![v]);
+        self.collect(s, &mut node, 0)?;
+        let mut nodes = Vec::new();
+        self.expand(node, &mut nodes, 0)?;
+        for n in &nodes {
+            if self.node_accepts(n, v)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Whether `v` satisfies every constraint of `n`.
     pub(crate) fn node_accepts(&mut self, n: &Node<'a>, v: &Value) -> Result<bool> {
         for list in &n.enums {
@@ -143,6 +160,15 @@ impl<'a> SchemaCompiler<'a> {
             match is_multiple(&d, &m) {
                 Some(true) => {}
                 Some(false) => return Ok(false),
+                None => {
+                    self.unsupported("multipleOf", &ptr, "value too large to check")?;
+                }
+            }
+        }
+        for (m, ptr) in n.num.not_multiple_of.clone() {
+            match is_multiple(&d, &m) {
+                Some(false) => {}
+                Some(true) => return Ok(false),
                 None => {
                     self.unsupported("multipleOf", &ptr, "value too large to check")?;
                 }

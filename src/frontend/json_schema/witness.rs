@@ -160,9 +160,15 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     /// The keys of a witness's undeclared property (JSON, canonical): matching its
-    /// patterns, none of its other patterns, none of `names`. Regular languages
-    /// intersected and complemented in the automaton stage.
-    pub(super) fn witness_key(&mut self, w: &Witness<'a>, names: &[String]) -> Result<Expr> {
+    /// patterns (and `allowed`, the encoded names `propertyNames` allows), none of
+    /// its other patterns, none of `names`. Regular languages intersected and
+    /// complemented in the automaton stage.
+    pub(super) fn witness_key(
+        &mut self,
+        w: &Witness<'a>,
+        names: &[String],
+        allowed: Option<Hir>,
+    ) -> Result<Expr> {
         let quote = || Hir::literal(&b"\""[..]);
         let quoted = |c: &mut Self, (p, ptr): &(String, String)| -> Result<Hir> {
             let h = c.pattern_hir(p, ptr)?;
@@ -172,6 +178,9 @@ impl<'a> SchemaCompiler<'a> {
         let mut regexes = Vec::new();
         for p in &w.matching {
             regexes.push(quoted(self, p)?);
+        }
+        if let Some(body) = allowed {
+            regexes.push(Hir::concat(vec![quote(), body, quote()]));
         }
         if regexes.is_empty() {
             regexes.push(canonical_string());
