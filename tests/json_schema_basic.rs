@@ -192,6 +192,19 @@ fn objects_with_a_name_property_names_rejects() {
 }
 
 #[test]
+fn negated_closed_objects_beside_pattern_properties() {
+    // Not closed: some property none of `a` or the pattern takes, of any value;
+    // its value still meets the outer pattern's schema where its name matches.
+    check(
+        json!({"type": "object", "patternProperties": {"^n": {"type": "integer"}},
+               "not": {"properties": {"a": true}, "patternProperties": {"^x": true},
+                       "additionalProperties": false}}),
+        &[r#"{"b":true}"#, r#"{"n1":2}"#, r#"{"a":1,"x":1,"n":3}"#],
+        &["{}", r#"{"a":1}"#, r#"{"x1":true}"#, r#"{"n1":"s"}"#],
+    );
+}
+
+#[test]
 fn property_names_beside_pattern_properties() {
     check(
         json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"},

@@ -65,6 +65,16 @@ pub(super) struct Shape {
     pub syntax: Syntax,
 }
 
+/// What [`SchemaCompiler::pattern_classes`] asks of every undeclared key beside
+/// the object's own patterns: encoded regexes it must match (`must`) and must not
+/// (`must_not`), and schemas its value must meet too.
+#[derive(Default)]
+struct KeyFilter<'a> {
+    must: Vec<Hir>,
+    must_not: Vec<Hir>,
+    values: Vec<Subschema<'a>>,
+}
+
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_object(&mut self, node: &Node<'a>) -> Result<Expr> {
         self.emit_object_as(node, Syntax::Json)
@@ -230,7 +240,13 @@ impl<'a> SchemaCompiler<'a> {
             return Ok(pairs);
         }
         let classes = match syntax {
-            Syntax::Json => self.pattern_classes(node, names, allowed_names)?,
+            Syntax::Json => {
+                let filter = KeyFilter {
+                    must: allowed_names.into_iter().collect(),
+                    ..KeyFilter::default()
+                };
+                self.pattern_classes(node, names, &filter)?
+            }
             Syntax::Parameters(style) => Err(format!(
                 "patternProperties beside other undeclared keys, in the `{}` style",
                 style.name()
@@ -459,6 +475,43 @@ impl<'a> SchemaCompiler<'a> {
         Ok(Some((!alts.is_empty()).then(|| alt(alts))))
     }
 
+    /// The undeclared pairs of an object whose patterns have schemas, for a
+    /// [`Witness`] (`None` where the object allows none): keys outside `names`,
+    /// matching the witness's patterns (and `propertyNames`) and none of its
+    /// others, each class of keys with the schemas its patterns give beside the
+    /// witness's. `Err(reason)` when the name automaton is over its bounds.
+    pub(super) fn witness_pattern_pairs(
+        &mut self,
+        node: &Node<'a>,
+        names: &[String],
+        w: &Witness<'a>,
+    ) -> Result<std::result::Result<Option<Expr>, String>> {
+        let mut filter = KeyFilter {
+            values: w.values.clone(),
+            ..KeyFilter::default()
+        };
+        if !node.obj.names.is_empty() {
+            match self.names_body(node)? {
+                Some(h) => filter.must.push(h),
+                None => return Ok(Err("propertyNames that is no one regex".into())),
+            }
+        }
+        for (list, (p, ptr)) in
+            (w.matching.iter().map(|m| (true, m))).chain(w.not_matching.iter().map(|m| (false, m)))
+        {
+            let h = self.pattern_hir(p, ptr)?;
+            let Some(e) = encoded_hir(&h) else {
+                return Ok(Err(format!("pattern {p:?} has no regular encoding")));
+            };
+            if list {
+                filter.must.push(e);
+            } else {
+                filter.must_not.push(e);
+            }
+        }
+        self.pattern_classes(node, names, &filter)
+    }
+
     /// The undeclared pairs in general: names are split by the set of patterns
     /// they match (see [`super::names`]); a name matching some patterns takes all
     /// their schemas (of each merged part), one matching none takes that part's
@@ -468,7 +521,7 @@ impl<'a> SchemaCompiler<'a> {
         &mut self,
         node: &Node<'a>,
         names: &[String],
-        allowed_names: Option<Hir>,
+        filter: &KeyFilter<'a>,
     ) -> Result<std::result::Result<Option<Expr>, String>> {
         let o = &node.obj;
         let strict = self.opts.strict;
@@ -488,11 +541,12 @@ impl<'a> SchemaCompiler<'a> {
                 encoded.push(e);
             }
         }
-        // `propertyNames`, one more pattern every key must match.
-        let names_bit = allowed_names.map(|h| {
-            encoded.push(h);
-            encoded.len() - 1
-        });
+        // The filter's regexes, more patterns of the automaton: bits every key
+        // must have set (or clear).
+        let must = encoded.len()..encoded.len() + filter.must.len();
+        encoded.extend(filter.must.iter().cloned());
+        let must_not = encoded.len()..encoded.len() + filter.must_not.len();
+        encoded.extend(filter.must_not.iter().cloned());
         let body = canonical_body();
         // Every spelling the body admits (`\u001f` and `\u001F`), so that no declared
         // name comes back as an undeclared one.
@@ -513,10 +567,10 @@ impl<'a> SchemaCompiler<'a> {
         // Group the pattern sets by the schemas a value then has to satisfy.
         let mut groups: Vec<(Vec<Subschema<'a>>, Vec<Vec<bool>>)> = Vec::new();
         'sets: for set in automaton.pattern_sets() {
-            if names_bit.is_some_and(|i| !set[i]) {
+            if must.clone().any(|i| !set[i]) || must_not.clone().any(|i| set[i]) {
                 continue;
             }
-            let mut conj: Vec<Subschema<'a>> = Vec::new();
+            let mut conj: Vec<Subschema<'a>> = filter.values.clone();
             for part in &o.parts {
                 let mut matched = false;
                 for (pat, s, _) in &part.patterns {

@@ -80,14 +80,24 @@ impl<'a> SchemaCompiler<'a> {
                         keys_not.push(k.clone());
                     }
                 }
-                let pair = self.plain_extra_pairs(
-                    sought.node,
-                    &keys_not,
-                    &shape.ptr,
-                    false,
-                    shape.syntax,
-                    Some(m),
-                )?;
+                let pair = if has_pattern_schemas(sought.node) {
+                    match self.witness_pattern_pairs(sought.node, &keys_not, m)? {
+                        Ok(pair) => pair,
+                        Err(reason) => {
+                            self.unsupported("not", &m.ptr, reason)?;
+                            None
+                        }
+                    }
+                } else {
+                    self.plain_extra_pairs(
+                        sought.node,
+                        &keys_not,
+                        &shape.ptr,
+                        false,
+                        shape.syntax,
+                        Some(m),
+                    )?
+                };
                 match pair {
                     Some(pair) => pairs.push(pair),
                     None => return Ok(()),
@@ -129,12 +139,11 @@ impl<'a> SchemaCompiler<'a> {
         if shape.extra.is_none() {
             return Ok(());
         }
-        let o = &sought.node.obj;
-        if (o.parts.iter()).any(|p| p.patterns.iter().any(|(_, s, _)| !s.accepts_all())) {
+        if has_pattern_schemas(sought.node) && shape.syntax != super::object::Syntax::Json {
             return self.unsupported(
                 "additionalProperties",
                 &w.ptr,
-                "not of a closed object beside patternProperties is not supported",
+                "not of an object beside patternProperties, in a parameter style",
             );
         }
         // An earlier member that serves this witness too.
@@ -208,4 +217,9 @@ impl<'a> SchemaCompiler<'a> {
             negated,
         })))
     }
+}
+
+/// Whether some pattern of `node`'s object gives its properties a schema.
+fn has_pattern_schemas(node: &Node<'_>) -> bool {
+    (node.obj.parts.iter()).any(|p| p.patterns.iter().any(|(_, s, _)| !s.accepts_all()))
 }
