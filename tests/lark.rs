@@ -391,7 +391,11 @@ fn robust(text: &str) -> Result<(), TestCaseError> {
         Ok(g) => {
             let _ = CompiledGrammar::compile(&g, &CompileOptions::default());
         }
-        Err(FrontendError::Syntax { .. }) | Err(FrontendError::Grammar(_)) => {}
+        // A grammars document's errors are located by JSON pointer.
+        Err(FrontendError::Syntax { .. })
+        | Err(FrontendError::Grammar(_))
+        | Err(FrontendError::Document { .. })
+        | Err(FrontendError::InMember { .. }) => {}
         Err(e) => return Err(TestCaseError::fail(format!("{text:?}: unlocated {e}"))),
     }
     // A hang, not a speed test: unoptimized, Lark's own grammar alone takes
