@@ -156,21 +156,14 @@ impl<'a> SchemaCompiler<'a> {
         if !n.num.bounds_hold(&d) {
             return Ok(false);
         }
-        for (m, ptr) in n.num.multiple_of.clone() {
-            match is_multiple(&d, &m) {
-                Some(true) => {}
-                Some(false) => return Ok(false),
+        let divisors = (n.num.multiple_of.iter().map(|d| (d, true)))
+            .chain(n.num.not_multiple_of.iter().map(|d| (d, false)));
+        for ((m, ptr), wanted) in divisors.collect::<Vec<_>>() {
+            match is_multiple(&d, m) {
+                Some(multiple) if multiple == wanted => {}
+                Some(_) => return Ok(false),
                 None => {
-                    self.unsupported("multipleOf", &ptr, "value too large to check")?;
-                }
-            }
-        }
-        for (m, ptr) in n.num.not_multiple_of.clone() {
-            match is_multiple(&d, &m) {
-                Some(false) => {}
-                Some(true) => return Ok(false),
-                None => {
-                    self.unsupported("multipleOf", &ptr, "value too large to check")?;
+                    self.unsupported("multipleOf", ptr, "value too large to check")?;
                 }
             }
         }
