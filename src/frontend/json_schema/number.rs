@@ -699,7 +699,8 @@ impl<'a> SchemaCompiler<'a> {
                 &ptr,
                 format!("not of multipleOf with divisors whose least common multiple is above {MOST_NEGATED_DIVISOR}"),
             )?;
-            return Ok(super::nothing());
+            // Lenient: the `not` is left unenforced.
+            return self.remainders(m, &[], lo, hi, &ptr);
         }
         let int_lo = lo.as_ref().map(|(d, ex)| {
             let c = d.ceil();
