@@ -405,11 +405,7 @@ impl<'a> SchemaCompiler<'a> {
                         }
                     }
                 });
-            } else if m.int == "0"
-                && m.frac.bytes().rev().skip(1).all(|c| c == b'0')
-                && m.frac.ends_with('1')
-            {
-                let k = m.frac.len();
+            } else if let Some(k) = power_of_ten_decimals(m) {
                 decimals = Some(decimals.map_or(k, |d| d.min(k)));
             } else {
                 self.unsupported(
@@ -634,7 +630,6 @@ impl<'a> SchemaCompiler<'a> {
             ptr.clone_from(p);
             if d.is_integer() {
                 match d.as_i128() {
-                    // Every number is a multiple of 1 only where it is an integer.
                     Some(k) if k <= MOST_NEGATED_DIVISOR => divisors.push(k),
                     _ => self.unsupported(
                         "multipleOf",
@@ -642,11 +637,8 @@ impl<'a> SchemaCompiler<'a> {
                         format!("not of multipleOf by integers above {MOST_NEGATED_DIVISOR}"),
                     )?,
                 }
-            } else if d.int == "0"
-                && d.frac.bytes().rev().skip(1).all(|c| c == b'0')
-                && d.frac.ends_with('1')
-            {
-                nonzero_past = Some(nonzero_past.map_or(d.frac.len(), |k| k.max(d.frac.len())));
+            } else if let Some(k) = power_of_ten_decimals(d) {
+                nonzero_past = Some(nonzero_past.map_or(k, |j| j.max(k)));
             } else {
                 self.unsupported(
                     "multipleOf",
@@ -883,6 +875,13 @@ impl<'a> SchemaCompiler<'a> {
 /// The largest divisor (or least common multiple of divisors) a negated
 /// `multipleOf` takes: its remainder automaton has this many rules.
 const MOST_NEGATED_DIVISOR: i128 = 100_000;
+
+/// `k` where `d` is `10^-k` (`0.01` -> 2).
+fn power_of_ten_decimals(d: &Decimal) -> Option<usize> {
+    let is_power =
+        d.int == "0" && d.frac.bytes().rev().skip(1).all(|c| c == b'0') && d.frac.ends_with('1');
+    is_power.then_some(d.frac.len())
+}
 
 fn gcd(a: i128, b: i128) -> i128 {
     if b == 0 {
