@@ -210,6 +210,9 @@ impl Session for StencilSession {
 #[derive(Default)]
 struct Tally {
     ttfm_us: Vec<f64>,
+    /// Per workload: its time to first mask, `None` where it did not compile
+    /// (for the slowest compiles, and TTFM over what both engines compiled).
+    first_masks: Vec<Option<f64>>,
     tbm_us: Vec<f64>,
     compiled: usize,
     failed: usize,
@@ -259,10 +262,12 @@ fn run_engine(
             Ok(session) => {
                 tally.compiled += 1;
                 tally.ttfm_us.push(ttfm);
+                tally.first_masks.push(Some(ttfm));
                 Some(session)
             }
             Err(e) => {
                 tally.failed += 1;
+                tally.first_masks.push(None);
                 tally.errors.push(format!("{}: {e}", workload.name));
                 tally.fingerprints.push(Vec::new());
                 continue;
@@ -341,6 +346,11 @@ fn run_repeated(
         for (t, again) in fastest.ttfm_us.iter_mut().zip(&again.ttfm_us) {
             *t = t.min(*again);
         }
+        for (first, again) in fastest.first_masks.iter_mut().zip(&again.first_masks) {
+            if let (Some(t), Some(again)) = (first, again) {
+                *t = t.min(*again);
+            }
+        }
         for (step, again) in fastest.steps.iter_mut().zip(&again.steps) {
             step.0 = step.0.min(again.0);
         }
@@ -357,13 +367,38 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[rank - 1]
 }
 
-fn summary(engine: &str, tokenizer: &str, tally: &mut Tally) -> Value {
-    let round = |x: f64| (x * 100.0).round() / 100.0;
-    let ttfm = &mut tally.ttfm_us;
-    let ttfm_json = json!({
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// p50, p90, p99 and max of times to first mask.
+fn ttfm_percentiles(ttfm: &mut [f64]) -> Value {
+    json!({
         "p50": round(percentile(ttfm, 0.5)), "p90": round(percentile(ttfm, 0.9)),
         "p99": round(percentile(ttfm, 0.99)), "max": round(percentile(ttfm, 1.0)),
-    });
+    })
+}
+
+/// Times to first mask over the workloads both engines compiled: an engine that
+/// compiles more (harder) schemas carries them in its own tail, so this is the
+/// like-for-like comparison beside each engine's own.
+#[cfg(feature = "peers")]
+fn ttfm_common(ours: &Tally, peer: &Tally) -> Value {
+    let (mut a, mut b): (Vec<f64>, Vec<f64>) = ours
+        .first_masks
+        .iter()
+        .zip(&peer.first_masks)
+        .filter_map(|(a, b)| Some(((*a)?, (*b)?)))
+        .unzip();
+    json!({
+        "workloads": a.len(),
+        "stencil": ttfm_percentiles(&mut a),
+        "peer": ttfm_percentiles(&mut b),
+    })
+}
+
+fn summary(engine: &str, tokenizer: &str, tally: &mut Tally) -> Value {
+    let ttfm_json = ttfm_percentiles(&mut tally.ttfm_us);
     let tbm = &mut tally.tbm_us;
     let tbm_json = json!({
         "p50": round(percentile(tbm, 0.5)), "p90": round(percentile(tbm, 0.9)),
@@ -390,6 +425,8 @@ struct PeerResults {
     summaries: serde_json::Map<String, Value>,
     errors: Vec<String>,
     skipped: serde_json::Map<String, Value>,
+    /// Per peer: its time to first mask per workload.
+    first_masks: Vec<(String, Vec<Option<f64>>)>,
 }
 
 #[cfg(feature = "peers")]
@@ -438,11 +475,6 @@ fn run_peers(
             );
         }
     }
-    let PeerResults {
-        summaries: peers,
-        errors,
-        ..
-    } = &mut results;
     for peer in &engines {
         let mut tally = run_repeated(
             peer.as_ref(),
@@ -453,7 +485,12 @@ fn run_peers(
         )?;
         let mut value = summary(peer.name(), &args.tokenizer, &mut tally);
         value["disagreements_with_stencil"] = json!(disagreements(ours, &tally));
+        value["ttfm_common_us"] = ttfm_common(ours, &tally);
+        results
+            .first_masks
+            .push((peer.name().to_string(), tally.first_masks.clone()));
         const SHOWN: usize = 10;
+        let errors = &mut results.errors;
         errors.extend(
             tally
                 .errors
@@ -475,7 +512,7 @@ fn run_peers(
             tokenized,
             vocab,
         ));
-        peers.insert(peer.name().to_string(), value);
+        results.summaries.insert(peer.name().to_string(), value);
     }
     Ok(results)
 }
@@ -651,9 +688,9 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
             &our_tally,
         )?
     };
-    result["peers"] = Value::Object(peers.summaries);
+    result["peers"] = Value::Object(peers.summaries.clone());
     if !peers.skipped.is_empty() {
-        result["peers_skipped"] = Value::Object(peers.skipped);
+        result["peers_skipped"] = Value::Object(peers.skipped.clone());
     }
     result["repeat"] = json!(args.repeat);
     result["workloads"] = json!(workloads.len());
@@ -664,7 +701,8 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         // The JSON object is one line on stdout; the slowest masks go to stderr.
         if args.slowest > 0 {
             eprint!(
-                "{}",
+                "{}{}",
+                slowest_compile_lines(args.slowest, &our_tally, &peers, &workloads),
                 slowest_lines(args.slowest, &our_tally, &workloads, &tokenized, &vocab)
             );
         }
@@ -680,7 +718,8 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
             println!("{e}");
         }
         print!(
-            "{}",
+            "{}{}",
+            slowest_compile_lines(args.slowest, &our_tally, &peers, &workloads),
             slowest_lines(args.slowest, &our_tally, &workloads, &tokenized, &vocab)
         );
     }
@@ -731,6 +770,38 @@ fn refusal_lines(
         ));
     }
     lines
+}
+
+/// stencil's `n` slowest first masks (the compiles), a line each with the
+/// workload's index in the run and each peer's time on it.
+fn slowest_compile_lines(
+    n: usize,
+    tally: &Tally,
+    peers: &PeerResults,
+    workloads: &[Workload],
+) -> String {
+    let mut firsts: Vec<(f64, usize)> = tally
+        .first_masks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| Some(((*t)?, i)))
+        .collect();
+    firsts.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut out = String::new();
+    for &(micros, workload) in firsts.iter().take(n) {
+        out.push_str(&format!(
+            "{micros:9.1} us  first mask of {} (workload {workload})",
+            workloads[workload].name
+        ));
+        for (peer, times) in &peers.first_masks {
+            match times.get(workload).copied().flatten() {
+                Some(t) => out.push_str(&format!(", {peer} {t:.1} us")),
+                None => out.push_str(&format!(", {peer} did not compile it")),
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The `n` slowest masks of a run, a line each with the last bytes of text before
