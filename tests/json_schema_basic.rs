@@ -545,6 +545,25 @@ fn pattern_properties_beside_additional_properties() {
             r#"{"bar":1,"foo":null}"#,
         ],
     );
+    // A counted pattern beside declared names (o9814 of Github_easy): names of
+    // 1 to 255 such characters take its schema, a declared name its own and the
+    // pattern's.
+    let (at_bound, past_bound) = ("k".repeat(255), "k".repeat(256));
+    check(
+        json!({"properties": {"id": {"type": "string"}},
+               "patternProperties": {"^[0-9a-zA-Z_-]{1,255}$": {"type": ["number", "string"]}}}),
+        &[
+            &format!(r#"{{"{at_bound}":1}}"#),
+            &format!(r#"{{"{past_bound}":[]}}"#),
+            r#"{"id":"x","i":2,"a-b":"s","é":null}"#,
+        ],
+        &[
+            &format!(r#"{{"{at_bound}":null}}"#),
+            r#"{"id":1}"#,
+            r#"{"i":null}"#,
+            r#"{"a_b":[]}"#,
+        ],
+    );
     // A name matching several patterns takes all their schemas.
     check(
         json!({"patternProperties": {"a*": {"type": "integer"}, "aaa*": {"maximum": 20}}}),
