@@ -79,6 +79,11 @@ pub struct BenchArgs {
     /// grammar starts cold.
     #[arg(long)]
     cold: bool,
+    /// Largest regular part fused into one terminal (see
+    /// `CompileOptions::max_terminal_weight`): smaller compiles faster, larger
+    /// leaves the parser less to do at mask time.
+    #[arg(long, value_name = "WEIGHT")]
+    max_terminal_weight: Option<usize>,
     /// Memory the compiler may keep for what grammars share, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     compiler_memory_mb: usize,
@@ -666,10 +671,13 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         set_bit(&mut text_tokens, id as usize);
     }
 
-    let options = CompilerOptions {
+    let mut options = CompilerOptions {
         memory_limit: args.compiler_memory_mb << 20,
         ..CompilerOptions::default()
     };
+    if let Some(weight) = args.max_terminal_weight {
+        options.compile.max_terminal_weight = weight;
+    }
     let ours = Stencil::new(Arc::clone(&vocab), options, args.cold);
     let mut our_tally = run_repeated(&ours, args.repeat, &workloads, &tokenized, &text_tokens)?;
     let mut result = summary(ours.name(), &args.tokenizer, &mut our_tally);
