@@ -30,11 +30,11 @@ impl<'a> SchemaCompiler<'a> {
         }
         let mut alts = Vec::new();
         if node.types.intersects(TypeSet::NULL) {
-            alts.push(Expr::literal(b"null"));
+            alts.push(self.keyword_literal(&Value::Null));
         }
         if node.types.intersects(TypeSet::BOOLEAN) {
-            alts.push(Expr::literal(b"true"));
-            alts.push(Expr::literal(b"false"));
+            alts.push(self.keyword_literal(&Value::Bool(true)));
+            alts.push(self.keyword_literal(&Value::Bool(false)));
         }
         if node.types.intersects(TypeSet::NUMBER) {
             alts.push(self.emit_number(node)?);
@@ -99,11 +99,24 @@ impl<'a> SchemaCompiler<'a> {
         Ok(out)
     }
 
+    /// `null`, `true` or `false` as written: also `None`, `True`, `False` where
+    /// values are Python's ([`SchemaCompiler::python_literals`]).
+    fn keyword_literal(&self, v: &Value) -> Expr {
+        let (json, python): (&[u8], &[u8]) = match v {
+            Value::Bool(true) => (b"true", b"True"),
+            Value::Bool(false) => (b"false", b"False"),
+            _ => (b"null", b"None"),
+        };
+        match self.python_literals {
+            true => Expr::Alt(vec![Expr::literal(json), Expr::literal(python)]),
+            false => Expr::literal(json),
+        }
+    }
+
     /// A JSON value as an expression (any property order per the options).
     pub(crate) fn literal(&mut self, v: &Value) -> Result<Expr> {
         Ok(match v {
-            Value::Null => Expr::literal(b"null"),
-            Value::Bool(b) => Expr::literal(if *b { b"true" } else { b"false" }),
+            Value::Null | Value::Bool(_) => self.keyword_literal(v),
             Value::Number(_) => {
                 let d = Decimal::from_value(v).expect("a JSON number");
                 self.number_literal(&d)?

@@ -295,6 +295,7 @@ fn compile_root<'a>(
         next_scope: 0,
         exponent_spellings: true,
         integral_fractions: false,
+        python_literals: false,
     };
     let root_ref = Subschema::root(schema, c.index.root_base.clone());
     let root = match root(&mut c, root_ref)? {
@@ -455,6 +456,9 @@ pub(crate) struct SchemaCompiler<'a> {
     /// Emitting a draft-4 number that fractions may type (`1.0` is no integer
     /// there) but `multipleOf` makes integral: `1.0` is a multiple of 1.
     pub integral_fractions: bool,
+    /// Whether `true`, `false` and `null` may also be spelled as Python spells
+    /// them (`True`, `False`, `None`): values in the `python` parameter style.
+    pub python_literals: bool,
 }
 
 #[cfg(test)]
@@ -477,6 +481,7 @@ impl<'a> SchemaCompiler<'a> {
             next_scope: 0,
             exponent_spellings: true,
             integral_fractions: false,
+            python_literals: false,
         }
     }
 }

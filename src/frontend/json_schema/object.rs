@@ -678,13 +678,17 @@ impl<'a> SchemaCompiler<'a> {
         if shape.max.is_some_and(|m| m < n_req || m < shape.min) {
             return Ok(nothing());
         }
-        // Parameters are separated by whitespace alone, with no braces around them.
+        // Tagged parameters are separated by whitespace alone, keyword arguments
+        // by commas; neither has braces around them.
         let (comma, open, close) = match shape.syntax {
             Syntax::Json => (
                 self.punct(b","),
                 seq(vec![Expr::literal(b"{"), self.ws()]),
                 seq(vec![self.ws(), Expr::literal(b"}")]),
             ),
+            Syntax::Parameters(ParameterStyle::Python) => {
+                (self.punct(b","), Expr::Empty, Expr::Empty)
+            }
             Syntax::Parameters(_) => (self.ws(), self.ws(), self.ws()),
         };
         // One declared property beside undeclared ones has an order too.

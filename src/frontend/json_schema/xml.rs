@@ -1,6 +1,6 @@
-//! XML parameter styles: the arguments of a tool call written as tagged
-//! parameters instead of a JSON object, as Qwen3-Coder, MiniMax, DeepSeek (DSML)
-//! and GLM write them:
+//! Parameter styles: the arguments of a tool call written as tagged parameters
+//! instead of a JSON object, as Qwen3-Coder, MiniMax, DeepSeek (DSML) and GLM
+//! write them, or as Python keyword arguments (LFM2):
 //!
 //! ```text
 //! <parameter=city>Paris</parameter><parameter=days>3</parameter>        qwen_xml
@@ -8,9 +8,13 @@
 //! <｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>  deepseek_xml
 //! <arg_key>city</arg_key><arg_value>Paris</arg_value>                   glm_xml
 //! <parameter=city>\nParis\n</parameter>                                qwen_coder_xml
+//! city="Paris", days=3, tags=["a"], on=True                            python
 //! ```
 //!
-//! The first four are XGrammar's styles of those names. `qwen_coder_xml` is
+//! The first four are XGrammar's styles of those names. `python` writes every
+//! value as JSON (a JSON string is a Python string) whose `true`, `false` and
+//! `null` may also be spelled `True`, `False`, `None`, at any depth: Python's
+//! spelling, and the JSON one LFM2's template renders inside dicts. `qwen_coder_xml` is
 //! Qwen's as its chat templates render it (Qwen3-Coder, Qwen3.5, Nemotron 3,
 //! Step 3.5): a raw value sits between two newlines that belong to the tags, and
 //! a parser takes them off, so the text parses back to exactly the value the
@@ -62,16 +66,19 @@ pub enum ParameterStyle {
     /// `<parameter=NAME>\nVALUE\n</parameter>`: Qwen as its templates render it,
     /// the newlines around a raw value part of the tags.
     QwenCoder,
+    /// `NAME=VALUE, NAME=VALUE`: Python keyword arguments (LFM2).
+    Python,
 }
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 5] = [
+    pub const ALL: [ParameterStyle; 6] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
         ParameterStyle::Glm,
         ParameterStyle::QwenCoder,
+        ParameterStyle::Python,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -87,6 +94,7 @@ impl ParameterStyle {
             ParameterStyle::DeepSeek => "deepseek_xml",
             ParameterStyle::Glm => "glm_xml",
             ParameterStyle::QwenCoder => "qwen_coder_xml",
+            ParameterStyle::Python => "python",
         }
     }
 
@@ -97,6 +105,7 @@ impl ParameterStyle {
             ParameterStyle::MiniMax => "<parameter name=\"",
             ParameterStyle::DeepSeek => "<｜DSML｜parameter name=\"",
             ParameterStyle::Glm => "<arg_key>",
+            ParameterStyle::Python => "",
         }
     }
 
@@ -108,6 +117,7 @@ impl ParameterStyle {
             }
             ParameterStyle::DeepSeek => "</｜DSML｜parameter>",
             ParameterStyle::Glm => "</arg_value>",
+            ParameterStyle::Python => "",
         }
     }
 
@@ -169,6 +179,7 @@ impl<'a> SchemaCompiler<'a> {
         root: Subschema<'a>,
         style: ParameterStyle,
     ) -> Result<Expr> {
+        self.python_literals = style == ParameterStyle::Python;
         let nodes = self.normalize(std::slice::from_ref(&root))?;
         let mut alts = Vec::new();
         for mut node in nodes {
@@ -212,6 +223,9 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     fn parameter_value(&mut self, conj: &[Subschema<'a>], style: ParameterStyle) -> Result<Expr> {
+        if style == ParameterStyle::Python {
+            return Ok(seq(vec![Expr::literal(b"="), self.value_rule(conj)?]));
+        }
         let end = style.end();
         let mut raw = Vec::new();
         let mut json = Vec::new();
@@ -267,6 +281,7 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::DeepSeek if raw => text("\" string=\"true\">"),
             ParameterStyle::DeepSeek => text("\" string=\"false\">"),
             ParameterStyle::Glm => seq(vec![text("</arg_key>"), self.ws(), text("<arg_value>")]),
+            ParameterStyle::Python => text("="),
         }
     }
 
@@ -450,6 +465,28 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.pointer(), Some(""));
         assert!(e.to_string().contains("minimax_xml"), "{e}");
+    }
+
+    #[test]
+    fn python_keyword_arguments_take_python_and_json_keywords() {
+        let schema = json!({"type": "object", "properties": {
+            "city": {"type": "string"}, "on": {"type": "boolean"},
+            "note": {"type": ["string", "null"]},
+            "m": {"type": "object", "properties": {"k": {"type": "boolean"}}}},
+            "required": ["city"], "additionalProperties": false});
+        let ok = accepts(schema, ParameterStyle::Python);
+        assert!(ok(r#"city="Paris""#));
+        assert!(ok(r#"city="Pa\"ris", on=True, note=None, m={"k": False}"#));
+        assert!(ok(r#"city="x", on=false, note="n", m={"k": true}"#));
+        assert!(!ok(r#"on=True"#), "city is required");
+        assert!(!ok(r#"city=Paris"#), "a string is quoted");
+        assert!(
+            !ok(r#"city="x" on=True"#),
+            "arguments are separated by commas"
+        );
+        assert!(!ok(r#"city="x", on=TRUE"#));
+        assert!(!ok(r#"city="x", other=1"#));
+        assert!(!ok(r#"city="x", m={k: True}"#), "dict keys are strings");
     }
 
     #[test]

@@ -21,15 +21,16 @@
 //! MiniMax-M2 and DeepSeek's DSML `<invoke name="f">`: one `CallShape` each, one
 //! reader for all, `xml.rs`); those whose JSON arguments follow the name between
 //! delimiters (DeepSeek V3.1 and R1, Kimi K2: one `JsonCallShape` each,
-//! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes. Not built yet: gpt-oss
-//! harmony, Gemma 4, LFM2's Python calls, Kimi K3, Cohere and others of the chat
-//! templates in the test data. A reasoning span before the reply ([`Reasoning`],
+//! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
+//! calls (`pythonic.rs`). Not built yet: gpt-oss harmony, Gemma 4, Kimi K3,
+//! Cohere and others of the chat templates in the test data. A reasoning span before the reply ([`Reasoning`],
 //! [`with_reasoning`], [`grammar_with_reasoning`]) is free text up to its close.
 
 mod json_calls;
 mod parse;
 mod progress;
 mod prompt;
+mod pythonic;
 mod reasoning;
 mod xml;
 
@@ -88,6 +89,9 @@ pub enum ToolCallFormat {
     /// `[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{...}`, once per call: Mistral
     /// Small 3.2.
     MistralCallId,
+    /// `<|tool_call_start|>[f(a=1, b="x"), g()]<|tool_call_end|>`: a Python list
+    /// of calls with keyword arguments (LFM2, LFM2.5).
+    Pythonic,
 }
 
 impl ToolCallFormat {
@@ -144,6 +148,10 @@ impl ToolCallFormat {
         if template.contains("[TOOL_CALLS][") {
             return Some(ToolCallFormat::MistralNemo);
         }
+        // LFM2's templates list the tools after this (some do not render calls).
+        if template.contains(pythonic::BLOCK.0) || template.contains("\"List of tools: ") {
+            return Some(ToolCallFormat::Pythonic);
+        }
         if template.contains("[TOOL_CALLS]") && template.contains("[ARGS]") {
             return Some(if template.contains("[CALL_ID]") {
                 ToolCallFormat::MistralCallId
@@ -155,7 +163,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 14] = [
+    pub const ALL: [ToolCallFormat; 15] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -170,10 +178,11 @@ impl ToolCallFormat {
         ToolCallFormat::MistralNemo,
         ToolCallFormat::MistralArgs,
         ToolCallFormat::MistralCallId,
+        ToolCallFormat::Pythonic,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 15] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -188,12 +197,13 @@ impl ToolCallFormat {
         "mistral-nemo",
         "mistral-args",
         "mistral-call-id",
+        "pythonic",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
     /// (`qwen`, `qwen2.5`, `qwen3`: Hermes; `qwen3-coder`, `qwen3.5`; `glm-4.5`
     /// to `glm-4.7`; `minimax-m2`; `deepseek-v3.2`; `deepseek-v3.1`; `llama3`
-    /// to `llama3.3`; `devstral`).
+    /// to `llama3.3`; `devstral`; `lfm2`, `lfm2.5`).
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
@@ -212,6 +222,7 @@ impl ToolCallFormat {
             "mistral-nemo" => Some(ToolCallFormat::MistralNemo),
             "mistral-args" | "devstral" => Some(ToolCallFormat::MistralArgs),
             "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
+            "pythonic" | "lfm2" | "lfm2.5" => Some(ToolCallFormat::Pythonic),
             _ => None,
         }
     }
@@ -224,6 +235,7 @@ impl ToolCallFormat {
             | ToolCallFormat::MistralArgs
             | ToolCallFormat::MistralCallId => "[TOOL_CALLS]",
             ToolCallFormat::Llama3Json => "{\"name\": \"",
+            ToolCallFormat::Pythonic => pythonic::BLOCK.0,
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
@@ -303,6 +315,7 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
             format!("[TOOL_CALLS][{{\"name\": {quoted}, \"arguments\": {arguments}, \"id\": \"{id}\"}}]")
         }
         ToolCallFormat::MistralArgs => format!("[TOOL_CALLS]{name}[ARGS]{arguments}"),
+        ToolCallFormat::Pythonic => pythonic::call_text(name, arguments),
         ToolCallFormat::MistralCallId => {
             format!("[TOOL_CALLS]{name}[CALL_ID]{id}[ARGS]{arguments}")
         }
@@ -662,6 +675,28 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
                 call,
                 close: String::new(),
                 ends_reply: true,
+            }
+        }
+        ToolCallFormat::Pythonic => {
+            let call = one_of(
+                chosen
+                    .iter()
+                    .map(|t| {
+                        seq(vec![
+                            text(&format!("{}(", t.name)),
+                            json!({"type": "json_schema", "json_schema": t.parameters,
+                                   "style": "python", "any_order": true}),
+                            text(")"),
+                        ])
+                    })
+                    .collect(),
+            );
+            Layout::Block {
+                open: format!("{}[", pythonic::BLOCK.0),
+                call,
+                separator: text(", "),
+                close: format!("]{}", pythonic::BLOCK.1),
+                ends_reply: false,
             }
         }
         ToolCallFormat::Llama3Json => Layout::Calls {

@@ -60,6 +60,7 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
         | ToolCallFormat::MistralArgs
         | ToolCallFormat::MistralCallId => parse_mistral(format, text),
         ToolCallFormat::Llama3Json => parse_llama(text),
+        ToolCallFormat::Pythonic => super::pythonic::parse(text),
         _ => parse_hermes(text),
     }
 }

@@ -44,6 +44,7 @@ pub fn calls_in_progress<'a>(
         ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => mistral(text),
         ToolCallFormat::MistralNemo => Vec::new(),
         ToolCallFormat::Llama3Json => named_objects(text, "", "parameters"),
+        ToolCallFormat::Pythonic => super::pythonic::calls_in_progress(text),
         _ => named_objects(text, "<tool_call>", "arguments"),
     }
 }

@@ -159,6 +159,7 @@ impl CallShape {
             ParameterStyle::MiniMax => format!("{prefix}{key}\">{text}{end}\n"),
             ParameterStyle::DeepSeek => format!("{prefix}{key}\" string=\"{raw}\">{text}{end}\n"),
             ParameterStyle::Glm => format!("{prefix}{key}</arg_key><arg_value>{text}{end}"),
+            ParameterStyle::Python => format!("{key}={value}"),
         }
     }
 
@@ -176,6 +177,7 @@ impl CallShape {
                 ],
             ),
             ParameterStyle::Qwen | ParameterStyle::QwenCoder => (">", &[("", None)]),
+            ParameterStyle::Python => ("=", &[("", None)]),
         }
     }
 }
