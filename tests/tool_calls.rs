@@ -39,10 +39,11 @@ fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
 }
 
 /// How the templates' reasoning spans open and close.
-const REASONING_SPANS: [(&str, &str); 3] = [
+const REASONING_SPANS: [(&str, &str); 4] = [
     ("<think>", "</think>"),
     ("[THINK]", "[/THINK]"),
     ("<seed:think>", "</seed:think>"),
+    ("<|channel>thought", "<channel|>"),
 ];
 
 /// A model output without its end-of-turn token: the decode loop stops at it (an

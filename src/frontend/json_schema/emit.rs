@@ -14,6 +14,7 @@ use super::decimal::Decimal;
 use super::node::{Node, TypeSet};
 use super::string::literal_string;
 use super::validate::json_key;
+use super::xml::ParameterStyle;
 use super::{alt, nothing, seq, Result, SchemaCompiler};
 
 /// Most numbers of one `enum` spelled with exponents too (`7` as `0.7e1`).
@@ -100,16 +101,18 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     /// `null`, `true` or `false` as written: also `None`, `True`, `False` where
-    /// values are Python's ([`SchemaCompiler::python_literals`]).
+    /// values are Python's ([`SchemaCompiler::value_style`]).
     fn keyword_literal(&self, v: &Value) -> Expr {
         let (json, python): (&[u8], &[u8]) = match v {
             Value::Bool(true) => (b"true", b"True"),
             Value::Bool(false) => (b"false", b"False"),
             _ => (b"null", b"None"),
         };
-        match self.python_literals {
-            true => Expr::Alt(vec![Expr::literal(json), Expr::literal(python)]),
-            false => Expr::literal(json),
+        match self.value_style {
+            Some(ParameterStyle::Python) => {
+                Expr::Alt(vec![Expr::literal(json), Expr::literal(python)])
+            }
+            _ => Expr::literal(json),
         }
     }
 
@@ -121,7 +124,12 @@ impl<'a> SchemaCompiler<'a> {
                 let d = Decimal::from_value(v).expect("a JSON number");
                 self.number_literal(&d)?
             }
-            Value::String(s) => literal_string(s),
+            Value::String(s) => match self.value_style {
+                Some(style @ ParameterStyle::Gemma) => {
+                    Expr::literal(format!("{0}{s}{0}", style.end()).as_bytes())
+                }
+                _ => literal_string(s),
+            },
             Value::Array(items) => {
                 let mut parts = vec![Expr::literal(b"["), self.ws()];
                 for (i, item) in items.iter().enumerate() {

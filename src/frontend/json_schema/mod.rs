@@ -295,7 +295,7 @@ fn compile_root<'a>(
         next_scope: 0,
         exponent_spellings: true,
         integral_fractions: false,
-        python_literals: false,
+        value_style: None,
     };
     let root_ref = Subschema::root(schema, c.index.root_base.clone());
     let root = match root(&mut c, root_ref)? {
@@ -456,9 +456,9 @@ pub(crate) struct SchemaCompiler<'a> {
     /// Emitting a draft-4 number that fractions may type (`1.0` is no integer
     /// there) but `multipleOf` makes integral: `1.0` is a multiple of 1.
     pub integral_fractions: bool,
-    /// Whether `true`, `false` and `null` may also be spelled as Python spells
-    /// them (`True`, `False`, `None`): values in the `python` parameter style.
-    pub python_literals: bool,
+    /// The parameter style whose spelling reaches inside the values (`python`'s
+    /// keywords, `gemma`'s strings and keys); `None`: values are JSON.
+    pub value_style: Option<ParameterStyle>,
 }
 
 #[cfg(test)]
@@ -481,7 +481,7 @@ impl<'a> SchemaCompiler<'a> {
             next_scope: 0,
             exponent_spellings: true,
             integral_fractions: false,
-            python_literals: false,
+            value_style: None,
         }
     }
 }

@@ -77,7 +77,12 @@ struct KeyFilter<'a> {
 
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_object(&mut self, node: &Node<'a>) -> Result<Expr> {
-        self.emit_object_as(node, Syntax::Json)
+        match self.value_style {
+            Some(style @ ParameterStyle::Gemma) => {
+                self.emit_object_as(node, Syntax::Parameters(style))
+            }
+            _ => self.emit_object_as(node, Syntax::Json),
+        }
     }
 
     /// The object of `node`, written in `syntax`.
@@ -641,10 +646,21 @@ impl<'a> SchemaCompiler<'a> {
 
     /// An object literal (enum/const): every entry required, nothing else.
     pub(crate) fn object_literal(&mut self, entries: Vec<(String, Expr)>) -> Result<Expr> {
+        let syntax = match self.value_style {
+            Some(style @ ParameterStyle::Gemma) => Syntax::Parameters(style),
+            _ => Syntax::Json,
+        };
         let entries = entries
             .into_iter()
             .map(|(name, value)| Entry {
-                pair: seq(vec![literal_string(&name), self.punct(b":"), value]),
+                pair: match syntax {
+                    Syntax::Json => seq(vec![literal_string(&name), self.punct(b":"), value]),
+                    Syntax::Parameters(_) => seq(vec![
+                        Expr::literal(name.as_bytes()),
+                        self.punct(b":"),
+                        value,
+                    ]),
+                },
                 required: true,
             })
             .collect();
@@ -656,7 +672,7 @@ impl<'a> SchemaCompiler<'a> {
                 min: 0,
                 max: None,
                 ptr: String::new(),
-                syntax: Syntax::Json,
+                syntax,
             },
             None,
         )
@@ -679,7 +695,7 @@ impl<'a> SchemaCompiler<'a> {
             return Ok(nothing());
         }
         // Tagged parameters are separated by whitespace alone, keyword arguments
-        // by commas; neither has braces around them.
+        // by commas, neither with braces around them; Gemma's are JSON's.
         let (comma, open, close) = match shape.syntax {
             Syntax::Json => (
                 self.punct(b","),
@@ -689,6 +705,11 @@ impl<'a> SchemaCompiler<'a> {
             Syntax::Parameters(ParameterStyle::Python) => {
                 (self.punct(b","), Expr::Empty, Expr::Empty)
             }
+            Syntax::Parameters(ParameterStyle::Gemma) => (
+                self.punct(b","),
+                seq(vec![Expr::literal(b"{"), self.ws()]),
+                seq(vec![self.ws(), Expr::literal(b"}")]),
+            ),
             Syntax::Parameters(_) => (self.ws(), self.ws(), self.ws()),
         };
         // One declared property beside undeclared ones has an order too.

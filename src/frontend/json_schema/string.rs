@@ -626,6 +626,10 @@ impl StringBody {
 
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_string(&mut self, node: &Node<'a>) -> Result<Expr> {
+        if let Some(style @ super::xml::ParameterStyle::Gemma) = self.value_style {
+            let raw = self.raw_text(node, style)?;
+            return Ok(seq(vec![Expr::literal(style.end().as_bytes()), raw]));
+        }
         let body = match self.string_body(node)? {
             None => return Ok(nothing()),
             Some(StringBody::Chars { min, max }) => Expr::Repeat {

@@ -1,6 +1,7 @@
 //! Parameter styles: the arguments of a tool call written as tagged parameters
 //! instead of a JSON object, as Qwen3-Coder, MiniMax, DeepSeek (DSML) and GLM
-//! write them, or as Python keyword arguments (LFM2):
+//! write them, as Python keyword arguments (LFM2), or in Gemma 4's JSON-like
+//! notation:
 //!
 //! ```text
 //! <parameter=city>Paris</parameter><parameter=days>3</parameter>        qwen_xml
@@ -9,12 +10,15 @@
 //! <arg_key>city</arg_key><arg_value>Paris</arg_value>                   glm_xml
 //! <parameter=city>\nParis\n</parameter>                                qwen_coder_xml
 //! city="Paris", days=3, tags=["a"], on=True                            python
+//! {city:<|"|>Paris<|"|>,days:3,tags:[<|"|>a<|"|>],m:{k:true}}             gemma
 //! ```
 //!
 //! The first four are XGrammar's styles of those names. `python` writes every
 //! value as JSON (a JSON string is a Python string) whose `true`, `false` and
 //! `null` may also be spelled `True`, `False`, `None`, at any depth: Python's
-//! spelling, and the JSON one LFM2's template renders inside dicts. `qwen_coder_xml` is
+//! spelling, and the JSON one LFM2's template renders inside dicts. `gemma`
+//! too reaches into the values: every object's keys are bare names, every string
+//! its raw text between `<|"|>` delimiters (never holding one). `qwen_coder_xml` is
 //! Qwen's as its chat templates render it (Qwen3-Coder, Qwen3.5, Nemotron 3,
 //! Step 3.5): a raw value sits between two newlines that belong to the tags, and
 //! a parser takes them off, so the text parses back to exactly the value the
@@ -68,17 +72,21 @@ pub enum ParameterStyle {
     QwenCoder,
     /// `NAME=VALUE, NAME=VALUE`: Python keyword arguments (LFM2).
     Python,
+    /// `{NAME:VALUE,NAME:VALUE}`, strings as `<|"|>TEXT<|"|>`, at every depth
+    /// (Gemma 4).
+    Gemma,
 }
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 6] = [
+    pub const ALL: [ParameterStyle; 7] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
         ParameterStyle::Glm,
         ParameterStyle::QwenCoder,
         ParameterStyle::Python,
+        ParameterStyle::Gemma,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -95,6 +103,7 @@ impl ParameterStyle {
             ParameterStyle::Glm => "glm_xml",
             ParameterStyle::QwenCoder => "qwen_coder_xml",
             ParameterStyle::Python => "python",
+            ParameterStyle::Gemma => "gemma",
         }
     }
 
@@ -105,7 +114,7 @@ impl ParameterStyle {
             ParameterStyle::MiniMax => "<parameter name=\"",
             ParameterStyle::DeepSeek => "<｜DSML｜parameter name=\"",
             ParameterStyle::Glm => "<arg_key>",
-            ParameterStyle::Python => "",
+            ParameterStyle::Python | ParameterStyle::Gemma => "",
         }
     }
 
@@ -118,7 +127,14 @@ impl ParameterStyle {
             ParameterStyle::DeepSeek => "</｜DSML｜parameter>",
             ParameterStyle::Glm => "</arg_value>",
             ParameterStyle::Python => "",
+            // What closes a string (which opens with it too).
+            ParameterStyle::Gemma => "<|\"|>",
         }
+    }
+
+    /// Whether the style spells values too, not only the root's parameters.
+    fn reaches_into_values(self) -> bool {
+        matches!(self, ParameterStyle::Python | ParameterStyle::Gemma)
     }
 
     /// What stands between the opening tag and a raw value, and between the
@@ -179,7 +195,7 @@ impl<'a> SchemaCompiler<'a> {
         root: Subschema<'a>,
         style: ParameterStyle,
     ) -> Result<Expr> {
-        self.python_literals = style == ParameterStyle::Python;
+        self.value_style = style.reaches_into_values().then_some(style);
         let nodes = self.normalize(std::slice::from_ref(&root))?;
         let mut alts = Vec::new();
         for mut node in nodes {
@@ -223,8 +239,14 @@ impl<'a> SchemaCompiler<'a> {
     }
 
     fn parameter_value(&mut self, conj: &[Subschema<'a>], style: ParameterStyle) -> Result<Expr> {
-        if style == ParameterStyle::Python {
-            return Ok(seq(vec![Expr::literal(b"="), self.value_rule(conj)?]));
+        match style {
+            ParameterStyle::Python => {
+                return Ok(seq(vec![Expr::literal(b"="), self.value_rule(conj)?]))
+            }
+            ParameterStyle::Gemma => {
+                return Ok(seq(vec![self.punct(b":"), self.value_rule(conj)?]))
+            }
+            _ => {}
         }
         let end = style.end();
         let mut raw = Vec::new();
@@ -282,11 +304,12 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::DeepSeek => text("\" string=\"false\">"),
             ParameterStyle::Glm => seq(vec![text("</arg_key>"), self.ws(), text("<arg_value>")]),
             ParameterStyle::Python => text("="),
+            ParameterStyle::Gemma => text(":"),
         }
     }
 
     /// A string value as raw text, then the style's margin and closing tag.
-    fn raw_text(&mut self, node: &Node<'a>, style: ParameterStyle) -> Result<Expr> {
+    pub(crate) fn raw_text(&mut self, node: &Node<'a>, style: ParameterStyle) -> Result<Expr> {
         let end = style.end();
         let close = format!("{}{end}", style.raw_margin());
         let close_expr = Expr::literal(close.as_bytes());
@@ -487,6 +510,33 @@ mod tests {
         assert!(!ok(r#"city="x", on=TRUE"#));
         assert!(!ok(r#"city="x", other=1"#));
         assert!(!ok(r#"city="x", m={k: True}"#), "dict keys are strings");
+    }
+
+    #[test]
+    fn gemma_spells_strings_and_keys_its_way_at_every_depth() {
+        let schema = json!({"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 12},
+            "todos": {"type": "array", "items": {"type": "string"}},
+            "unit": {"enum": ["c", "f"]},
+            "config": {"type": "object", "properties": {"theme": {"type": "string"},
+                "count": {"type": "integer"}}, "required": ["theme"]}},
+            "required": ["city"], "additionalProperties": false});
+        let ok = accepts(schema, ParameterStyle::Gemma);
+        assert!(ok(r#"{city:<|"|>San "Fran"<|"|>}"#));
+        assert!(ok(
+            r#"{city:<|"|>x<|"|>,todos:[<|"|>a b<|"|>,<|"|><|"|>],unit:<|"|>f<|"|>,config:{theme:<|"|>dark<|"|>,count:3}}"#
+        ));
+        assert!(ok(
+            r#"{city:<|"|>x<|"|>,todos:[],config:{theme:<|"|><|"|>}}"#
+        ));
+        assert!(!ok(r#"{"city":"x"}"#), "JSON is not Gemma's notation");
+        assert!(!ok(r#"{city:<|"|>x<|"|>,config:{"theme":<|"|>d<|"|>}}"#));
+        assert!(
+            !ok(r#"{city:<|"|>x<|"|>,config:{count:3}}"#),
+            "theme is required"
+        );
+        assert!(!ok(r#"{city:<|"|>x<|"|>,unit:<|"|>k<|"|>}"#));
+        assert!(!ok(r#"{city:<|"|>more than twelve<|"|>}"#));
     }
 
     #[test]

@@ -22,11 +22,14 @@
 //! reader for all, `xml.rs`); those whose JSON arguments follow the name between
 //! delimiters (DeepSeek V3.1 and R1, Kimi K2: one `JsonCallShape` each,
 //! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
-//! calls (`pythonic.rs`). Not built yet: gpt-oss harmony, Gemma 4, Kimi K3,
-//! Cohere and others of the chat templates in the test data. A reasoning span before the reply ([`Reasoning`],
+//! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
+//! Not built yet: gpt-oss harmony, Kimi K3, Cohere and others of the chat
+//! templates in the test data. A reasoning span before the reply ([`Reasoning`],
 //! [`with_reasoning`], [`grammar_with_reasoning`]) is free text up to its close.
 
+mod gemma;
 mod json_calls;
+mod literals;
 mod parse;
 mod progress;
 mod prompt;
@@ -92,6 +95,9 @@ pub enum ToolCallFormat {
     /// `<|tool_call_start|>[f(a=1, b="x"), g()]<|tool_call_end|>`: a Python list
     /// of calls with keyword arguments (LFM2, LFM2.5).
     Pythonic,
+    /// `<|tool_call>call:f{city:<|"|>Paris<|"|>,days:3}<tool_call|>`, once per
+    /// call: Gemma 4 (bare keys, strings between `<|"|>`, at every depth).
+    Gemma4,
 }
 
 impl ToolCallFormat {
@@ -148,6 +154,9 @@ impl ToolCallFormat {
         if template.contains("[TOOL_CALLS][") {
             return Some(ToolCallFormat::MistralNemo);
         }
+        if template.contains(gemma::TRIGGER) {
+            return Some(ToolCallFormat::Gemma4);
+        }
         // LFM2's templates list the tools after this (some do not render calls).
         if template.contains(pythonic::BLOCK.0) || template.contains("\"List of tools: ") {
             return Some(ToolCallFormat::Pythonic);
@@ -163,7 +172,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 15] = [
+    pub const ALL: [ToolCallFormat; 16] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -179,10 +188,11 @@ impl ToolCallFormat {
         ToolCallFormat::MistralArgs,
         ToolCallFormat::MistralCallId,
         ToolCallFormat::Pythonic,
+        ToolCallFormat::Gemma4,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 16] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -198,12 +208,13 @@ impl ToolCallFormat {
         "mistral-args",
         "mistral-call-id",
         "pythonic",
+        "gemma4",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
     /// (`qwen`, `qwen2.5`, `qwen3`: Hermes; `qwen3-coder`, `qwen3.5`; `glm-4.5`
     /// to `glm-4.7`; `minimax-m2`; `deepseek-v3.2`; `deepseek-v3.1`; `llama3`
-    /// to `llama3.3`; `devstral`; `lfm2`, `lfm2.5`).
+    /// to `llama3.3`; `devstral`; `lfm2`, `lfm2.5`; `gemma-4`).
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
@@ -223,6 +234,7 @@ impl ToolCallFormat {
             "mistral-args" | "devstral" => Some(ToolCallFormat::MistralArgs),
             "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
             "pythonic" | "lfm2" | "lfm2.5" => Some(ToolCallFormat::Pythonic),
+            "gemma4" | "gemma-4" => Some(ToolCallFormat::Gemma4),
             _ => None,
         }
     }
@@ -236,6 +248,7 @@ impl ToolCallFormat {
             | ToolCallFormat::MistralCallId => "[TOOL_CALLS]",
             ToolCallFormat::Llama3Json => "{\"name\": \"",
             ToolCallFormat::Pythonic => pythonic::BLOCK.0,
+            ToolCallFormat::Gemma4 => gemma::TRIGGER,
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
@@ -316,6 +329,7 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
         }
         ToolCallFormat::MistralArgs => format!("[TOOL_CALLS]{name}[ARGS]{arguments}"),
         ToolCallFormat::Pythonic => pythonic::call_text(name, arguments),
+        ToolCallFormat::Gemma4 => gemma::call_text(name, arguments),
         ToolCallFormat::MistralCallId => {
             format!("[TOOL_CALLS]{name}[CALL_ID]{id}[ARGS]{arguments}")
         }
@@ -699,6 +713,21 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
                 ends_reply: false,
             }
         }
+        ToolCallFormat::Gemma4 => Layout::Calls {
+            tags: chosen
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "tag",
+                        "begin": format!("{}{}", gemma::CALL.0, t.name),
+                        "content": {"type": "json_schema", "json_schema": t.parameters,
+                                    "style": "gemma", "any_order": true},
+                        "end": gemma::CALL.1,
+                    })
+                })
+                .collect(),
+            gap: text(""),
+        },
         ToolCallFormat::Llama3Json => Layout::Calls {
             tags: chosen
                 .iter()

@@ -37,6 +37,15 @@ pub(crate) fn leading_json(text: &str) -> Option<(Value, usize)> {
     Some((value, values.byte_offset()))
 }
 
+/// Named arguments as an object (a name written twice keeps its last value).
+pub(crate) fn arguments_object(pairs: &[(&str, Value)]) -> Value {
+    let map: serde_json::Map<String, Value> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    Value::Object(map)
+}
+
 fn call(name: &str, arguments: &Value, id: Option<String>) -> Option<ParsedCall> {
     arguments.is_object().then(|| ParsedCall {
         name: name.to_string(),
@@ -61,6 +70,7 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
         | ToolCallFormat::MistralCallId => parse_mistral(format, text),
         ToolCallFormat::Llama3Json => parse_llama(text),
         ToolCallFormat::Pythonic => super::pythonic::parse(text),
+        ToolCallFormat::Gemma4 => super::gemma::parse(text),
         _ => parse_hermes(text),
     }
 }

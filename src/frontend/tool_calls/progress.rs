@@ -45,8 +45,27 @@ pub fn calls_in_progress<'a>(
         ToolCallFormat::MistralNemo => Vec::new(),
         ToolCallFormat::Llama3Json => named_objects(text, "", "parameters"),
         ToolCallFormat::Pythonic => super::pythonic::calls_in_progress(text),
+        ToolCallFormat::Gemma4 => super::gemma::calls_in_progress(text),
         _ => named_objects(text, "<tool_call>", "arguments"),
     }
+}
+
+/// Named arguments closed so far as compact JSON, the object closed once
+/// `closed` (for formats whose arguments are not written as JSON).
+pub(crate) fn arguments_so_far(pairs: &[(&str, serde_json::Value)], closed: bool) -> String {
+    let mut out = String::from("{");
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::Value::String(key.to_string()).to_string());
+        out.push(':');
+        out.push_str(&value.to_string());
+    }
+    if closed {
+        out.push('}');
+    }
+    out
 }
 
 /// `<tool_call>` `{"name": "f", "arguments": {...}}` (Hermes; Llama's objects

@@ -1,4 +1,5 @@
 //! A reasoning span before the reply: `<think>...</think>`, `[THINK]...[/THINK]`,
+//! Gemma 4's `<|channel>thought...<channel|>`,
 //! `<seed:think>...</seed:think>`. Its text is free (a model may think about a
 //! call without making it, or write the grammar's delimiters while it thinks);
 //! the constrained part starts after its close and any whitespace. So a
@@ -29,7 +30,8 @@ pub struct Reasoning {
 
 impl Reasoning {
     /// The span a chat template's model writes (`[THINK]` for Mistral's
-    /// reasoning models, `<seed:think>` for Seed-OSS, else `<think>`), opened by
+    /// reasoning models, `<seed:think>` for Seed-OSS, `<|channel>thought` up to
+    /// `<channel|>` for Gemma 4, else `<think>`), opened by
     /// the model unless `prompt` (the rendered prompt) already ends with it.
     pub fn for_template(template: Option<&str>, prompt: &str) -> Reasoning {
         let template = template.unwrap_or_default();
@@ -37,6 +39,9 @@ impl Reasoning {
             ("[THINK]", "[/THINK]")
         } else if template.contains("<seed:think>") {
             ("<seed:think>", "</seed:think>")
+        } else if template.contains("<|channel>") {
+            // Gemma 4's thought channel.
+            ("<|channel>thought", "<channel|>")
         } else {
             ("<think>", "</think>")
         };

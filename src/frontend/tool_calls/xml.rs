@@ -14,7 +14,7 @@
 //! Shared by the whole-reply parser ([`super::parse`]) and the streaming one
 //! ([`super::progress`]), which shows each parameter once it is closed.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::Tool;
 use crate::frontend::json_schema::ParameterStyle;
@@ -160,6 +160,7 @@ impl CallShape {
             ParameterStyle::DeepSeek => format!("{prefix}{key}\" string=\"{raw}\">{text}{end}\n"),
             ParameterStyle::Glm => format!("{prefix}{key}</arg_key><arg_value>{text}{end}"),
             ParameterStyle::Python => format!("{key}={value}"),
+            ParameterStyle::Gemma => format!("{key}:{}", super::gemma::value_text(value)),
         }
     }
 
@@ -178,6 +179,7 @@ impl CallShape {
             ),
             ParameterStyle::Qwen | ParameterStyle::QwenCoder => (">", &[("", None)]),
             ParameterStyle::Python => ("=", &[("", None)]),
+            ParameterStyle::Gemma => (":", &[("", None)]),
         }
     }
 }
@@ -195,29 +197,12 @@ impl FunctionBlock<'_> {
     /// The arguments as compact JSON (`{"a":1}`), closed or not: each parameter
     /// closed adds to the end, so every reading extends the last one.
     pub fn arguments_json(&self) -> String {
-        let mut out = String::from("{");
-        for (i, (key, value)) in self.parameters.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&Value::String(key.to_string()).to_string());
-            out.push(':');
-            out.push_str(&value.to_string());
-        }
-        if self.end.is_some() {
-            out.push('}');
-        }
-        out
+        super::progress::arguments_so_far(&self.parameters, self.end.is_some())
     }
 
     /// The arguments as an object (a key written twice keeps its last value).
     pub fn arguments(&self) -> Value {
-        let map: Map<String, Value> = self
-            .parameters
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect();
-        Value::Object(map)
+        super::parse::arguments_object(&self.parameters)
     }
 }
 
