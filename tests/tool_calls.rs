@@ -39,11 +39,12 @@ fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
 }
 
 /// How the templates' reasoning spans open and close.
-const REASONING_SPANS: [(&str, &str); 4] = [
+const REASONING_SPANS: [(&str, &str); 5] = [
     ("<think>", "</think>"),
     ("[THINK]", "[/THINK]"),
     ("<seed:think>", "</seed:think>"),
     ("<|channel>thought", "<channel|>"),
+    ("<|START_THINKING|>", "<|END_THINKING|>"),
 ];
 
 /// A model output without its end-of-turn token: the decode loop stops at it (an

@@ -23,10 +23,11 @@
 //! delimiters (DeepSeek V3.1 and R1, Kimi K2: one `JsonCallShape` each,
 //! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
 //! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
-//! Not built yet: gpt-oss harmony, Kimi K3, Cohere and others of the chat
-//! templates in the test data. A reasoning span before the reply ([`Reasoning`],
+//! Cohere's list of actions (`cohere.rs`). Not built yet: gpt-oss harmony,
+//! Kimi K3, MiniMax-M3 and others of the chat templates in the test data. A reasoning span before the reply ([`Reasoning`],
 //! [`with_reasoning`], [`grammar_with_reasoning`]) is free text up to its close.
 
+mod cohere;
 mod gemma;
 mod json_calls;
 mod literals;
@@ -98,6 +99,9 @@ pub enum ToolCallFormat {
     /// `<|tool_call>call:f{city:<|"|>Paris<|"|>,days:3}<tool_call|>`, once per
     /// call: Gemma 4 (bare keys, strings between `<|"|>`, at every depth).
     Gemma4,
+    /// `<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "f", "parameters": {...}}\n]<|END_ACTION|>`:
+    /// Cohere Command R7B and Command A.
+    Cohere,
 }
 
 impl ToolCallFormat {
@@ -154,6 +158,9 @@ impl ToolCallFormat {
         if template.contains("[TOOL_CALLS][") {
             return Some(ToolCallFormat::MistralNemo);
         }
+        if template.contains(cohere::TRIGGER) {
+            return Some(ToolCallFormat::Cohere);
+        }
         if template.contains(gemma::TRIGGER) {
             return Some(ToolCallFormat::Gemma4);
         }
@@ -172,7 +179,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 16] = [
+    pub const ALL: [ToolCallFormat; 17] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -189,10 +196,11 @@ impl ToolCallFormat {
         ToolCallFormat::MistralCallId,
         ToolCallFormat::Pythonic,
         ToolCallFormat::Gemma4,
+        ToolCallFormat::Cohere,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 17] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -209,12 +217,14 @@ impl ToolCallFormat {
         "mistral-call-id",
         "pythonic",
         "gemma4",
+        "cohere",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
     /// (`qwen`, `qwen2.5`, `qwen3`: Hermes; `qwen3-coder`, `qwen3.5`; `glm-4.5`
     /// to `glm-4.7`; `minimax-m2`; `deepseek-v3.2`; `deepseek-v3.1`; `llama3`
-    /// to `llama3.3`; `devstral`; `lfm2`, `lfm2.5`; `gemma-4`).
+    /// to `llama3.3`; `devstral`; `lfm2`, `lfm2.5`; `gemma-4`; `command-r7b`,
+    /// `command-a`).
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
@@ -235,6 +245,7 @@ impl ToolCallFormat {
             "mistral-call-id" => Some(ToolCallFormat::MistralCallId),
             "pythonic" | "lfm2" | "lfm2.5" => Some(ToolCallFormat::Pythonic),
             "gemma4" | "gemma-4" => Some(ToolCallFormat::Gemma4),
+            "cohere" | "command-r7b" | "command-a" => Some(ToolCallFormat::Cohere),
             _ => None,
         }
     }
@@ -249,6 +260,7 @@ impl ToolCallFormat {
             ToolCallFormat::Llama3Json => "{\"name\": \"",
             ToolCallFormat::Pythonic => pythonic::BLOCK.0,
             ToolCallFormat::Gemma4 => gemma::TRIGGER,
+            ToolCallFormat::Cohere => cohere::TRIGGER,
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
@@ -301,7 +313,7 @@ fn hermes_head(name: &str) -> String {
 
 /// A whole call spelled as [`structural_tag`] constrains a reply of `format` to
 /// write it: for earlier calls written back into a prompt, and for examples.
-/// Mistral's formats take `id` (nine letters and digits).
+/// Mistral's formats take `id` (nine letters and digits), Cohere's (a number).
 pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str) -> String {
     if let Some(shape) = format.xml_shape() {
         let mut text = shape.call_begin(name);
@@ -330,6 +342,11 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
         ToolCallFormat::MistralArgs => format!("[TOOL_CALLS]{name}[ARGS]{arguments}"),
         ToolCallFormat::Pythonic => pythonic::call_text(name, arguments),
         ToolCallFormat::Gemma4 => gemma::call_text(name, arguments),
+        ToolCallFormat::Cohere => {
+            // Its ids are numbers (the templates renumber them).
+            let digits = !id.is_empty() && id.len() <= 4 && id.bytes().all(|b| b.is_ascii_digit());
+            cohere::call_text(name, arguments, if digits { id } else { "0" })
+        }
         ToolCallFormat::MistralCallId => {
             format!("[TOOL_CALLS]{name}[CALL_ID]{id}[ARGS]{arguments}")
         }
@@ -711,6 +728,30 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
                 separator: text(", "),
                 close: format!("]{}", pythonic::BLOCK.1),
                 ends_reply: false,
+            }
+        }
+        ToolCallFormat::Cohere => {
+            let action = one_of(
+                chosen
+                    .iter()
+                    .map(|t| {
+                        let (open, middle) = cohere::action_head(&t.name);
+                        seq(vec![
+                            text(open),
+                            json!({"type": "regex", "pattern": "[0-9]{1,4}"}),
+                            text(&middle),
+                            arguments(t),
+                            text("}"),
+                        ])
+                    })
+                    .collect(),
+            );
+            Layout::Block {
+                open: cohere::LIST.0.to_string(),
+                call: action,
+                separator: text(cohere::LIST.1),
+                close: cohere::LIST.2.to_string(),
+                ends_reply: true,
             }
         }
         ToolCallFormat::Gemma4 => Layout::Calls {

@@ -71,6 +71,7 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
         ToolCallFormat::Llama3Json => parse_llama(text),
         ToolCallFormat::Pythonic => super::pythonic::parse(text),
         ToolCallFormat::Gemma4 => super::gemma::parse(text),
+        ToolCallFormat::Cohere => super::cohere::parse(text),
         _ => parse_hermes(text),
     }
 }

@@ -46,6 +46,7 @@ pub fn calls_in_progress<'a>(
         ToolCallFormat::Llama3Json => named_objects(text, "", "parameters"),
         ToolCallFormat::Pythonic => super::pythonic::calls_in_progress(text),
         ToolCallFormat::Gemma4 => super::gemma::calls_in_progress(text),
+        ToolCallFormat::Cohere => super::cohere::calls_in_progress(text),
         _ => named_objects(text, "<tool_call>", "arguments"),
     }
 }
@@ -84,13 +85,13 @@ fn named_objects<'a>(text: &'a str, open: &str, arguments_key: &str) -> Vec<Call
         let Some(after_brace) = body.strip_prefix('{') else {
             break;
         };
-        let Some((name, after_name)) = key(after_brace, "name").and_then(string) else {
+        let Some((name, after_name)) = json_key(after_brace, "name").and_then(json_string) else {
             break;
         };
         let Some(after_comma) = after_name.trim_start().strip_prefix(',') else {
             break;
         };
-        let Some(arguments_at) = key(after_comma, arguments_key) else {
+        let Some(arguments_at) = json_key(after_comma, arguments_key) else {
             break;
         };
         let (arguments, complete) = object_prefix(arguments_at);
@@ -165,14 +166,14 @@ fn mistral(text: &str) -> Vec<CallProgress<'_>> {
 
 /// After `"key"` and its colon at the start of `text` (whitespace allowed): the
 /// rest, from the value on.
-fn key<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn json_key<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     let text = text.trim_start().strip_prefix('"')?.strip_prefix(name)?;
     let text = text.strip_prefix('"')?.trim_start().strip_prefix(':')?;
     Some(text.trim_start())
 }
 
 /// A JSON string without escapes at the start of `text`, and what follows it.
-fn string(text: &str) -> Option<(&str, &str)> {
+pub(crate) fn json_string(text: &str) -> Option<(&str, &str)> {
     let text = text.strip_prefix('"')?;
     let end = text.find('"')?;
     let value = &text[..end];
