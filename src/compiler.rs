@@ -109,6 +109,12 @@ impl Compiler {
         &self.vocab
     }
 
+    /// The parsed patterns every JSON Schema this compiler compiles shares (for
+    /// a caller that runs a front-end itself, then [`Compiler::compile_grammar`]).
+    pub fn pattern_cache(&self) -> &PatternCache {
+        &self.patterns
+    }
+
     pub fn options(&self) -> &CompilerOptions {
         &self.options
     }

@@ -26,9 +26,10 @@ use super::scheduler::JobEvent;
 use super::stream::{self, Chunks};
 use super::AppState;
 use crate::decode::generate::TokenLogprobs;
+use crate::decode::reasoning::ReasoningBudget;
 use crate::decode::Generation;
 use crate::frontend::tool_calls::{
-    calls_in_progress, content_prefix_len, parse_reply, ParsedReply,
+    calls_in_progress, content_prefix_len, parse_reply, split_reasoning, ParsedReply, Reasoning,
 };
 
 pub async fn handle(State(state): State<Arc<AppState>>, bytes: Bytes) -> Response {
@@ -44,6 +45,8 @@ pub(super) struct Prepared {
     pub plan: Plan,
     pub tools: Option<ToolUse>,
     pub prompt_tokens: usize,
+    /// The reasoning span before the reply, when the request asked for one.
+    pub span: Option<Reasoning>,
 }
 
 pub(super) async fn prepare(state: &Arc<AppState>, body: Body) -> Result<Prepared, ApiError> {
@@ -53,34 +56,45 @@ pub(super) async fn prepare(state: &Arc<AppState>, body: Body) -> Result<Prepare
     } else {
         "max_tokens"
     };
+    let reasoning = params::reasoning(&body)?;
     let compile_state = Arc::clone(state);
     // Compiling a grammar and rendering a template are CPU work: off the async
     // threads.
-    let (constraint, prompt) = tokio::task::spawn_blocking(move || {
+    let (constraint, prompt, span) = tokio::task::spawn_blocking(move || {
         let s = compile_state;
         let prompting = s.tool_prompting;
         let messages = body
             .get("messages")
             .ok_or_else(|| ApiError::invalid("messages", "`messages` is required"))?;
         let flat = prompt::flatten_messages(messages, "messages", prompting)?;
+        let tokenizer = s.generator.tokenizer();
+        let offered = constraint::offered(&body, prompting.format)?;
+        let text = prompt::chat_prompt(tokenizer, flat, offered.as_ref(), prompting)?;
+        // The template's own span, unless the prompt already opened it.
+        let span = reasoning.map(|_| Reasoning::for_template(tokenizer.chat_template(), &text));
         let format = body.get("response_format").map(|f| (f, "response_format"));
-        let constraint = constraint::read(&body, format, prompting.format, &s.compiler)?;
-        let tokens = prompt::chat_prompt(
-            s.generator.tokenizer(),
-            flat,
-            constraint.offered.as_ref(),
-            prompting,
-        )?;
-        Ok::<_, ApiError>((constraint, tokens))
+        let constraint =
+            constraint::read(&body, format, prompting.format, &s.compiler, span.as_ref())?;
+        let tokens = prompt::encode(tokenizer, &text)?;
+        Ok::<_, ApiError>((constraint, tokens, span))
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))??;
     let prompt_tokens = prompt.len();
-    let plan = state.plan(prompt, constraint.tables, settings, max_tokens_param)?;
+    let mut plan = state.plan(prompt, constraint.tables, settings, max_tokens_param)?;
+    plan.reasoning = match (&span, reasoning.flatten()) {
+        (Some(span), Some(max_tokens)) => Some(ReasoningBudget {
+            open: span.open.clone(),
+            close: span.close.clone(),
+            max_tokens,
+        }),
+        _ => None,
+    };
     Ok(Prepared {
         plan,
         tools: constraint.tools,
         prompt_tokens,
+        span,
     })
 }
 
@@ -90,6 +104,7 @@ async fn chat(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> 
         plan,
         tools,
         prompt_tokens,
+        span,
     } = prepare(&state, body).await?;
     let events = state.submit(&plan)?;
     let reply = Reply {
@@ -97,6 +112,7 @@ async fn chat(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> 
         created: unix_time(),
         model: state.options.model_name.clone(),
         tools,
+        span,
         logprobs: plan.settings.logprobs,
         state: Arc::clone(&state),
     };
@@ -117,10 +133,13 @@ async fn chat(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> 
         .iter()
         .enumerate()
         .map(|(index, g)| {
-            let (parsed, finish) = reply.read(g);
+            let (reasoning, parsed, finish) = reply.read(g);
             state.metrics.count(finish);
             let mut message =
                 json!({"role": "assistant", "content": parsed.content, "refusal": null});
+            if reply.span.is_some() {
+                message["reasoning_content"] = json!(reasoning);
+            }
             if !parsed.calls.is_empty() {
                 if parsed.content.is_empty() {
                     message["content"] = Value::Null;
@@ -152,12 +171,17 @@ pub fn unix_time() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Content and calls of a generation, and its `finish_reason`.
-pub(super) fn read_reply(tools: Option<&ToolUse>, g: &Generation) -> (ParsedReply, &'static str) {
+/// Content and calls of a generation's reply (`text`: all of it, or what
+/// follows its reasoning span), and its `finish_reason`.
+pub(super) fn read_reply(
+    tools: Option<&ToolUse>,
+    text: &str,
+    g: &Generation,
+) -> (ParsedReply, &'static str) {
     let parsed = match tools {
-        Some(tools) => parse_reply(tools.format, &g.text, &tools.tools),
+        Some(tools) => parse_reply(tools.format, text, &tools.tools),
         None => ParsedReply {
-            content: g.text.clone(),
+            content: text.to_string(),
             calls: Vec::new(),
         },
     };
@@ -175,14 +199,22 @@ struct Reply {
     created: u64,
     model: String,
     tools: Option<ToolUse>,
+    /// The reasoning span before the reply, when the request asked for one.
+    span: Option<Reasoning>,
     /// Alternatives per token when logprobs were asked for.
     logprobs: Option<usize>,
     state: Arc<AppState>,
 }
 
 impl Reply {
-    fn read(&self, g: &Generation) -> (ParsedReply, &'static str) {
-        read_reply(self.tools.as_ref(), g)
+    /// The reasoning, the content and calls after it, and the finish reason.
+    fn read<'g>(&self, g: &'g Generation) -> (Option<&'g str>, ParsedReply, &'static str) {
+        let (reasoning, reply) = match &self.span {
+            Some(span) => split_reasoning(&g.text, span),
+            None => (None, g.text.as_str()),
+        };
+        let (parsed, finish) = read_reply(self.tools.as_ref(), reply, g);
+        (reasoning, parsed, finish)
     }
 
     fn tool_calls(&self, parsed: &ParsedReply) -> Vec<Value> {
@@ -283,11 +315,80 @@ fn call_fragments(tools: &ToolUse, region: &str, sent: &mut Vec<(String, usize)>
     out
 }
 
+/// The reasoning written since the last delta, as far as it is known to be
+/// reasoning (a possible beginning of the close is held back), and where the
+/// reply starts once the span is closed and something follows it. Without a
+/// span the reply starts at once. `done`: the text is whole (what is still
+/// undecided is settled as [`split_reasoning`] reads it).
+fn reasoning_delta(span: Option<&Reasoning>, c: &mut ChoiceText, done: bool) -> Option<String> {
+    let Some(span) = span else {
+        c.reply_from = Some(0);
+        return None;
+    };
+    if c.reply_from.is_some() {
+        return None;
+    }
+    let text = c.text.as_str();
+    let start = match (c.reasoning_from, &span.open) {
+        (Some(start), _) => start,
+        (None, None) => 0,
+        (None, Some(open)) => {
+            let lead = text.len() - text.trim_start().len();
+            if text[lead..].starts_with(open.as_str()) {
+                lead + open.len()
+            } else if open.starts_with(&text[lead..]) && !done {
+                return None;
+            } else {
+                // The model wrote no span: all of it is the reply.
+                c.reply_from = Some(0);
+                return None;
+            }
+        }
+    };
+    c.reasoning_from = Some(start);
+    c.reasoning_sent = c.reasoning_sent.max(start);
+    let close = span.close.as_str();
+    let inside = &text[start..];
+    let end = match inside.find(close) {
+        Some(at) => {
+            let after = start + at + close.len();
+            let blank = text[after..].len() - text[after..].trim_start().len();
+            if after + blank < text.len() || done {
+                c.reply_from = Some(after + blank);
+            }
+            start + at
+        }
+        None if done => {
+            c.reply_from = Some(text.len());
+            text.len()
+        }
+        None => {
+            let held = (1..close.len())
+                .rev()
+                .find(|&n| close.is_char_boundary(n) && inside.ends_with(&close[..n]))
+                .unwrap_or(0);
+            text.len() - held
+        }
+    };
+    if end <= c.reasoning_sent {
+        return None;
+    }
+    let delta = text[c.reasoning_sent..end].to_string();
+    c.reasoning_sent = end;
+    Some(delta)
+}
+
 /// One choice's text so far in a stream.
 #[derive(Default, Clone)]
 struct ChoiceText {
     text: String,
-    /// Bytes of `text` sent as content.
+    /// Where the reasoning span's text starts in `text`, once known.
+    reasoning_from: Option<usize>,
+    /// Bytes of `text` sent as reasoning (up to this offset).
+    reasoning_sent: usize,
+    /// Where the reply (after any reasoning span) starts in `text`, once known.
+    reply_from: Option<usize>,
+    /// Bytes of the reply sent as content.
     sent: usize,
     started: bool,
     /// A call has begun: no more content until the end.
@@ -321,33 +422,51 @@ impl Chunks for StreamChunks {
             JobEvent::Text(piece, logprobs) => {
                 c.text.push_str(&piece);
                 c.pending.extend(logprobs);
-                let safe = content_end(self.reply.tools.as_ref(), &c.text, c.sent, &mut c.in_calls);
+                if let Some(delta) = reasoning_delta(self.reply.span.as_ref(), c, false) {
+                    c.pending.clear();
+                    out.push(
+                        self.reply
+                            .chunk(choice, json!({"reasoning_content": delta}), None),
+                    );
+                }
+                let Some(from) = c.reply_from else {
+                    return out;
+                };
+                let reply = &c.text[from..];
+                let safe = content_end(self.reply.tools.as_ref(), reply, c.sent, &mut c.in_calls);
                 if safe > c.sent {
-                    let text = &c.text[c.sent..safe];
+                    let text = &reply[c.sent..safe];
                     out.push(self.reply.content(choice, text, &mut c.pending));
                     c.sent = safe;
                 }
                 if let (true, Some(tools)) = (c.in_calls, &self.reply.tools) {
-                    for delta in call_fragments(tools, &c.text[c.sent..], &mut c.calls) {
+                    for delta in call_fragments(tools, &reply[c.sent..], &mut c.calls) {
                         out.push(self.reply.chunk(choice, delta, None));
                     }
                 }
             }
             JobEvent::Done(g) => {
-                let (parsed, finish) = self.reply.read(&g);
+                let (_, parsed, finish) = self.reply.read(&g);
                 self.metrics.count(finish);
+                c.text.clone_from(&g.text);
+                if let Some(delta) = reasoning_delta(self.reply.span.as_ref(), c, true) {
+                    out.push(
+                        self.reply
+                            .chunk(choice, json!({"reasoning_content": delta}), None),
+                    );
+                }
+                let reply = &g.text[c.reply_from.unwrap_or(0)..];
                 if parsed.calls.is_empty() {
-                    if c.sent < g.text.len() && g.text.is_char_boundary(c.sent) {
-                        let text = &g.text[c.sent..];
+                    if c.sent < reply.len() && reply.is_char_boundary(c.sent) {
+                        let text = &reply[c.sent..];
                         out.push(self.reply.content(choice, text, &mut c.pending));
                     }
                 } else {
                     // The rest of the calls begun in the stream, as written; calls
                     // the stream has not begun, whole.
-                    if let (Some(tools), true) =
-                        (&self.reply.tools, g.text.is_char_boundary(c.sent))
+                    if let (Some(tools), true) = (&self.reply.tools, reply.is_char_boundary(c.sent))
                     {
-                        for delta in call_fragments(tools, &g.text[c.sent..], &mut c.calls) {
+                        for delta in call_fragments(tools, &reply[c.sent..], &mut c.calls) {
                             out.push(self.reply.chunk(choice, delta, None));
                         }
                     }
@@ -385,5 +504,51 @@ impl Chunks for StreamChunks {
             "choices": [],
             "usage": usage(self.prompt_tokens, generations),
         })]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn think() -> Reasoning {
+        Reasoning {
+            open: Some("<think>".into()),
+            close: "</think>".into(),
+            optional: false,
+        }
+    }
+
+    /// Feeds `pieces` one at a time; the reasoning deltas and where the reply starts.
+    fn stream(pieces: &[&str], done: bool) -> (Vec<String>, Option<usize>) {
+        let mut c = ChoiceText::default();
+        let mut deltas = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            c.text.push_str(piece);
+            let last = done && i + 1 == pieces.len();
+            deltas.extend(reasoning_delta(Some(&think()), &mut c, last));
+        }
+        (deltas, c.reply_from)
+    }
+
+    #[test]
+    fn reasoning_streams_up_to_its_close_and_the_reply_after_it() {
+        let (deltas, from) = stream(&["<th", "ink>a b", "</th", "ink>", "\n", "{}"], false);
+        assert_eq!(deltas, ["a b"]);
+        assert_eq!(from, Some("<think>a b</think>\n".len()));
+        // A possible start of the close is held back until it is known.
+        let (deltas, from) = stream(&["<think>x<", "y"], false);
+        assert_eq!(deltas, ["x", "<y"]);
+        assert_eq!(from, None);
+    }
+
+    #[test]
+    fn without_a_span_everything_is_the_reply() {
+        assert_eq!(stream(&["{\"a\"", ": 1}"], false), (vec![], Some(0)));
+        let (deltas, from) = stream(&["<thi"], true);
+        assert_eq!((deltas, from), (vec![], Some(0)));
+        // A span the budget never closed: all reasoning, the reply empty.
+        let (deltas, from) = stream(&["<think>x"], true);
+        assert_eq!((deltas, from), (vec!["x".to_string()], Some(8)));
     }
 }

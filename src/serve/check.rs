@@ -26,7 +26,7 @@ pub async fn handle(State(state): State<Arc<AppState>>, bytes: Bytes) -> Respons
             .ok_or_else(|| ApiError::invalid("text", "`text` is required"))?
             .to_string();
         let format = body.get("response_format").map(|f| (f, "response_format"));
-        let c = constraint::read(&body, format, s.tool_prompting.format, &s.compiler)?;
+        let c = constraint::read(&body, format, s.tool_prompting.format, &s.compiler, None)?;
         let tables = c.tables.ok_or_else(|| {
             ApiError::invalid(
                 "grammar",

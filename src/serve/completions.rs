@@ -54,7 +54,7 @@ async fn completion(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiE
                 "tools need /v1/chat/completions",
             ));
         }
-        let c = constraint::read(&body, format, s.tool_prompting.format, &s.compiler)?;
+        let c = constraint::read(&body, format, s.tool_prompting.format, &s.compiler, None)?;
         let tokens = prompt::encode(s.generator.tokenizer(), &text)?;
         Ok::<_, ApiError>((c.tables, tokens))
     })

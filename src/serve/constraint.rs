@@ -7,7 +7,8 @@
 //! the message, where inside it (the JSON pointer, line:column). `tools` with a
 //! JSON `response_format` is a reply that is either calls or the JSON document
 //! (under `tool_choice: "auto"`); `grammar` with either is refused rather than
-//! one silently dropped.
+//! one silently dropped. With a reasoning span, the constraint starts after it
+//! ([`grammar_with_reasoning`]): the reasoning itself is never constrained.
 
 use std::sync::Arc;
 
@@ -15,12 +16,40 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::params::Body;
-use crate::frontend::json_schema::JsonSchemaOptions;
-use crate::frontend::lark::LarkOptions;
-use crate::frontend::structural_tag::StructuralTagOptions;
-use crate::frontend::tool_calls::{self, ToolCallFormat, ToolChoice};
+use crate::frontend::gbnf::{self, GbnfOptions};
+use crate::frontend::json_schema::{self, JsonSchemaOptions};
+use crate::frontend::lark::{self, LarkOptions};
+use crate::frontend::structural_tag::{self, StructuralTagOptions};
+use crate::frontend::tool_calls::{
+    self, grammar_with_reasoning, Reasoning, ToolCallFormat, ToolChoice,
+};
+use crate::frontend::FrontendError;
+use crate::grammar::Grammar;
 use crate::tables::TokenTables;
 use crate::Compiler;
+
+/// A front-end's grammar compiled, with the reasoning span in front when there
+/// is one.
+fn compile(
+    compiler: &Compiler,
+    grammar: Result<Grammar, crate::Error>,
+    span: Option<&Reasoning>,
+) -> Result<Arc<TokenTables>, crate::Error> {
+    let grammar = grammar?;
+    match span {
+        Some(span) => compiler.compile_grammar(&grammar_with_reasoning(grammar, span)),
+        None => compiler.compile_grammar(&grammar),
+    }
+}
+
+/// A JSON Schema's grammar (the compiler's pattern cache shared).
+fn schema_grammar(
+    compiler: &Compiler,
+    schema: &Value,
+    options: &JsonSchemaOptions,
+) -> Result<Grammar, crate::Error> {
+    Ok(json_schema::compile_schema_with(schema, options, compiler.pattern_cache())?.0)
+}
 
 /// Tools offered to the model, and how its reply is read back.
 #[derive(Debug, Clone)]
@@ -38,8 +67,6 @@ pub struct Constraint {
     pub tables: Option<Arc<TokenTables>>,
     /// Set when the reply may hold tool calls (not with `tool_choice: "none"`).
     pub tools: Option<ToolUse>,
-    /// Tools described in the prompt (also with `tool_choice: "none"`).
-    pub offered: Option<ToolUse>,
 }
 
 fn json_options(strict: bool) -> JsonSchemaOptions {
@@ -90,7 +117,11 @@ fn response_schema(format: &Value, param: &str) -> Result<Option<(Value, bool)>,
 
 /// stencil's `grammar` extra: `{"gbnf": text}`, `{"lark": text}`, `{"regex":
 /// pattern}` or `{"structural_tag": {...}}`.
-pub fn grammar_extra(grammar: &Value, compiler: &Compiler) -> Result<Arc<TokenTables>, ApiError> {
+pub fn grammar_extra(
+    grammar: &Value,
+    compiler: &Compiler,
+    span: Option<&Reasoning>,
+) -> Result<Arc<TokenTables>, ApiError> {
     let param = "grammar";
     let object = grammar
         .as_object()
@@ -108,15 +139,28 @@ pub fn grammar_extra(grammar: &Value, compiler: &Compiler) -> Result<Arc<TokenTa
             .ok_or_else(|| ApiError::wrong_type(&format!("grammar.{kind}"), "a string"))
     };
     let param = format!("grammar.{kind}");
-    match kind.as_str() {
-        "gbnf" => compiler.compile_gbnf(text()?),
-        "lark" => compiler
-            .compile_lark_with(text()?, &LarkOptions::default())
-            .map(|(tables, _report)| tables),
-        "regex" => compiler.compile_regex(text()?),
-        "structural_tag" => {
-            compiler.compile_structural_tag(value, &StructuralTagOptions::default())
+    let limits = &compiler.options().limits;
+    let grammar: Result<Grammar, crate::Error> = match kind.as_str() {
+        "gbnf" => gbnf::parse(
+            text()?,
+            &GbnfOptions {
+                root: "root".into(),
+                limits: limits.clone(),
+            },
+        )
+        .map_err(Into::into),
+        "lark" => {
+            lark::parse_with_warnings(text()?, &LarkOptions::default(), compiler.pattern_cache())
+                .map(|(grammar, _report)| grammar)
+                .map_err(Into::into)
         }
+        "regex" => crate::frontend::regex::parse(text()?, limits).map_err(Into::into),
+        "structural_tag" => structural_tag::parse(
+            value,
+            &StructuralTagOptions::default(),
+            compiler.pattern_cache(),
+        )
+        .map_err(Into::into),
         other => {
             return Err(ApiError::invalid(
                 "grammar",
@@ -125,8 +169,40 @@ pub fn grammar_extra(grammar: &Value, compiler: &Compiler) -> Result<Arc<TokenTa
                 ),
             ))
         }
+    };
+    compile(compiler, grammar, span).map_err(|e| compile_error(&param, e))
+}
+
+/// A mistake in `tools` or `tool_choice`, named by the field it is in.
+fn located(e: FrontendError) -> ApiError {
+    let text = e.to_string();
+    let param = if text.contains("/tool_choice") {
+        "tool_choice"
+    } else {
+        "tools"
+    };
+    ApiError::invalid(param, text)
+}
+
+/// `tools` read, as offered in the prompt.
+fn offered_tools(tools_field: &Value, format: ToolCallFormat) -> Result<ToolUse, ApiError> {
+    Ok(ToolUse {
+        format,
+        definitions: tools_field.clone(),
+        tools: tool_calls::read_tools(tools_field).map_err(located)?,
+    })
+}
+
+/// The tools a request offers the model (for its prompt), before anything is
+/// compiled: the prompt decides whether it opened a reasoning span.
+pub fn offered(body: &Body, format: ToolCallFormat) -> Result<Option<ToolUse>, ApiError> {
+    match body
+        .get("tools")
+        .filter(|t| t.as_array().is_none_or(|a| !a.is_empty()))
+    {
+        Some(tools) => offered_tools(tools, format).map(Some),
+        None => Ok(None),
     }
-    .map_err(|e| compile_error(&param, e))
 }
 
 /// `tools`, `tool_choice`, `parallel_tool_calls` as `format`'s structural tag;
@@ -139,37 +215,24 @@ fn tool_constraint(
     format: ToolCallFormat,
     answer: Option<(&Value, &str)>,
     compiler: &Compiler,
+    span: Option<&Reasoning>,
 ) -> Result<Constraint, ApiError> {
-    let located = |e: crate::frontend::FrontendError| {
-        let text = e.to_string();
-        let param = if text.contains("/tool_choice") {
-            "tool_choice"
-        } else {
-            "tools"
-        };
-        ApiError::invalid(param, text)
-    };
-    let tools = tool_calls::read_tools(tools_field).map_err(located)?;
+    let offered = offered_tools(tools_field, format)?;
+    let tools = offered.tools.clone();
     let choice = tool_calls::read_tool_choice(body.get("tool_choice"), &tools).map_err(located)?;
     let parallel = body.bool("parallel_tool_calls")?.unwrap_or(true);
-    let offered = ToolUse {
-        format,
-        definitions: tools_field.clone(),
-        tools: tools.clone(),
-    };
     if let ToolChoice::None = choice {
         // No calls to compile, but a tool's schema must still be one stencil takes.
         tool_calls::check_parameters(tools_field, &tools, &json_options(true)).map_err(located)?;
         let tables = match answer {
-            Some((schema, param)) => compiler
-                .compile_json_schema(schema, &json_options(true))
-                .map(Some)
-                .map_err(|e| compile_error(param, e))?,
+            Some((schema, param)) => {
+                let grammar = schema_grammar(compiler, schema, &json_options(true));
+                Some(compile(compiler, grammar, span).map_err(|e| compile_error(param, e))?)
+            }
             None => None,
         };
         return Ok(Constraint {
             tables,
-            offered: Some(offered),
             ..Constraint::default()
         });
     }
@@ -188,6 +251,10 @@ fn tool_constraint(
         }
         _ => tool_calls::structural_tag(format, &tools, &choice, parallel).map_err(located)?,
     };
+    let tag = match span {
+        Some(span) => tool_calls::with_reasoning(&tag, span),
+        None => tag,
+    };
     let options = StructuralTagOptions {
         json: json_options(true),
         ..StructuralTagOptions::default()
@@ -203,18 +270,18 @@ fn tool_constraint(
         })?;
     Ok(Constraint {
         tables: Some(tables),
-        tools: Some(offered.clone()),
-        offered: Some(offered),
+        tools: Some(offered),
     })
 }
 
 /// The constraint of a chat-shaped request: `grammar` alone, or `tools` and a
-/// JSON `response_format` alone or together.
+/// JSON `response_format` alone or together; after `span` when there is one.
 pub fn read(
     body: &Body,
     response_format_field: Option<(&Value, &str)>,
     format: ToolCallFormat,
     compiler: &Compiler,
+    span: Option<&Reasoning>,
 ) -> Result<Constraint, ApiError> {
     let answer = match response_format_field {
         Some((value, param)) => response_schema(value, param)?.map(|s| (s, param)),
@@ -234,15 +301,14 @@ pub fn read(
         // With tools, the answer's schema is applied strictly (declared
         // properties only), as the tools' parameters are.
         let answer = answer.as_ref().map(|((schema, _), param)| (schema, *param));
-        return tool_constraint(body, tools, format, answer, compiler);
+        return tool_constraint(body, tools, format, answer, compiler, span);
     }
     let tables = match (grammar, answer) {
-        (Some(g), _) => Some(grammar_extra(g, compiler)?),
-        (None, Some(((schema, strict), param))) => Some(
-            compiler
-                .compile_json_schema(&schema, &json_options(strict))
-                .map_err(|e| compile_error(param, e))?,
-        ),
+        (Some(g), _) => Some(grammar_extra(g, compiler, span)?),
+        (None, Some(((schema, strict), param))) => {
+            let grammar = schema_grammar(compiler, &schema, &json_options(strict));
+            Some(compile(compiler, grammar, span).map_err(|e| compile_error(param, e))?)
+        }
         (None, None) => None,
     };
     Ok(Constraint {

@@ -254,6 +254,39 @@ pub fn generation(body: &Body, max_tokens_fields: &[&str]) -> Result<Generation,
 }
 
 /// A seed for a request that names none: different per request.
+/// stencil's `reasoning` extra: `true` (a reasoning span before the reply, its
+/// text returned as `reasoning_content`), `false`, or `{"max_tokens": N}` (the
+/// span closed for the model after N tokens).
+pub fn reasoning(body: &Body) -> Result<Option<Option<usize>>, ApiError> {
+    let field = "reasoning";
+    match body.get(field) {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(None),
+        Some(Value::Bool(true)) => Ok(Some(None)),
+        Some(Value::Object(o)) => {
+            if let Some(key) = o.keys().find(|k| k.as_str() != "max_tokens") {
+                return Err(ApiError::invalid(
+                    field,
+                    format!("unknown field `reasoning.{key}` (known: max_tokens)"),
+                ));
+            }
+            match o.get("max_tokens") {
+                None | Some(Value::Null) => Ok(Some(None)),
+                Some(n) => match n.as_u64().filter(|&n| n > 0) {
+                    Some(n) => Ok(Some(Some(usize::try_from(n).unwrap_or(usize::MAX)))),
+                    None => Err(ApiError::wrong_type(
+                        "reasoning.max_tokens",
+                        "a positive integer",
+                    )),
+                },
+            }
+        }
+        Some(_) => Err(ApiError::wrong_type(
+            field,
+            "a boolean or an object with max_tokens",
+        )),
+    }
+}
+
 pub fn fresh_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -169,20 +169,20 @@ fn nine_character_id(id: Option<&Value>) -> String {
     out
 }
 
-/// The prompt's tokens for `messages` (already flattened) with `tools` offered.
+/// The prompt's text for `messages` (already flattened) with `tools` offered.
 pub fn chat_prompt(
     tokenizer: &ModelTokenizer,
     mut messages: Vec<Value>,
     tools: Option<&ToolUse>,
     prompting: ToolPrompting,
-) -> Result<Vec<u32>, ApiError> {
+) -> Result<String, ApiError> {
     let Some(template) = tokenizer.chat_template() else {
         // No template: the messages' text, one per line.
         let text: Vec<String> = messages
             .iter()
             .map(|m| m["content"].as_str().unwrap_or_default().to_string())
             .collect();
-        return encode(tokenizer, &text.join("\n"));
+        return Ok(text.join("\n"));
     };
     let mut template_tools = None;
     if let Some(tools) = tools {
@@ -207,7 +207,7 @@ pub fn chat_prompt(
         tokenizer.eos().map(|e| e.1.as_str()),
     )
     .map_err(|e| ApiError::invalid("messages", e.to_string()))?;
-    encode(tokenizer, &rendered)
+    Ok(rendered)
 }
 
 /// A plain prompt's tokens (`/v1/completions`).

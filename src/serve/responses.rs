@@ -144,10 +144,12 @@ fn as_chat(body: &Body) -> Result<Body, ApiError> {
 
 async fn respond(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> {
     let body = as_chat(&Body::parse(&bytes)?)?;
+    // (`reasoning` is not read into the chat shape: no span here.)
     let Prepared {
         plan,
         tools,
         prompt_tokens,
+        span: _,
     } = prepare(&state, body).await?;
     let events = state.submit(&plan)?;
     let head = Head {
@@ -173,7 +175,7 @@ async fn respond(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiErro
     }
     let generations = run::collect(events, plan.settings.n).await?;
     let g = &generations[0];
-    let (parsed, finish) = read_reply(tools.as_ref(), g);
+    let (parsed, finish) = read_reply(tools.as_ref(), &g.text, g);
     state.metrics.count(finish);
     let mut output = Vec::new();
     if !parsed.content.is_empty() || parsed.calls.is_empty() {
@@ -346,7 +348,7 @@ impl Chunks for StreamEvents {
                 self.text_delta(&mut out, safe);
             }
             JobEvent::Done(g) => {
-                let (parsed, finish) = read_reply(self.tools.as_ref(), &g);
+                let (parsed, finish) = read_reply(self.tools.as_ref(), &g.text, &g);
                 self.metrics.count(finish);
                 self.finish = finish;
                 self.text = g.text.clone();

@@ -8,6 +8,7 @@ use super::error::ApiError;
 use super::params;
 use super::scheduler::{job_channel, EventReceiver, Job, JobEvent};
 use super::AppState;
+use crate::decode::reasoning::ReasoningBudget;
 use crate::decode::{FinishReason, Generation, Request};
 use crate::matcher::StopPolicy;
 use crate::sampling::{Sampler, SamplingError};
@@ -19,6 +20,8 @@ pub struct Plan {
     pub tables: Option<Arc<TokenTables>>,
     pub settings: params::Generation,
     pub max_tokens: usize,
+    /// The reasoning span's budget, when the request gave one.
+    pub reasoning: Option<ReasoningBudget>,
 }
 
 /// The sampler's complaint, naming the request field.
@@ -76,6 +79,7 @@ impl AppState {
             tables,
             settings,
             max_tokens,
+            reasoning: None,
         })
     }
 
@@ -97,7 +101,7 @@ impl AppState {
                         logprobs: plan.settings.logprobs.map_or(0, |k| k.max(1)),
                         trace: false,
                         budget_steering: true,
-                        reasoning: None,
+                        reasoning: plan.reasoning.clone(),
                     },
                     choice,
                     events: events.clone(),
@@ -148,11 +152,17 @@ pub fn finish_reason(g: &Generation) -> &'static str {
 /// `usage` over the choices (the prompt counted once).
 pub fn usage(prompt_tokens: usize, generations: &[Generation]) -> serde_json::Value {
     let completion: usize = generations.iter().map(|g| g.tokens.len()).sum();
-    serde_json::json!({
+    let mut usage = serde_json::json!({
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion,
         "total_tokens": prompt_tokens + completion,
-    })
+    });
+    // Counted where the request gave the reasoning span a budget.
+    if generations.iter().any(|g| g.reasoning_tokens.is_some()) {
+        let reasoning: usize = generations.iter().filter_map(|g| g.reasoning_tokens).sum();
+        usage["completion_tokens_details"] = serde_json::json!({"reasoning_tokens": reasoning});
+    }
+    usage
 }
 
 /// OpenAI's chat `logprobs` object from the raw (model) layer.

@@ -334,6 +334,43 @@ def test_tools_with_a_response_format(client):
     assert e.value.body["param"] == "response_format"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_reasoning_before_a_constrained_answer(client, stream):
+    """`reasoning` puts a free span first (the template's, `<think>` here), closed
+    for the model after its budget; the answer after it follows the schema. The
+    span comes back as `reasoning_content`, never in the content."""
+    kwargs = dict(
+        model="m", messages=[{"role": "user", "content": "Invent a person."}],
+        response_format=person_format(), max_tokens=120, seed=4,
+        extra_body={"reasoning": {"max_tokens": 8}},
+    )
+    if stream:
+        chunks = list(client.chat.completions.create(
+            stream=True, stream_options={"include_usage": True}, **kwargs))
+        deltas = [c.choices[0].delta for c in chunks if c.choices]
+        reasoning = "".join(getattr(d, "reasoning_content", None) or "" for d in deltas)
+        content = "".join(d.content or "" for d in deltas)
+        usage = chunks[-1].usage
+        # Reasoning first, then content: no delta goes back to reasoning.
+        kinds = ["r" if getattr(d, "reasoning_content", None) else "c" for d in deltas
+                 if getattr(d, "reasoning_content", None) or d.content]
+        assert "".join(kinds) == "".join(sorted(kinds, reverse=True)), kinds
+    else:
+        r = client.chat.completions.create(**kwargs)
+        message = r.choices[0].message
+        reasoning, content, usage = message.reasoning_content, message.content, r.usage
+    jsonschema.validate(json.loads(content), PERSON)
+    assert reasoning is not None
+    # (The answer may itself mention `</think>`, inside a JSON string.)
+    assert "think>" not in reasoning and not content.lstrip().startswith("<think>")
+    assert 0 < usage.completion_tokens_details.reasoning_tokens <= 8
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(
+            model="m", messages=ASK, extra_body={"reasoning": {"max_tokens": 0}}
+        )
+    assert e.value.body["param"] == "reasoning.max_tokens"
+
+
 def test_stencil_grammar_extras(client):
     r = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "Pick a color."}], max_tokens=10,

@@ -21,7 +21,8 @@ use super::progress::{json_key, json_string, object_prefix, CallProgress};
 
 /// What opens the list of actions (the trigger) with its first line's indent,
 /// what separates two actions, and what closes the list.
-pub(crate) const LIST: (&str, &str, &str) = ("<|START_ACTION|>[\n    ", ",\n    ", "\n]<|END_ACTION|>");
+pub(crate) const LIST: (&str, &str, &str) =
+    ("<|START_ACTION|>[\n    ", ",\n    ", "\n]<|END_ACTION|>");
 
 /// The trigger.
 pub(crate) const TRIGGER: &str = "<|START_ACTION|>";
@@ -103,10 +104,7 @@ pub(crate) fn calls_in_progress(text: &str) -> Vec<CallProgress<'_>> {
     let Some(mut rest) = text[start + TRIGGER.len()..].trim_start().strip_prefix('[') else {
         return out;
     };
-    loop {
-        let Some(after_brace) = rest.trim_start().strip_prefix('{') else {
-            break;
-        };
+    while let Some(after_brace) = rest.trim_start().strip_prefix('{') {
         let Some((id, after_id)) = json_key(after_brace, "tool_call_id").and_then(json_string)
         else {
             break;
@@ -166,10 +164,7 @@ mod tests {
         assert_eq!(progress.len(), 2);
         assert!(progress.iter().all(|c| c.complete));
         let cut = calls_in_progress(&text[..text.find("{}").unwrap() - 1]);
-        assert_eq!(
-            cut.iter().map(|c| c.name).collect::<Vec<_>>(),
-            ["f", "g"]
-        );
+        assert_eq!(cut.iter().map(|c| c.name).collect::<Vec<_>>(), ["f", "g"]);
         assert!(!cut[1].complete);
     }
 
