@@ -183,14 +183,41 @@ impl Compiler {
 
     /// A structural tag (XGrammar's JSON, `{"type": "structural_tag", "format":
     /// ...}`): free text, tags, triggers and token delimiters, its token names
-    /// bound to this compiler's vocabulary.
+    /// bound to this compiler's vocabulary. Its text delimiters also take the
+    /// vocabulary's special tokens they spell
+    /// ([`Compiler::delimiter_tokens`]) unless `options` names others.
     pub fn compile_structural_tag(
         &self,
         tag: &Value,
         options: &StructuralTagOptions,
     ) -> Result<Arc<TokenTables>, Error> {
-        let grammar = structural_tag::parse(tag, options, &self.patterns)?;
+        let grammar = if options.delimiter_tokens.is_empty() {
+            let options = StructuralTagOptions {
+                delimiter_tokens: self.delimiter_tokens(),
+                ..options.clone()
+            };
+            structural_tag::parse(tag, &options, &self.patterns)?
+        } else {
+            structural_tag::parse(tag, options, &self.patterns)?
+        };
         self.compile_grammar(&grammar)
+    }
+
+    /// The special tokens that may stand for a structural tag's text
+    /// delimiters ([`StructuralTagOptions::delimiter_tokens`]): those with
+    /// content and no bytes, end-of-sequence tokens left out (the end of the
+    /// output is the grammar's acceptance, not a token it reads).
+    pub fn delimiter_tokens(&self) -> Vec<(u32, String)> {
+        self.vocab
+            .special_tokens()
+            .iter()
+            .filter(|(id, content)| {
+                !content.is_empty()
+                    && self.vocab.token_bytes(*id).is_empty()
+                    && !self.vocab.is_eos(*id)
+            })
+            .cloned()
+            .collect()
     }
 
     /// A regex that the whole output must match.

@@ -389,4 +389,37 @@ item[lazy]: /[a-z ]+/ ";"
             "{relative}: {pieces:?} is a sentence"
         );
     }
+    // A structural tag over Llama-3 whose text trigger and delimiters are its
+    // special tokens: written as those tokens, masks still the oracle's.
+    let vocab = load_vocab("llama3/tokenizer.json");
+    let tokenizer =
+        stencil::vocab::load_tokenizer(shared_data().join("tokenizers/llama3/tokenizer.json"))
+            .unwrap();
+    let tag = serde_json::json!({"type": "structural_tag", "format": {
+        "type": "triggered_tags", "triggers": ["<|start_header_id|>"],
+        "tags": [{"begin": "<|start_header_id|>ipython<|end_header_id|>\n\n",
+                  "content": {"type": "json_schema", "json_schema": {"type": "object",
+                      "properties": {"q": {"type": "string"}}, "required": ["q"]}},
+                  "end": "\n"}]}});
+    let tables = stencil::Compiler::new(Arc::clone(&vocab))
+        .compile_structural_tag(&tag, &Default::default())
+        .unwrap();
+    let mut tokens = tokenizer
+        .encode("Searching.", false)
+        .unwrap()
+        .get_ids()
+        .to_vec();
+    tokens.extend(vocab.ids_named("<|start_header_id|>"));
+    tokens.extend(tokenizer.encode("ipython", false).unwrap().get_ids());
+    tokens.extend(vocab.ids_named("<|end_header_id|>"));
+    tokens.extend(
+        tokenizer
+            .encode("\n\n{\"q\": \"x\"}\nDone.", false)
+            .unwrap()
+            .get_ids(),
+    );
+    oracle::assert_token_masks_agree(&tables, &tokens);
+    let mut matcher = stencil::matcher::TokenMatcher::new(tables);
+    matcher.consume_tokens(&tokens).unwrap();
+    assert!(matcher.is_accepting());
 }

@@ -17,6 +17,10 @@ use stencil::frontend::structural_tag::{self, StructuralTagOptions};
 use stencil::frontend::tool_calls::{self, Reasoning, ToolCallFormat, ToolChoice};
 use stencil::{CompileOptions, CompiledGrammar, Matcher};
 
+#[path = "support/oracle.rs"]
+#[allow(dead_code)]
+mod oracle;
+
 fn data() -> Option<PathBuf> {
     let dir = std::env::var("STENCIL_SHARED_DATA")
         .map(PathBuf::from)
@@ -384,6 +388,108 @@ fn models_write_their_call_tokens_under_the_mask() {
             matcher.consume_token(id).unwrap();
         }
         assert!(matcher.is_accepting(), "{name}");
+    }
+}
+
+/// Where a model's delimiters are special tokens (LFM2's `<|tool_call_start|>`,
+/// Cohere's `<|START_ACTION|>`, Kimi K2's, Gemma 4's), no text spells them and
+/// the model writes each as its one token. Over Qwen3's vocabulary with those
+/// delimiters added as special tokens: the mask allows the token where the
+/// delimiter goes (and nowhere else: every mask equals the brute-force one),
+/// the text spelling still works, and the output as the decode loop shows it
+/// (`decode_shown`) reads back into the call.
+#[test]
+fn delimiters_that_are_special_tokens_are_written_as_those_tokens() {
+    let Some(dir) = data() else {
+        eprintln!("../shared/data not found: skipped");
+        return;
+    };
+    let path = dir.join("../tokenizers/qwen3/tokenizer.json");
+    let qwen = stencil::vocab::Vocabulary::from_tokenizer_file(&path).unwrap();
+    let tokenizer = stencil::vocab::load_tokenizer(&path).unwrap();
+    let tools = tool_calls::read_tools(&serde_json::json!([{"type": "function", "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
+    .unwrap();
+    // Pieces of the output: `<...|>`-like pieces in `specials` are one token.
+    let cases: [(ToolCallFormat, &[&str], &[&str]); 4] = [
+        (
+            ToolCallFormat::Pythonic,
+            &["<|tool_call_start|>", "<|tool_call_end|>"],
+            &["Let me look. ", "<|tool_call_start|>", "[get_weather(city=\"Paris\")]", "<|tool_call_end|>"],
+        ),
+        (
+            ToolCallFormat::Cohere,
+            &["<|START_ACTION|>", "<|END_ACTION|>"],
+            &["<|START_ACTION|>", "[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n]", "<|END_ACTION|>"],
+        ),
+        (
+            ToolCallFormat::KimiK2,
+            &["<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>"],
+            &["Sure.", "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "functions.get_weather:0", "<|tool_call_argument_begin|>", "{\"city\": \"Paris\"}", "<|tool_call_end|>", "<|tool_calls_section_end|>"],
+        ),
+        (
+            ToolCallFormat::Gemma4,
+            // Its string quote `<|"|>` is the JSON Schema front-end's text.
+            &["<|tool_call>", "<tool_call|>"],
+            &["<|tool_call>", "call:get_weather{city:<|\"|>Paris<|\"|>}", "<tool_call|>"],
+        ),
+    ];
+    for (format, specials, pieces) in cases {
+        let mut tokens: Vec<Vec<u8>> = (0..qwen.len() as u32)
+            .map(|id| qwen.token_bytes(id).to_vec())
+            .collect();
+        let mut special = qwen.special_tokens().to_vec();
+        for name in specials {
+            special.push((tokens.len() as u32, name.to_string()));
+            tokens.push(Vec::new());
+        }
+        let vocab = Arc::new(stencil::vocab::Vocabulary::from_token_bytes(
+            tokens,
+            special,
+            qwen.eos_ids().to_vec(),
+        ));
+        let tag = tool_calls::structural_tag(format, &tools, &ToolChoice::Auto, true).unwrap();
+        let tables = stencil::Compiler::new(Arc::clone(&vocab))
+            .compile_structural_tag(&tag, &StructuralTagOptions::default())
+            .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        let mut ids = Vec::new();
+        for piece in pieces {
+            match vocab.ids_named(piece) {
+                named if specials.contains(piece) => ids.extend(named),
+                _ => ids.extend(tokenizer.encode(*piece, false).unwrap().get_ids()),
+            }
+        }
+        let special_ids: Vec<u32> = specials.iter().flat_map(|s| vocab.ids_named(s)).collect();
+        assert!(
+            ids.iter().any(|id| special_ids.contains(id)),
+            "{format:?}: the output holds a special token"
+        );
+        oracle::assert_token_masks_agree(&tables, &ids);
+        let mut matcher = stencil::matcher::TokenMatcher::new(Arc::clone(&tables));
+        matcher.consume_tokens(&ids).unwrap();
+        assert!(matcher.is_accepting(), "{format:?}: {pieces:?}");
+        // The same output spelled in text is accepted too.
+        let spelled = pieces.concat();
+        let text_ids = tokenizer
+            .encode(spelled.as_str(), false)
+            .unwrap()
+            .get_ids()
+            .to_vec();
+        let mut matcher = stencil::matcher::TokenMatcher::new(Arc::clone(&tables));
+        matcher.consume_tokens(&text_ids).unwrap();
+        assert!(matcher.is_accepting(), "{format:?}: {spelled} as text");
+        let shown = String::from_utf8(vocab.decode_shown(&ids)).unwrap();
+        assert_eq!(shown, spelled, "{format:?}");
+        let parsed = tool_calls::parse_reply(format, &shown, &tools);
+        assert_eq!(parsed.calls.len(), 1, "{format:?}: {parsed:?}");
+        assert_eq!(parsed.calls[0].name, "get_weather");
+        let arguments: Value = serde_json::from_str(&parsed.calls[0].arguments).unwrap();
+        assert_eq!(
+            arguments,
+            serde_json::json!({"city": "Paris"}),
+            "{format:?}"
+        );
     }
 }
 

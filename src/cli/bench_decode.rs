@@ -266,6 +266,7 @@ fn bench(args: &BenchDecodeArgs) -> Result<(), String> {
         ref_base: json_schema::DEFAULT_DOCUMENTS_BASE.into(),
         root: "root".into(),
         for_generation: true,
+        delimiter_tokens: Vec::new(),
     };
     let compiler = Compiler::new(Arc::clone(generator.tokenizer().vocab()));
     let tables = compiler

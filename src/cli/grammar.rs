@@ -85,6 +85,10 @@ pub struct GrammarArgs {
     /// Compiling for generation: integers without a fraction (`1`, not `1.0`).
     #[arg(skip)]
     pub for_generation: bool,
+    /// The vocabulary's special tokens a structural tag's text delimiters may
+    /// be written as (known once the tokenizer is loaded).
+    #[arg(skip)]
+    pub delimiter_tokens: Vec<(u32, String)>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -148,6 +152,7 @@ impl GrammarArgs {
         options.json.plain_integers = self.for_generation;
         options.json.format = json.format;
         options.json.documents = json.documents;
+        options.delimiter_tokens = self.delimiter_tokens.clone();
         Ok(options)
     }
 

@@ -126,7 +126,7 @@ impl Generator {
                     .clone()
                     .is_none_or(|mut g| tokens.iter().all(|&t| g.accept(t)) && g.is_accepting());
                 Beam {
-                    text: String::from_utf8_lossy(&vocab.decode(&tokens)).into_owned(),
+                    text: String::from_utf8_lossy(&vocab.decode_shown(&tokens)).into_owned(),
                     tokens,
                     sum_logprob: b.sum_logprob,
                     score: b.score,

@@ -648,7 +648,7 @@ impl Generator {
 
     /// A token's bytes as text, for logprob records.
     fn token_text(&self, token: u32) -> String {
-        String::from_utf8_lossy(self.tokenizer.vocab().token_bytes(token)).into_owned()
+        String::from_utf8_lossy(self.tokenizer.vocab().shown_bytes(token)).into_owned()
     }
 
     /// Tokens left before `max_tokens` (EOS counts as a token).
@@ -732,11 +732,9 @@ impl Generator {
                 .map_err(|e| DecodeError::Grammar(e.to_string()))?;
         }
         let vocab = self.tokenizer.vocab();
-        let bytes = if vocab.is_eos(token) {
-            &[][..]
-        } else {
-            vocab.token_bytes(token)
-        };
+        // A special token the grammar allowed is text a reader sees: Gemma 4's
+        // `<|tool_call>` delimits the call that a parser reads back.
+        let bytes = vocab.shown_bytes(token);
         let processor_state = r.state.processor_state();
         let status = r.state.commit(
             Commit {
@@ -843,7 +841,7 @@ impl Generator {
             .matcher
             .as_ref()
             .is_none_or(|m| m.is_accepting() || m.is_terminated());
-        let mut bytes = self.tokenizer.vocab().decode(&r.output);
+        let mut bytes = self.tokenizer.vocab().decode_shown(&r.output);
         if let Some(end) = r.text_end {
             bytes.truncate(end);
         }
@@ -873,7 +871,7 @@ impl Generator {
         let vocab = self.tokenizer.vocab();
         let (mut whole, mut kept) = (0, 0);
         for &t in output {
-            let len = vocab.token_bytes(t).len();
+            let len = vocab.shown_bytes(t).len();
             if kept + len > end {
                 break;
             }
@@ -882,7 +880,8 @@ impl Generator {
         }
         m.rollback(output.len() - whole);
         if let Some(&cut) = output.get(whole) {
-            let part = &vocab.token_bytes(cut)[..end - kept];
+            // (A special token cut short leaves nothing of itself read.)
+            let part = &vocab.token_bytes(cut)[..(end - kept).min(vocab.token_bytes(cut).len())];
             // The cut text is a prefix of text the grammar read: it takes it.
             if !part.is_empty() && m.consume_bytes(part).is_err() {
                 debug_assert!(false, "the grammar refused a prefix of its own output");

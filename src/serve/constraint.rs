@@ -37,7 +37,11 @@ fn compile(
 ) -> Result<Arc<TokenTables>, crate::Error> {
     let grammar = grammar?;
     match span {
-        Some(span) => compiler.compile_grammar(&grammar_with_reasoning(grammar, span)),
+        Some(span) => compiler.compile_grammar(&grammar_with_reasoning(
+            grammar,
+            span,
+            &compiler.delimiter_tokens(),
+        )),
         None => compiler.compile_grammar(&grammar),
     }
 }
@@ -157,7 +161,10 @@ pub fn grammar_extra(
         "regex" => crate::frontend::regex::parse(text()?, limits).map_err(Into::into),
         "structural_tag" => structural_tag::parse(
             value,
-            &StructuralTagOptions::default(),
+            &StructuralTagOptions {
+                delimiter_tokens: compiler.delimiter_tokens(),
+                ..StructuralTagOptions::default()
+            },
             compiler.pattern_cache(),
         )
         .map_err(Into::into),

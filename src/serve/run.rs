@@ -234,7 +234,7 @@ pub fn logprob_entries(
                 .iter()
                 .take(top)
                 .map(|&(id, lp)| {
-                    let bytes = vocab.token_bytes(id);
+                    let bytes = vocab.shown_bytes(id);
                     serde_json::json!({
                         "token": String::from_utf8_lossy(bytes),
                         "logprob": lp,

@@ -68,6 +68,8 @@ impl Vocabulary {
         eos: Vec<u32>,
     ) -> Vocabulary {
         let mut tokens: Vec<Box<[u8]>> = tokens.into_iter().map(Vec::into_boxed_slice).collect();
+        let mut special = special;
+        special.sort();
         for (id, _) in &special {
             if let Some(t) = tokens.get_mut(*id as usize) {
                 *t = Box::default();
@@ -126,6 +128,27 @@ impl Vocabulary {
     /// The exact bytes of `id`; empty for special tokens and ids out of range.
     pub fn token_bytes(&self, id: u32) -> &[u8] {
         self.tokens.get(id as usize).map_or(&[], |t| t)
+    }
+
+    /// The bytes a reader of the output sees for `id`: its bytes, or a special
+    /// token's content (`<|tool_call_start|>`, which a tool-call parser reads
+    /// as the delimiter it is). End-of-sequence tokens show nothing.
+    pub fn shown_bytes(&self, id: u32) -> &[u8] {
+        let bytes = self.token_bytes(id);
+        if !bytes.is_empty() || self.is_eos(id) {
+            return bytes;
+        }
+        match self.special.binary_search_by_key(&id, |&(s, _)| s) {
+            Ok(at) => self.special[at].1.as_bytes(),
+            Err(_) => bytes,
+        }
+    }
+
+    /// [`Vocabulary::shown_bytes`] of `ids`, concatenated.
+    pub fn decode_shown(&self, ids: &[u32]) -> Vec<u8> {
+        ids.iter()
+            .flat_map(|&id| self.shown_bytes(id).iter().copied())
+            .collect()
     }
 
     /// The tokens at most `len` bytes long, as bits by id; `None` from 128 bytes

@@ -41,8 +41,9 @@ pub use request::{load_generator, prompt_tokens, GenerateArgs};
 fn read_grammar(
     args: &GenerateArgs,
     tools: Option<&tools::ToolRequest>,
+    compiler: Option<&Compiler>,
 ) -> Result<Grammar, String> {
-    let grammar_args = args.grammar_for_generation();
+    let grammar_args = args.grammar_for_generation(compiler);
     match tools {
         Some(t) => t.grammar(t.provisional_format(), &tool_options(&grammar_args)?),
         None => grammar_args.grammar(args.json_grammar.then_some(JSON_GBNF)),
@@ -99,7 +100,7 @@ pub fn run(args: &GenerateArgs) -> i32 {
         Err(e) => return bad_request(e),
     };
     let grammar = if args.has_grammar() {
-        match read_grammar(args, tool_request.as_ref()) {
+        match read_grammar(args, tool_request.as_ref(), None) {
             Ok(g) => Some(g),
             Err(e) => return bad_request(e),
         }
@@ -123,6 +124,16 @@ pub fn run(args: &GenerateArgs) -> i32 {
     };
     // One compiler for the run: the grammars of a requests file share with it.
     let compiler = Compiler::new(Arc::clone(generator.tokenizer().vocab()));
+    // Read again where delimiters may be the vocabulary's special tokens.
+    let grammar =
+        if grammar.is_some() && (tool_request.is_some() || args.grammar.structural_tag.is_some()) {
+            match read_grammar(args, tool_request.as_ref(), Some(&compiler)) {
+                Ok(g) => Some(g),
+                Err(e) => return bad_request(e),
+            }
+        } else {
+            grammar
+        };
     if lines.is_none()
         && (tool_request.is_some() || args.reasoning || args.reasoning_budget.is_some())
     {
@@ -133,7 +144,7 @@ pub fn run(args: &GenerateArgs) -> i32 {
     }
     let fallback = args.json_grammar.then_some(JSON_GBNF);
     let compiled = grammar.map(|g| {
-        args.grammar_for_generation()
+        args.grammar_for_generation(Some(&compiler))
             .compile_for(&compiler, &g, fallback)
     });
     let tables = match compiled.transpose() {
@@ -202,7 +213,7 @@ fn run_with_reply_parts(
     tool_request: Option<&tools::ToolRequest>,
 ) -> i32 {
     let template = generator.tokenizer().chat_template();
-    let grammar_args = args.grammar_for_generation();
+    let grammar_args = args.grammar_for_generation(Some(compiler));
     let prompting = tool_request.map(|t| t.prompting(template));
     let (grammar, prompt) = match (tool_request, prompting) {
         (Some(t), Some(prompting)) => {
@@ -228,7 +239,7 @@ fn run_with_reply_parts(
     };
     let span = (args.reasoning || args.reasoning_budget.is_some())
         .then(|| tools::reasoning_span(generator, &prompt));
-    let grammar = tools::with_span(grammar, span.as_ref());
+    let grammar = tools::with_span(grammar, span.as_ref(), &grammar_args.delimiter_tokens);
     let tables = match grammar_args.compile_for(compiler, &grammar, None) {
         Ok(t) => t,
         Err(e) => return bad_request(format!("invalid grammar: {e}")),

@@ -17,6 +17,7 @@ use stencil::matcher::StopPolicy;
 use stencil::sampling::config::SamplingConfig;
 use stencil::sampling::Sampler;
 use stencil::tables::TokenTables;
+use stencil::Compiler;
 
 use crate::cli::grammar::GrammarArgs;
 
@@ -363,9 +364,12 @@ fn sampling_file(path: &Path) -> Result<serde_json::Map<String, serde_json::Valu
 
 impl GenerateArgs {
     /// The grammar flags, compiling for generation (plain integers).
-    pub(super) fn grammar_for_generation(&self) -> GrammarArgs {
+    /// The grammar flags for generating: integers without a fraction, and
+    /// (once `compiler` is known) its vocabulary's delimiter tokens.
+    pub(super) fn grammar_for_generation(&self, compiler: Option<&Compiler>) -> GrammarArgs {
         GrammarArgs {
             for_generation: true,
+            delimiter_tokens: compiler.map(Compiler::delimiter_tokens).unwrap_or_default(),
             ..self.grammar.clone()
         }
     }

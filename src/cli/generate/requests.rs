@@ -210,7 +210,7 @@ pub fn build_requests(
                     None => {
                         let invalid = |e: String| format!("request {index}: invalid grammar: {e}");
                         let grammar = args
-                            .grammar_for_generation()
+                            .grammar_for_generation(Some(compiler))
                             .grammar_of(&source)
                             .map_err(invalid)?;
                         let tables = compiler

@@ -137,9 +137,13 @@ pub(super) fn reasoning_span(generator: &Generator, prompt: &str) -> Reasoning {
 }
 
 /// `grammar` with the reasoning span in front, when there is one.
-pub(super) fn with_span(grammar: Grammar, span: Option<&Reasoning>) -> Grammar {
+pub(super) fn with_span(
+    grammar: Grammar,
+    span: Option<&Reasoning>,
+    delimiter_tokens: &[(u32, String)],
+) -> Grammar {
     match span {
-        Some(span) => grammar_with_reasoning(grammar, span),
+        Some(span) => grammar_with_reasoning(grammar, span, delimiter_tokens),
         None => grammar,
     }
 }

@@ -17,6 +17,11 @@
 //! * `dispatch`: the same, with each pattern followed by its format.
 //! * token forms: sets of token ids ([`TokenSet`]), names bound to the vocabulary
 //!   when the grammar is compiled.
+//! * special-token delimiters ([`StructuralTagOptions::delimiter_tokens`]): a
+//!   delimiter that holds a special token's content (`<tool_call>` in Qwen3's
+//!   vocabulary) is that text *or* that token, since a model writes the token and
+//!   no byte string tokenizes to it. Free text before such a delimiter excludes
+//!   its text as usual; the token is excluded from the free tokens.
 
 use std::collections::BTreeMap;
 
@@ -85,6 +90,22 @@ fn bytes(strings: &[String]) -> Vec<Vec<u8>> {
     strings.iter().map(|s| s.as_bytes().to_vec()).collect()
 }
 
+/// Among `tokens` (id, content), those whose content `text` begins with, the
+/// longest, and its length.
+fn longest_at(tokens: &[&(u32, String)], text: &str) -> Option<(Vec<u32>, usize)> {
+    let len = tokens
+        .iter()
+        .filter(|(_, content)| !content.is_empty() && text.starts_with(content.as_str()))
+        .map(|(_, content)| content.len())
+        .max()?;
+    let ids = tokens
+        .iter()
+        .filter(|(_, content)| content.len() == len && text.starts_with(content.as_str()))
+        .map(|(id, _)| *id)
+        .collect();
+    Some((ids, len))
+}
+
 fn token_set(tokens: &[TokenRef], negated: bool) -> TokenSet {
     let mut set = TokenSet::ids(Vec::new());
     set.items = tokens
@@ -137,7 +158,7 @@ impl<'a> Lowering<'a> {
 
     fn lower(&mut self, format: &Format, ends: &Ends) -> Result<Expr> {
         Ok(match format {
-            Format::ConstString(value) => literal(value),
+            Format::ConstString(value) => self.spelled(value),
             Format::JsonSchema {
                 schema,
                 any_order,
@@ -193,7 +214,8 @@ impl<'a> Lowering<'a> {
                             unreachable!("checked when read")
                         };
                         if let Some(rest) = begin.strip_prefix(trigger.as_str()) {
-                            rests.push(seq(vec![literal(rest), self.content_and_end(tag)?]));
+                            let rest = self.spelled(rest);
+                            rests.push(seq(vec![rest, self.content_and_end(tag)?]));
                         }
                     }
                     if !rests.is_empty() {
@@ -234,7 +256,7 @@ impl<'a> Lowering<'a> {
                 let list = if *stop_after_first {
                     items
                 } else {
-                    let more = star(seq(vec![literal(separator), items.clone()]));
+                    let more = star(seq(vec![self.spelled(separator), items.clone()]));
                     seq(vec![items, more])
                 };
                 if *at_least_one {
@@ -314,9 +336,46 @@ impl<'a> Lowering<'a> {
 
     fn delimiter(&self, delimiter: &Delimiter) -> Expr {
         match delimiter {
-            Delimiter::Text(text) => literal(text),
+            Delimiter::Text(text) => self.spelled(text),
             Delimiter::Token(token) => Expr::Tokens(token_set(std::slice::from_ref(token), false)),
         }
+    }
+
+    /// `text` as IR: each part of it that is the content of a special token
+    /// ([`StructuralTagOptions::delimiter_tokens`]) is that text or that token.
+    fn spelled(&self, text: &str) -> Expr {
+        let held: Vec<&(u32, String)> = self
+            .options
+            .delimiter_tokens
+            .iter()
+            .filter(|(_, content)| !content.is_empty() && text.contains(content.as_str()))
+            .collect();
+        if held.is_empty() {
+            return literal(text);
+        }
+        let (mut items, mut plain, mut at) = (Vec::new(), 0, 0);
+        while at < text.len() {
+            match longest_at(&held, &text[at..]) {
+                Some((ids, len)) => {
+                    items.push(literal(&text[plain..at]));
+                    let token =
+                        Expr::Tokens(TokenSet::ids(ids.iter().map(|&id| (id, id)).collect()));
+                    items.push(alt(vec![literal(&text[at..at + len]), token]));
+                    at += len;
+                    plain = at;
+                }
+                None => at += text[at..].chars().next().map_or(1, char::len_utf8),
+            }
+        }
+        items.push(literal(&text[plain..]));
+        seq(items)
+    }
+
+    /// The special tokens `text` begins with (the longest content) and its
+    /// length.
+    fn leading_token(&self, text: &str) -> Option<(Vec<u32>, usize)> {
+        let held: Vec<&(u32, String)> = self.options.delimiter_tokens.iter().collect();
+        longest_at(&held, text)
     }
 
     /// A tag's content and its end; free content stops at the end.
@@ -326,7 +385,13 @@ impl<'a> Lowering<'a> {
         for end in &tag.ends {
             match end {
                 Delimiter::Text(text) if text.is_empty() => no_end = true,
-                Delimiter::Text(text) => ends.texts.push(text.as_bytes().to_vec()),
+                Delimiter::Text(text) => {
+                    ends.texts.push(text.as_bytes().to_vec());
+                    // Free tokens stop where the end's special token would go.
+                    if let Some((ids, _)) = self.leading_token(text) {
+                        ends.tokens.extend(ids.into_iter().map(TokenRef::Id));
+                    }
+                }
                 Delimiter::Token(token) => ends.tokens.push(token.clone()),
             }
         }
@@ -362,6 +427,19 @@ impl<'a> Lowering<'a> {
         blocked.extend(ends.texts.iter().cloned());
         let mut dispatched = Vec::new();
         for (pattern, then) in stretches {
+            // A pattern that begins with a special token: the text before it
+            // holds no pattern at all, then comes the token.
+            if let Some((ids, len)) = self.leading_token(&pattern) {
+                let mut excludes = blocked.clone();
+                excludes.extend(bytes(patterns));
+                let token = Expr::Tokens(TokenSet::ids(ids.iter().map(|&id| (id, id)).collect()));
+                dispatched.push(seq(vec![
+                    Expr::Text(Box::new(FreeText::excluding(excludes))),
+                    token,
+                    self.spelled(&pattern[len..]),
+                    then.clone(),
+                ]));
+            }
             let mut excludes = blocked.clone();
             excludes.extend(
                 patterns

@@ -43,6 +43,14 @@ pub struct StructuralTagOptions {
     /// How `json_schema` formats compile (`any_order` sets the property order).
     pub json: JsonSchemaOptions,
     pub limits: Limits,
+    /// Special tokens of the vocabulary the tag is for, `(id, content)`: where
+    /// a delimiter (a tag's begin or end, a trigger, a separator, a constant
+    /// string) holds one's content, that part is the text or the token. A
+    /// model whose `<|tool_call_start|>` is a special token writes it as that
+    /// one token, which no text spells. [`Compiler`](crate::Compiler) fills it
+    /// from its vocabulary (end-of-sequence tokens left out); empty, the
+    /// delimiters are text only.
+    pub delimiter_tokens: Vec<(u32, String)>,
 }
 
 impl Default for StructuralTagOptions {
@@ -54,6 +62,7 @@ impl Default for StructuralTagOptions {
                 ..JsonSchemaOptions::default()
             },
             limits: Limits::default(),
+            delimiter_tokens: Vec::new(),
         }
     }
 }

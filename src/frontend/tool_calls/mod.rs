@@ -24,8 +24,14 @@
 //! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
 //! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
 //! Cohere's list of actions (`cohere.rs`). Not built yet: gpt-oss harmony,
-//! Kimi K3, MiniMax-M3 and others of the chat templates in the test data. A reasoning span before the reply ([`Reasoning`],
-//! [`with_reasoning`], [`grammar_with_reasoning`]) is free text up to its close.
+//! Kimi K3, MiniMax-M3 and others of the chat templates in the test data. A
+//! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
+//! [`grammar_with_reasoning`]) is free text up to its close.
+//!
+//! Delimiters are written as text; where the vocabulary has a special token
+//! with a delimiter's content, the structural tag takes that token too
+//! (`StructuralTagOptions::delimiter_tokens`), and the reader sees it as its
+//! content ([`crate::vocab::Vocabulary::shown_bytes`]).
 
 mod cohere;
 mod gemma;

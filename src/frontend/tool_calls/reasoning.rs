@@ -76,17 +76,21 @@ pub fn with_reasoning(tag: &Value, reasoning: &Reasoning) -> Value {
 }
 
 /// `answer` (any grammar) with `reasoning` before it.
-pub fn grammar_with_reasoning(answer: Grammar, reasoning: &Reasoning) -> Grammar {
+pub fn grammar_with_reasoning(
+    answer: Grammar,
+    reasoning: &Reasoning,
+    delimiter_tokens: &[(u32, String)],
+) -> Grammar {
     let head = with_reasoning(
         &json!({"format": {"type": "const_string", "value": ""}}),
         reasoning,
     );
-    let head = structural_tag::parse(
-        &head,
-        &StructuralTagOptions::default(),
-        &PatternCache::default(),
-    )
-    .expect("a reasoning span is a valid structural tag");
+    let options = StructuralTagOptions {
+        delimiter_tokens: delimiter_tokens.to_vec(),
+        ..StructuralTagOptions::default()
+    };
+    let head = structural_tag::parse(&head, &options, &PatternCache::default())
+        .expect("a reasoning span is a valid structural tag");
     let mut rules = vec![Rule {
         name: "reasoning_then_answer".into(),
         expr: Expr::Empty,
@@ -142,7 +146,7 @@ mod tests {
             close: "</think>".into(),
             optional: false,
         };
-        let grammar = grammar_with_reasoning(answer, &span);
+        let grammar = grammar_with_reasoning(answer, &span, &[]);
         assert!(accepts(&grammar, "<think>1 + 1 is not [0-9]</think>\n\n2"));
         assert!(!accepts(&grammar, "2"), "the span is not optional here");
         assert!(!accepts(&grammar, "<think>x</think> two"));
