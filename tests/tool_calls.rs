@@ -43,12 +43,16 @@ fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
 }
 
 /// How the templates' reasoning spans open and close.
-const REASONING_SPANS: [(&str, &str); 5] = [
+const REASONING_SPANS: [(&str, &str); 6] = [
     ("<think>", "</think>"),
     ("[THINK]", "[/THINK]"),
     ("<seed:think>", "</seed:think>"),
     ("<|channel>thought", "<channel|>"),
     ("<|START_THINKING|>", "<|END_THINKING|>"),
+    (
+        "<|channel|>analysis<|message|>",
+        "<|end|><|start|>assistant",
+    ),
 ];
 
 /// A model output without its end-of-turn token: the decode loop stops at it (an
@@ -246,8 +250,20 @@ fn real_outputs_parse_back_into_the_expected_calls() {
             continue;
         }
         let expect = &case["expect"];
-        let (reasoning, reply) =
-            split_reasoning(without_end_of_turn(case["input"].as_str().unwrap()));
+        let input = without_end_of_turn(case["input"].as_str().unwrap());
+        let tools = tool_calls::read_tools(&case["tools"]).unwrap();
+        let (reasoning, parsed) = match format {
+            // Harmony's reasoning is a channel of its own: the reader's.
+            ToolCallFormat::Harmony => {
+                let parsed = tool_calls::parse_reply(format, input, &tools);
+                (parsed.reasoning.clone(), parsed)
+            }
+            _ => {
+                let (reasoning, reply) = split_reasoning(input);
+                let parsed = tool_calls::parse_reply(format, reply, &tools);
+                (reasoning.to_string(), parsed)
+            }
+        };
         // Whitespace at the span's edges is the template's (Ling keeps a newline).
         let expected_reasoning = expect["reasoning_content"].as_str().unwrap_or("").trim();
         if expected_reasoning.is_empty() && !reasoning.is_empty() {
@@ -260,8 +276,6 @@ fn real_outputs_parse_back_into_the_expected_calls() {
             continue;
         }
         assert_eq!(reasoning, expected_reasoning, "{id}: reasoning");
-        let tools = tool_calls::read_tools(&case["tools"]).unwrap();
-        let parsed = tool_calls::parse_reply(format, reply, &tools);
         let content = expect["content"].as_str().unwrap_or("");
         assert_eq!(parsed.content.trim(), content.trim(), "{id}: content");
         let calls = expect["tool_calls"].as_array().unwrap();
@@ -412,7 +426,7 @@ fn delimiters_that_are_special_tokens_are_written_as_those_tokens() {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
     .unwrap();
     // Pieces of the output: `<...|>`-like pieces in `specials` are one token.
-    let cases: [(ToolCallFormat, &[&str], &[&str]); 4] = [
+    let cases: [(ToolCallFormat, &[&str], &[&str]); 5] = [
         (
             ToolCallFormat::Pythonic,
             &["<|tool_call_start|>", "<|tool_call_end|>"],
@@ -433,6 +447,15 @@ fn delimiters_that_are_special_tokens_are_written_as_those_tokens() {
             // Its string quote `<|"|>` is the JSON Schema front-end's text.
             &["<|tool_call>", "<tool_call|>"],
             &["<|tool_call>", "call:get_weather{city:<|\"|>Paris<|\"|>}", "<tool_call|>"],
+        ),
+        (
+            ToolCallFormat::Harmony,
+            &["<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|constrain|>", "<|call|>"],
+            &[
+                "<|channel|>", "analysis", "<|message|>", "The user wants the weather.", "<|end|>",
+                "<|start|>", "assistant", "<|channel|>", "commentary to=functions.get_weather ",
+                "<|constrain|>", "json", "<|message|>", "{\"city\": \"Paris\"}", "<|call|>",
+            ],
         ),
     ];
     for (format, specials, pieces) in cases {

@@ -9,6 +9,7 @@
 //! come whole at the end). Content before a call streams as it is written; text
 //! that may begin a call is held back until it is known not to.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -29,7 +30,8 @@ use crate::decode::generate::TokenLogprobs;
 use crate::decode::reasoning::ReasoningBudget;
 use crate::decode::Generation;
 use crate::frontend::tool_calls::{
-    calls_in_progress, content_prefix_len, parse_reply, split_reasoning, ParsedReply, Reasoning,
+    calls_in_progress, calls_region, content_so_far, final_content, parse_reply, split_reasoning,
+    ParsedReply, Reasoning,
 };
 
 pub async fn handle(State(state): State<Arc<AppState>>, bytes: Bytes) -> Response {
@@ -137,8 +139,17 @@ async fn chat(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiError> 
             state.metrics.count(finish);
             let mut message =
                 json!({"role": "assistant", "content": parsed.content, "refusal": null});
-            if reply.span.is_some() {
-                message["reasoning_content"] = json!(reasoning);
+            // A span asked for, and the format's own reasoning (harmony's).
+            let reasoning: Vec<&str> = reasoning
+                .into_iter()
+                .chain(Some(parsed.reasoning.as_str()))
+                .filter(|r| !r.is_empty())
+                .collect();
+            if reply.span.is_some() || !reasoning.is_empty() {
+                message["reasoning_content"] = match reasoning.is_empty() {
+                    true => Value::Null,
+                    false => json!(reasoning.join("\n")),
+                };
             }
             if !parsed.calls.is_empty() {
                 if parsed.content.is_empty() {
@@ -183,6 +194,7 @@ pub(super) fn read_reply(
         None => ParsedReply {
             content: text.to_string(),
             calls: Vec::new(),
+            ..Default::default()
         },
     };
     let finish = if parsed.calls.is_empty() {
@@ -266,23 +278,37 @@ impl Reply {
     }
 }
 
-/// How far a reply written so far (`text`, of which `sent` bytes went out) may be
-/// streamed as content: all of it without tools; with tools, up to where a call may
-/// begin, and no further once one has (`in_calls`, set here).
-pub(super) fn content_end(
+/// The content of a reply written so far (`text`) that may be streamed, as text
+/// that only grows: all of it without tools; with tools, what comes before a call
+/// ([`content_so_far`]), and nothing more once a call has begun (`in_calls`, set
+/// here: then `None`).
+pub(super) fn shown_content<'t>(
     tools: Option<&ToolUse>,
-    text: &str,
-    sent: usize,
+    text: &'t str,
     in_calls: &mut bool,
-) -> usize {
+) -> Option<Cow<'t, str>> {
     match tools {
-        _ if *in_calls => sent,
+        _ if *in_calls => None,
         Some(tools) => {
-            let end = content_prefix_len(tools.format, text);
-            *in_calls = text[end..].starts_with(tools.format.trigger());
-            end
+            let shown = content_so_far(tools.format, text);
+            *in_calls = calls_region(tools.format, text).is_some();
+            Some(shown)
         }
-        None => text.len(),
+        None => Some(Cow::Borrowed(text)),
+    }
+}
+
+/// The content a finished reply adds to what a stream sent: the rest of the text
+/// (no calls), or of the content read around the calls.
+pub(super) fn content_at_end<'a>(
+    tools: Option<&ToolUse>,
+    text: &'a str,
+    parsed: &'a ParsedReply,
+) -> &'a str {
+    match tools {
+        None => text,
+        Some(tools) if parsed.calls.is_empty() => final_content(tools.format, text, parsed),
+        Some(_) => &parsed.content,
     }
 }
 
@@ -433,14 +459,17 @@ impl Chunks for StreamChunks {
                     return out;
                 };
                 let reply = &c.text[from..];
-                let safe = content_end(self.reply.tools.as_ref(), reply, c.sent, &mut c.in_calls);
-                if safe > c.sent {
-                    let text = &reply[c.sent..safe];
-                    out.push(self.reply.content(choice, text, &mut c.pending));
-                    c.sent = safe;
+                let tools = self.reply.tools.as_ref();
+                if let Some(shown) = shown_content(tools, reply, &mut c.in_calls) {
+                    if shown.len() > c.sent && shown.is_char_boundary(c.sent) {
+                        let text = &shown[c.sent..];
+                        out.push(self.reply.content(choice, text, &mut c.pending));
+                        c.sent = shown.len();
+                    }
                 }
-                if let (true, Some(tools)) = (c.in_calls, &self.reply.tools) {
-                    for delta in call_fragments(tools, &reply[c.sent..], &mut c.calls) {
+                if let (true, Some(tools)) = (c.in_calls, tools) {
+                    let region = calls_region(tools.format, reply).unwrap_or_default();
+                    for delta in call_fragments(tools, region, &mut c.calls) {
                         out.push(self.reply.chunk(choice, delta, None));
                     }
                 }
@@ -455,18 +484,23 @@ impl Chunks for StreamChunks {
                             .chunk(choice, json!({"reasoning_content": delta}), None),
                     );
                 }
+                if !parsed.reasoning.is_empty() {
+                    // The format's own reasoning messages (harmony's analysis).
+                    let delta = json!({"reasoning_content": parsed.reasoning});
+                    out.push(self.reply.chunk(choice, delta, None));
+                }
                 let reply = &g.text[c.reply_from.unwrap_or(0)..];
-                if parsed.calls.is_empty() {
-                    if c.sent < reply.len() && reply.is_char_boundary(c.sent) {
-                        let text = &reply[c.sent..];
-                        out.push(self.reply.content(choice, text, &mut c.pending));
-                    }
-                } else {
+                let tools = self.reply.tools.as_ref();
+                let content = content_at_end(tools, reply, &parsed);
+                if c.sent < content.len() && content.is_char_boundary(c.sent) {
+                    let text = &content[c.sent..];
+                    out.push(self.reply.content(choice, text, &mut c.pending));
+                }
+                if let (Some(tools), false) = (tools, parsed.calls.is_empty()) {
                     // The rest of the calls begun in the stream, as written; calls
                     // the stream has not begun, whole.
-                    if let (Some(tools), true) = (&self.reply.tools, reply.is_char_boundary(c.sent))
-                    {
-                        for delta in call_fragments(tools, &reply[c.sent..], &mut c.calls) {
+                    if let Some(region) = calls_region(tools.format, reply) {
+                        for delta in call_fragments(tools, region, &mut c.calls) {
                             out.push(self.reply.chunk(choice, delta, None));
                         }
                     }

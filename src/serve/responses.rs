@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::chat::{content_end, prepare, read_reply, unix_time, Prepared};
+use super::chat::{content_at_end, prepare, read_reply, shown_content, unix_time, Prepared};
 use super::constraint::ToolUse;
 use super::error::ApiError;
 use super::params::{fresh_id, Body};
@@ -166,6 +166,7 @@ async fn respond(state: Arc<AppState>, bytes: Bytes) -> Result<Response, ApiErro
             sequence: 0,
             text: String::new(),
             message: None,
+            shown: String::new(),
             sent: 0,
             in_calls: false,
             output: Vec::new(),
@@ -276,7 +277,9 @@ struct StreamEvents {
     text: String,
     /// The message item's id, once it is open.
     message: Option<String>,
-    /// Bytes of `text` sent as the message's text.
+    /// The message's text sent so far.
+    shown: String,
+    /// Bytes of the content so far that went out (`shown`'s length).
     sent: usize,
     /// A call has begun: no more text until the end.
     in_calls: bool,
@@ -314,13 +317,17 @@ impl StreamEvents {
         id
     }
 
-    fn text_delta(&mut self, out: &mut Vec<Value>, upto: usize) {
-        if upto <= self.sent {
-            return;
+    /// Sends what `content` (the content so far) adds to what went out.
+    fn text_delta(&mut self, out: &mut Vec<Value>, content: &str) {
+        if let Some(fresh) = content.get(self.sent..).filter(|f| !f.is_empty()) {
+            self.send_text(out, fresh.to_string());
         }
+    }
+
+    fn send_text(&mut self, out: &mut Vec<Value>, delta: String) {
         let id = self.open_message(out);
-        let delta = self.text[self.sent..upto].to_string();
-        self.sent = upto;
+        self.sent += delta.len();
+        self.shown.push_str(&delta);
         out.push(self.event(
             "response.output_text.delta",
             json!({"item_id": id, "output_index": 0, "content_index": 0, "delta": delta, "logprobs": []}),
@@ -344,20 +351,22 @@ impl Chunks for StreamEvents {
             JobEvent::Text(piece, _) => {
                 self.text.push_str(&piece);
                 let tools = self.tools.as_ref();
-                let safe = content_end(tools, &self.text, self.sent, &mut self.in_calls);
-                self.text_delta(&mut out, safe);
+                let shown = shown_content(tools, &self.text, &mut self.in_calls);
+                let fresh = shown.and_then(|s| Some(s.get(self.sent..)?.to_string()));
+                if let Some(fresh) = fresh.filter(|f| !f.is_empty()) {
+                    self.send_text(&mut out, fresh);
+                }
             }
             JobEvent::Done(g) => {
                 let (parsed, finish) = read_reply(self.tools.as_ref(), &g.text, &g);
                 self.metrics.count(finish);
                 self.finish = finish;
                 self.text = g.text.clone();
-                if parsed.calls.is_empty() && self.text.is_char_boundary(self.sent) {
-                    self.text_delta(&mut out, self.text.len());
-                }
+                let content = content_at_end(self.tools.as_ref(), &g.text, &parsed);
+                self.text_delta(&mut out, content);
                 if self.message.is_some() || parsed.calls.is_empty() {
                     let id = self.open_message(&mut out);
-                    let text = self.text[..self.sent].to_string();
+                    let text = self.shown.clone();
                     out.push(self.event(
                         "response.output_text.done",
                         json!({"item_id": id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),

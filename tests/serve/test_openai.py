@@ -599,3 +599,39 @@ def test_tool_calls_in_qwen_xml(qwen_xml_client, stream):
     )
     assert second.choices[0].message.tool_calls is None
     assert second.choices[0].message.content
+
+
+@pytest.fixture(scope="module")
+def harmony_client():
+    """A server told to use gpt-oss's harmony messages (spelled in text: the
+    default model's vocabulary has no harmony tokens)."""
+    from conftest import Server
+    from openai import OpenAI
+
+    s = Server("--tool-format", "harmony", "--max-batch", "4")
+    yield OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=600)
+    s.stop()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_calls_in_harmony(harmony_client, stream):
+    kwargs = dict(model="m", messages=ASK, tools=[WEATHER, TIME], tool_choice="required", max_tokens=160, seed=7)
+    r, fragments = complete_with_tools(harmony_client, stream, **kwargs)
+    message = r.choices[0].message
+    assert message.tool_calls and r.choices[0].finish_reason == "tool_calls", r
+    # One call per turn: the call ends it.
+    assert len(message.tool_calls) == 1
+    check_call(message.tool_calls[0])
+    # Headers are the format's, never content.
+    assert "<|channel|>" not in (message.content or "")
+    if stream:
+        assert fragments >= 1
+    # No call asked for: the answer's text alone, whole or streamed.
+    answer, _ = complete_with_tools(
+        harmony_client, stream, allow_length=True,
+        **dict(kwargs, tool_choice="none", max_tokens=60),
+    )
+    reply = answer.choices[0].message
+    assert reply.tool_calls is None
+    for text in [reply.content or "", getattr(reply, "reasoning_content", None) or ""]:
+        assert "<|channel|>" not in text and "<|message|>" not in text, reply

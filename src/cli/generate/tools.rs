@@ -179,6 +179,14 @@ pub(super) fn reply_fields(
             }
             fields["content"] = json!(parsed.content);
             fields["tool_calls"] = Value::Array(calls);
+            if !parsed.reasoning.is_empty() {
+                // The format's own reasoning messages (harmony's analysis).
+                let joined: Vec<&str> = reasoning
+                    .into_iter()
+                    .chain([parsed.reasoning.as_str()])
+                    .collect();
+                fields["reasoning"] = json!(joined.join("\n"));
+            }
         }
         None => fields["content"] = json!(reply.trim()),
     }

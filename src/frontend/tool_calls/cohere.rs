@@ -62,6 +62,7 @@ pub(crate) fn parse(text: &str) -> ParsedReply {
     let whole = |content: &str| ParsedReply {
         content: without_text_tags(content).trim().to_string(),
         calls: Vec::new(),
+        ..Default::default()
     };
     let Some(start) = text.find(TRIGGER) else {
         return whole(text);

@@ -23,7 +23,8 @@
 //! delimiters (DeepSeek V3.1 and R1, Kimi K2: one `JsonCallShape` each,
 //! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
 //! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
-//! Cohere's list of actions (`cohere.rs`). Not built yet: gpt-oss harmony,
+//! Cohere's list of actions (`cohere.rs`); gpt-oss's harmony messages, whose
+//! channels carry reasoning, answer and calls (`harmony.rs`). Not built yet:
 //! Kimi K3, MiniMax-M3 and others of the chat templates in the test data. A
 //! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
 //! [`grammar_with_reasoning`]) is free text up to its close.
@@ -35,6 +36,7 @@
 
 mod cohere;
 mod gemma;
+mod harmony;
 mod json_calls;
 mod literals;
 mod parse;
@@ -48,7 +50,10 @@ use serde_json::{json, Value};
 
 use super::FrontendError;
 
-pub use parse::{content_prefix_len, parse_reply, ParsedCall, ParsedReply};
+pub use parse::{
+    calls_region, content_prefix_len, content_so_far, final_content, parse_reply, ParsedCall,
+    ParsedReply,
+};
 pub use progress::{calls_in_progress, CallProgress};
 pub use prompt::{tool_system_prompt, ToolPrompting};
 pub use reasoning::{grammar_with_reasoning, split_reasoning, with_reasoning, Reasoning};
@@ -108,12 +113,18 @@ pub enum ToolCallFormat {
     /// `<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "f", "parameters": {...}}\n]<|END_ACTION|>`:
     /// Cohere Command R7B and Command A.
     Cohere,
+    /// `<|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}`
+    /// after analysis messages: gpt-oss's harmony (one call per turn).
+    Harmony,
 }
 
 impl ToolCallFormat {
     /// The format a chat template renders tool calls in, when it is one of
     /// these (read from the template's text).
     pub fn detect(template: &str) -> Option<ToolCallFormat> {
+        if template.contains("<|channel|>commentary") && template.contains("<|call|>") {
+            return Some(ToolCallFormat::Harmony);
+        }
         let hermes = template.contains("<tool_call>")
             && !template.contains("<tool_calls>")
             && template.contains("\"name\"")
@@ -185,7 +196,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 17] = [
+    pub const ALL: [ToolCallFormat; 18] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -203,10 +214,11 @@ impl ToolCallFormat {
         ToolCallFormat::Pythonic,
         ToolCallFormat::Gemma4,
         ToolCallFormat::Cohere,
+        ToolCallFormat::Harmony,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 18] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -224,13 +236,14 @@ impl ToolCallFormat {
         "pythonic",
         "gemma4",
         "cohere",
+        "harmony",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
     /// (`qwen`, `qwen2.5`, `qwen3`: Hermes; `qwen3-coder`, `qwen3.5`; `glm-4.5`
     /// to `glm-4.7`; `minimax-m2`; `deepseek-v3.2`; `deepseek-v3.1`; `llama3`
     /// to `llama3.3`; `devstral`; `lfm2`, `lfm2.5`; `gemma-4`; `command-r7b`,
-    /// `command-a`).
+    /// `command-a`; `gpt-oss`).
     pub fn by_name(name: &str) -> Option<ToolCallFormat> {
         match name {
             "hermes" | "qwen" | "qwen2.5" | "qwen3" => Some(ToolCallFormat::Hermes),
@@ -252,6 +265,7 @@ impl ToolCallFormat {
             "pythonic" | "lfm2" | "lfm2.5" => Some(ToolCallFormat::Pythonic),
             "gemma4" | "gemma-4" => Some(ToolCallFormat::Gemma4),
             "cohere" | "command-r7b" | "command-a" => Some(ToolCallFormat::Cohere),
+            "harmony" | "gpt-oss" => Some(ToolCallFormat::Harmony),
             _ => None,
         }
     }
@@ -267,6 +281,7 @@ impl ToolCallFormat {
             ToolCallFormat::Pythonic => pythonic::BLOCK.0,
             ToolCallFormat::Gemma4 => gemma::TRIGGER,
             ToolCallFormat::Cohere => cohere::TRIGGER,
+            ToolCallFormat::Harmony => harmony::TRIGGER,
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
@@ -348,6 +363,7 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
         ToolCallFormat::MistralArgs => format!("[TOOL_CALLS]{name}[ARGS]{arguments}"),
         ToolCallFormat::Pythonic => pythonic::call_text(name, arguments),
         ToolCallFormat::Gemma4 => gemma::call_text(name, arguments),
+        ToolCallFormat::Harmony => harmony::call_text(name, arguments),
         ToolCallFormat::Cohere => {
             // Its ids are numbers (the templates renumber them).
             let digits = !id.is_empty() && id.len() <= 4 && id.bytes().all(|b| b.is_ascii_digit());
@@ -557,6 +573,16 @@ pub fn structural_tag(
         ToolChoice::Function(name) => tools.iter().filter(|t| &t.name == name).collect(),
         _ => tools.iter().collect(),
     };
+    if format == ToolCallFormat::Harmony {
+        if chosen.is_empty() && !matches!(choice, ToolChoice::None | ToolChoice::Auto) {
+            return Err(error(
+                "/tools",
+                "tool_choice asks for a call, but there are no tools",
+            ));
+        }
+        let format = harmony::format(&chosen, choice);
+        return Ok(json!({"type": "structural_tag", "format": format}));
+    }
     let markers = format.call_markers();
     let free = json!({"type": "any_text", "excludes": markers});
     if let ToolChoice::None = choice {

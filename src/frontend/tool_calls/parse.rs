@@ -6,6 +6,8 @@
 //! as far as it follows the format. A call whose arguments are not a JSON object
 //! stays in the content rather than being dropped or guessed at.
 
+use std::borrow::Cow;
+
 use serde_json::{Deserializer, Value};
 
 use super::xml::{function_block, CallShape};
@@ -27,6 +29,9 @@ pub struct ParsedCall {
 pub struct ParsedReply {
     pub content: String,
     pub calls: Vec<ParsedCall>,
+    /// Reasoning the format carries in its own messages (harmony's analysis
+    /// channel); a span before the reply is [`super::split_reasoning`]'s.
+    pub reasoning: String,
 }
 
 /// The first JSON value at the start of `text` (after whitespace) and the bytes
@@ -72,6 +77,7 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
         ToolCallFormat::Pythonic => super::pythonic::parse(text),
         ToolCallFormat::Gemma4 => super::gemma::parse(text),
         ToolCallFormat::Cohere => super::cohere::parse(text),
+        ToolCallFormat::Harmony => super::harmony::parse(text),
         _ => parse_hermes(text),
     }
 }
@@ -192,11 +198,13 @@ fn parse_mistral(format: ToolCallFormat, text: &str) -> ParsedReply {
         return ParsedReply {
             content: text.trim().to_string(),
             calls: Vec::new(),
+            ..Default::default()
         };
     };
     let mut reply = ParsedReply {
         content: text[..start].trim().to_string(),
         calls: Vec::new(),
+        ..Default::default()
     };
     let mut rest = &text[start + TRIGGER.len()..];
     let complete = match format {
@@ -234,6 +242,7 @@ fn parse_mistral(format: ToolCallFormat, text: &str) -> ParsedReply {
         return ParsedReply {
             content: text.trim().to_string(),
             calls: Vec::new(),
+            ..Default::default()
         };
     }
     let trailing = rest.trim();
@@ -244,6 +253,45 @@ fn parse_mistral(format: ToolCallFormat, text: &str) -> ParsedReply {
         reply.content.push_str(trailing);
     }
     reply
+}
+
+/// The content of a reply being written (`text`) that may go out now, as text
+/// that only grows as the reply does: the text up to where a call may begin
+/// ([`content_prefix_len`]), or, where the format frames its answer (harmony),
+/// the answer's text so far.
+pub fn content_so_far(format: ToolCallFormat, text: &str) -> Cow<'_, str> {
+    match format {
+        ToolCallFormat::Harmony => Cow::Owned(super::harmony::content_so_far(text)),
+        _ => Cow::Borrowed(&text[..content_prefix_len(format, text)]),
+    }
+}
+
+/// The part of a reply being written that holds its calls, once one has begun
+/// (what [`super::calls_in_progress`] reads).
+pub fn calls_region(format: ToolCallFormat, text: &str) -> Option<&str> {
+    match format {
+        ToolCallFormat::Harmony => super::harmony::in_call(text).then_some(text),
+        _ => {
+            let end = content_prefix_len(format, text);
+            text[end..]
+                .starts_with(format.trigger())
+                .then_some(&text[end..])
+        }
+    }
+}
+
+/// The content a finished reply without calls shows, to the end of a stream
+/// that sent [`content_so_far`]: the text itself, or the answer the format
+/// frames (harmony's `parsed` content).
+pub fn final_content<'a>(
+    format: ToolCallFormat,
+    text: &'a str,
+    parsed: &'a ParsedReply,
+) -> &'a str {
+    match format {
+        ToolCallFormat::Harmony => &parsed.content,
+        _ => text,
+    }
 }
 
 /// Where a trigger of `format` starts in `text`, or where a prefix of one might

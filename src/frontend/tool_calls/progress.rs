@@ -47,6 +47,7 @@ pub fn calls_in_progress<'a>(
         ToolCallFormat::Pythonic => super::pythonic::calls_in_progress(text),
         ToolCallFormat::Gemma4 => super::gemma::calls_in_progress(text),
         ToolCallFormat::Cohere => super::cohere::calls_in_progress(text),
+        ToolCallFormat::Harmony => super::harmony::calls_in_progress(text),
         _ => named_objects(text, "<tool_call>", "arguments"),
     }
 }
