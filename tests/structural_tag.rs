@@ -209,8 +209,9 @@ fn xgrammar_structural_tag_cases() {
         let n = seen.entry(test_fn.clone()).or_insert(0);
         let id = format!("{test_fn}#{n}");
         *n += 1;
-        // Built-in model formats (`get_model_structural_tag`) and XGrammar's own
-        // EBNF builtins are the tool-calling formats' part, not this front-end's.
+        // Built-in model formats (`get_model_structural_tag`: run in
+        // `tests/tool_calls.rs`) and XGrammar's own EBNF builtins are the
+        // tool-calling formats' part, not this front-end's.
         if matches!(
             case["kind"].as_str(),
             Some("builtin_model" | "ebnf_tag_dispatch")

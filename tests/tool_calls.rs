@@ -5,8 +5,9 @@
 //! the vector's tools (a streamed prefix: continuable), in `auto`, `required` and
 //! named-function modes, and refused once a call names a function that is not a
 //! tool, or under `tool_choice: "none"`. And every complete output parses back
-//! (`parse_reply`) into llama.cpp's expected content and calls. Skipped, with a
-//! message, when `../shared` is absent.
+//! (`parse_reply`) into llama.cpp's expected content and calls. XGrammar's
+//! built-in model formats' cases run under stencil's format of the same model.
+//! Skipped, with a message, when `../shared` is absent.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -680,4 +681,136 @@ fn every_template_renders_tools_and_a_tool_result() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(templates.len() >= 70);
+}
+
+/// XGrammar's built-in model formats (`get_model_structural_tag` in its
+/// `structural_tag.cases.json`) whose format stencil also builds, as the same
+/// request to stencil's format of that model. Names XGrammar has and stencil
+/// has not (or writes otherwise: Cohere's `<cofl:...>`, EXAONE's Hermes without
+/// newlines, Kimi K3) are counted, not run.
+fn builtin_format(model: &str) -> Option<ToolCallFormat> {
+    Some(match model {
+        "qwen_3" => ToolCallFormat::Hermes,
+        "qwen_3_coder" => ToolCallFormat::QwenXml,
+        "glm_4_7" => ToolCallFormat::Glm,
+        "minimax" => ToolCallFormat::MiniMax,
+        "deepseek_v3_2" => ToolCallFormat::DeepSeekDsml,
+        "deepseek_v4" => ToolCallFormat::DeepSeekV4,
+        "deepseek_r1" => ToolCallFormat::DeepSeekR1,
+        "kimi" => ToolCallFormat::KimiK2,
+        "llama" => ToolCallFormat::Llama3Json,
+        "harmony" => ToolCallFormat::Harmony,
+        _ => return None,
+    })
+}
+
+/// Where stencil's format of a model and XGrammar's built-in one differ on
+/// purpose, by case (`test_fn#n`, numbered per function as in
+/// `tests/structural_tag.rs`), with the reason.
+const BUILTIN_DIFFERENCES: [(&str, &str); 6] = [
+    (
+        "test_harmony_builtin_tool_instance#0",
+        "gpt-oss's built-in tools (`to=browser.search`): stencil's tools are functions",
+    ),
+    (
+        "test_tool_choice_instances#14",
+        "Qwen3-Coder's template frames a string value in newlines: stencil writes that layout only",
+    ),
+    (
+        "test_tool_choice_instances#15",
+        "Qwen3-Coder's template frames a string value in newlines: stencil writes that layout only",
+    ),
+    (
+        "test_glm_required_allows_termination_with_trailing_text#0",
+        "`required` ends the reply with its calls: no text after them",
+    ),
+    (
+        "test_glm_required_allows_termination_with_trailing_text#1",
+        "`required` ends the reply with its calls: no text after them",
+    ),
+    (
+        "test_any_order_reordered_arguments_accepted_only_when_enabled#1",
+        "JSON arguments keep the schema's property order (XGrammar's `any_order` option)",
+    ),
+];
+
+#[test]
+fn xgrammar_builtin_model_cases_under_stencils_formats() {
+    let Some(dir) = data() else {
+        eprintln!("../shared/data not found: skipped");
+        return;
+    };
+    let path = dir.join("../grammars/xgrammar/structural_tag.cases.json");
+    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    let (mut checked, mut others, mut failures) = (0, Vec::new(), Vec::new());
+    for case in &cases {
+        let test_fn = case["test_fn"].as_str().unwrap();
+        let n = seen.entry(test_fn.to_string()).or_default();
+        let id = format!("{test_fn}#{n}");
+        *n += 1;
+        if case["kind"] != "builtin_model" {
+            continue;
+        }
+        let call = &case["builtin_call"];
+        let model = call["model"].as_str().unwrap();
+        let Some(format) = builtin_format(model) else {
+            others.push(model.to_string());
+            continue;
+        };
+        let tools = match tool_calls::read_tools(&call["tools"]) {
+            Ok(tools) => tools,
+            // A built-in tool (harmony's `browser.search`), not a function.
+            Err(_) => {
+                others.push(format!("{model} built-in tool"));
+                continue;
+            }
+        };
+        let choice = tool_calls::read_tool_choice(call.get("tool_choice"), &tools).unwrap();
+        let tag = tool_calls::structural_tag(format, &tools, &choice, true).unwrap();
+        // XGrammar's `reasoning: true`: the prompt opened the span.
+        let tag = match call["reasoning"] == true {
+            true => tool_calls::with_reasoning(
+                &tag,
+                &Reasoning {
+                    open: None,
+                    close: "</think>".into(),
+                    optional: false,
+                },
+            ),
+            false => tag,
+        };
+        let grammar = structural_tag::parse(
+            &tag,
+            &StructuralTagOptions::default(),
+            &PatternCache::default(),
+        )
+        .unwrap();
+        let grammar =
+            Arc::new(CompiledGrammar::compile(&grammar, &CompileOptions::default()).unwrap());
+        let mut wrong = Vec::new();
+        for (key, want) in [("accept", true), ("reject", false)] {
+            for text in case[key].as_array().unwrap() {
+                let text = text.as_str().unwrap();
+                if accepts(&grammar, text) != want {
+                    wrong.push(format!("{key}s {text:?}"));
+                }
+            }
+        }
+        let known = BUILTIN_DIFFERENCES.iter().find(|(c, _)| *c == id);
+        match (wrong.is_empty(), known) {
+            (true, None) => {}
+            (true, Some((_, why))) => failures.push(format!("{id}: listed ({why}) but agrees now")),
+            (false, Some(_)) => {}
+            (false, None) => {
+                failures.push(format!("{id} ({model}): XGrammar {}", wrong.join("; ")))
+            }
+        }
+        checked += 1;
+    }
+    others.sort();
+    others.dedup();
+    println!("{checked} built-in model cases checked; not stencil's: {others:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 20, "only {checked} cases");
 }
