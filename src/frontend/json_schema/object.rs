@@ -148,7 +148,7 @@ impl<'a> SchemaCompiler<'a> {
             }
             let key = match syntax {
                 Syntax::Json => literal_string(name),
-                Syntax::Parameters(_) => Expr::literal(name.as_bytes()),
+                Syntax::Parameters(style) => Expr::literal(style.key_text(name).as_bytes()),
             };
             let pair = self.pair(syntax, key.clone(), &conj)?;
             entries.push(Entry { pair, required });

@@ -11,6 +11,7 @@
 //! <parameter=city>\nParis\n</parameter>                                qwen_coder_xml
 //! city="Paris", days=3, tags=["a"], on=True                            python
 //! {city:<|"|>Paris<|"|>,days:3,tags:[<|"|>a<|"|>],m:{k:true}}             gemma
+//! <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>  kimi_k3_xml
 //! ```
 //!
 //! The first four are XGrammar's styles of those names. `python` writes every
@@ -24,6 +25,10 @@
 //! a parser takes them off, so the text parses back to exactly the value the
 //! grammar checked (with `qwen_xml`, a parser that strips them would turn the
 //! valid `"\nab"` into the too-short `"ab"`).
+//!
+//! `kimi_k3_xml` names each value's JSON type in its tag (`string` for raw text,
+//! `number` for any number, as Kimi K3's template writes them), so a parser
+//! reads the type back from the tag.
 //!
 //! Only the root object changes shape; inside a value everything is JSON again.
 //! The root keeps every object keyword (`required`, `additionalProperties`,
@@ -75,11 +80,14 @@ pub enum ParameterStyle {
     /// `{NAME:VALUE,NAME:VALUE}`, strings as `<|"|>TEXT<|"|>`, at every depth
     /// (Gemma 4).
     Gemma,
+    /// `<|open|>argument key="NAME" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>`,
+    /// the value's JSON type in the tag (Kimi K3).
+    KimiK3,
 }
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 7] = [
+    pub const ALL: [ParameterStyle; 8] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
@@ -87,6 +95,7 @@ impl ParameterStyle {
         ParameterStyle::QwenCoder,
         ParameterStyle::Python,
         ParameterStyle::Gemma,
+        ParameterStyle::KimiK3,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -104,6 +113,7 @@ impl ParameterStyle {
             ParameterStyle::QwenCoder => "qwen_coder_xml",
             ParameterStyle::Python => "python",
             ParameterStyle::Gemma => "gemma",
+            ParameterStyle::KimiK3 => "kimi_k3_xml",
         }
     }
 
@@ -114,7 +124,19 @@ impl ParameterStyle {
             ParameterStyle::MiniMax => "<parameter name=\"",
             ParameterStyle::DeepSeek => "<｜DSML｜parameter name=\"",
             ParameterStyle::Glm => "<arg_key>",
+            ParameterStyle::KimiK3 => "<|open|>argument key=\"",
             ParameterStyle::Python | ParameterStyle::Gemma => "",
+        }
+    }
+
+    /// A declared parameter's name as its key is written: Kimi K3's is an
+    /// attribute, `&` and `"` escaped as its template does.
+    pub fn key_text(self, name: &str) -> std::borrow::Cow<'_, str> {
+        match self {
+            ParameterStyle::KimiK3 if name.contains(['&', '"']) => {
+                name.replace('&', "&amp;").replace('"', "&quot;").into()
+            }
+            _ => name.into(),
         }
     }
 
@@ -126,6 +148,7 @@ impl ParameterStyle {
             }
             ParameterStyle::DeepSeek => "</｜DSML｜parameter>",
             ParameterStyle::Glm => "</arg_value>",
+            ParameterStyle::KimiK3 => "<|close|>argument<|sep|>",
             ParameterStyle::Python => "",
             // What closes a string (which opens with it too).
             ParameterStyle::Gemma => "<|\"|>",
@@ -144,6 +167,28 @@ impl ParameterStyle {
             ParameterStyle::QwenCoder => "\n",
             _ => "",
         }
+    }
+}
+
+/// The JSON types a tag may name (Kimi K3's `type="..."`), and the values of
+/// each; a string is raw text, named apart.
+const TYPE_NAMES: [(&str, TypeSet); 5] = [
+    ("number", TypeSet::NUMBER),
+    ("boolean", TypeSet::BOOLEAN),
+    ("null", TypeSet::NULL),
+    ("object", TypeSet::OBJECT),
+    ("array", TypeSet::ARRAY),
+];
+
+/// The name of `value`'s JSON type, as [`TYPE_NAMES`] has it.
+fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
@@ -250,7 +295,8 @@ impl<'a> SchemaCompiler<'a> {
         }
         let end = style.end();
         let mut raw = Vec::new();
-        let mut json = Vec::new();
+        // JSON values, each with the type the style names in its tag (Kimi K3's).
+        let mut json: Vec<(&str, Expr)> = Vec::new();
         for node in self.normalize(conj)? {
             if node.types.is_empty() {
                 continue;
@@ -261,7 +307,7 @@ impl<'a> SchemaCompiler<'a> {
                         Value::String(s) => raw.push(Expr::literal(
                             format!("{s}{}{end}", style.raw_margin()).as_bytes(),
                         )),
-                        v => json.push(self.literal(v)?),
+                        v => json.push((json_type_name(v), self.literal(v)?)),
                     }
                 }
                 continue;
@@ -271,19 +317,43 @@ impl<'a> SchemaCompiler<'a> {
             }
             let mut rest = node.clone();
             rest.types &= !TypeSet::STRING;
-            if !rest.types.is_empty() {
-                json.push(self.emit_node(&rest)?);
+            if rest.types.is_empty() {
+                continue;
+            }
+            if style != ParameterStyle::KimiK3 {
+                json.push(("", self.emit_node(&rest)?));
+                continue;
+            }
+            for (name, types) in TYPE_NAMES {
+                let mut part = rest.clone();
+                part.types &= types;
+                if !part.types.is_empty() {
+                    json.push((name, self.emit_node(&part)?));
+                }
             }
         }
         let mut alts = Vec::new();
         if !raw.is_empty() {
             alts.push(seq(vec![self.before_value(style, true), alt(raw)]));
         }
-        if !json.is_empty() {
+        let mut types: Vec<&str> = json.iter().map(|(t, _)| *t).collect();
+        types.sort_unstable();
+        types.dedup();
+        for name in types {
+            let values = json
+                .iter()
+                .filter(|(t, _)| *t == name)
+                .map(|(_, e)| e.clone());
+            let open = match style {
+                ParameterStyle::KimiK3 => {
+                    Expr::literal(format!("\" type=\"{name}\"<|sep|>").as_bytes())
+                }
+                _ => self.before_value(style, false),
+            };
             alts.push(seq(vec![
-                self.before_value(style, false),
+                open,
                 self.ws(),
-                alt(json),
+                alt(values.collect()),
                 self.ws(),
                 Expr::literal(end.as_bytes()),
             ]));
@@ -305,6 +375,9 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::Glm => seq(vec![text("</arg_key>"), self.ws(), text("<arg_value>")]),
             ParameterStyle::Python => text("="),
             ParameterStyle::Gemma => text(":"),
+            ParameterStyle::KimiK3 if raw => text("\" type=\"string\"<|sep|>"),
+            // A JSON value's type is its own (`parameter_value`).
+            ParameterStyle::KimiK3 => text("\" type=\"number\"<|sep|>"),
         }
     }
 
@@ -552,6 +625,34 @@ mod tests {
         // The margins are not the value: "\nab" framed is "ab", too short.
         assert!(!ok("<parameter=code>\nab\n</parameter>"));
         assert!(!ok("<parameter=code>abc</parameter>"));
+    }
+
+    #[test]
+    fn kimi_tags_name_each_value_type() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {
+                "city": {"type": "string"}, "days": {"type": "integer"},
+                "mode": {"enum": ["fast", 2, null]}, "on": {"type": ["boolean", "array"]}}}),
+            ParameterStyle::KimiK3,
+        );
+        let arg = |key: &str, kind: &str, value: &str| {
+            format!("<|open|>argument key=\"{key}\" type=\"{kind}\"<|sep|>{value}<|close|>argument<|sep|>")
+        };
+        assert!(ok(&[
+            arg("city", "string", "S<F"),
+            arg("days", "number", "3")
+        ]
+        .concat()));
+        assert!(
+            !ok(&arg("days", "integer", "3")),
+            "Kimi names every number `number`"
+        );
+        assert!(!ok(&arg("days", "string", "3")));
+        assert!(!ok(&arg("city", "number", "3")));
+        assert!(ok(&arg("mode", "string", "fast")) && ok(&arg("mode", "number", "2")));
+        assert!(ok(&arg("mode", "null", "null")) && !ok(&arg("mode", "string", "2")));
+        assert!(ok(&arg("on", "boolean", "true")) && ok(&arg("on", "array", "[1]")));
+        assert!(!ok(&arg("on", "array", "true")));
     }
 
     #[test]

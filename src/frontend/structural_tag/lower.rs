@@ -21,7 +21,9 @@
 //!   delimiter that holds a special token's content (`<tool_call>` in Qwen3's
 //!   vocabulary) is that text *or* that token, since a model writes the token and
 //!   no byte string tokenizes to it. Free text before such a delimiter excludes
-//!   its text as usual; the token is excluded from the free tokens.
+//!   its text as usual; the token is excluded from the free tokens. Sub-grammars
+//!   get the same (a parameter style's own tags, Gemma 4's string quote): their
+//!   literals, and free text stopping at such a text, take the token too.
 
 use std::collections::BTreeMap;
 
@@ -371,6 +373,67 @@ impl<'a> Lowering<'a> {
         seq(items)
     }
 
+    /// `expr` (of a sub-grammar: a schema in a parameter style writes tags of
+    /// its own) with each literal [`Lowering::spelled`], and free text that
+    /// stops at a special token's text also stopped by the token.
+    fn respelled(&self, expr: Expr) -> Expr {
+        let holds_token = |text: &str| {
+            self.options
+                .delimiter_tokens
+                .iter()
+                .any(|(_, content)| !content.is_empty() && text.contains(content.as_str()))
+        };
+        match expr {
+            Expr::Regex(h) => match h.kind() {
+                regex_syntax::hir::HirKind::Literal(lit) => match std::str::from_utf8(&lit.0) {
+                    Ok(text) if holds_token(text) => self.spelled(text),
+                    _ => Expr::Regex(h),
+                },
+                _ => Expr::Regex(h),
+            },
+            Expr::Text(free) => {
+                let token_stops: Vec<&str> = free
+                    .stops
+                    .iter()
+                    .filter_map(|stop| std::str::from_utf8(stop).ok())
+                    .filter(|stop| holds_token(stop))
+                    .collect();
+                if token_stops.is_empty() {
+                    return Expr::Text(free);
+                }
+                // Text holding no stop, then a stop spelled either way; the
+                // other stops end the text as before.
+                let mut inside = free.excludes.clone();
+                inside.extend(free.stops.iter().cloned());
+                let mut alts = vec![Expr::Text(free.clone())];
+                for stop in token_stops {
+                    alts.push(seq(vec![
+                        Expr::Text(Box::new(FreeText::excluding(inside.clone()))),
+                        self.spelled(stop),
+                    ]));
+                }
+                alt(alts)
+            }
+            Expr::Seq(items) => Expr::Seq(items.into_iter().map(|e| self.respelled(e)).collect()),
+            Expr::Alt(items) => Expr::Alt(items.into_iter().map(|e| self.respelled(e)).collect()),
+            Expr::Repeat { expr, min, max } => Expr::Repeat {
+                expr: Box::new(self.respelled(*expr)),
+                min,
+                max,
+            },
+            Expr::Permutation(mut p) => {
+                p.members = std::mem::take(&mut p.members)
+                    .into_iter()
+                    .map(|e| self.respelled(e))
+                    .collect();
+                p.extra = p.extra.take().map(|e| self.respelled(e));
+                p.separator = self.respelled(std::mem::replace(&mut p.separator, Expr::Empty));
+                Expr::Permutation(p)
+            }
+            other => other,
+        }
+    }
+
     /// The special tokens `text` begins with (the longest content) and its
     /// length.
     fn leading_token(&self, text: &str) -> Option<(Vec<u32>, usize)> {
@@ -519,9 +582,15 @@ impl<'a> Lowering<'a> {
         Ok(self.splice(pointer, grammar))
     }
 
-    fn splice(&mut self, pointer: &str, grammar: Grammar) -> Expr {
+    fn splice(&mut self, pointer: &str, mut grammar: Grammar) -> Expr {
         if let Some(&root) = self.spliced.get(pointer) {
             return Expr::Ref(root);
+        }
+        if !self.options.delimiter_tokens.is_empty() {
+            for rule in &mut grammar.rules {
+                let expr = std::mem::replace(&mut rule.expr, Expr::Empty);
+                rule.expr = self.respelled(expr);
+            }
         }
         let root = grammar.splice_into(&format!("{pointer}/"), None, &mut self.rules);
         self.spliced.insert(pointer.to_string(), root);

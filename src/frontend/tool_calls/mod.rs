@@ -24,8 +24,9 @@
 //! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
 //! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
 //! Cohere's list of actions (`cohere.rs`); gpt-oss's harmony messages, whose
-//! channels carry reasoning, answer and calls (`harmony.rs`). Not built yet:
-//! Kimi K3, MiniMax-M3 and others of the chat templates in the test data. A
+//! channels carry reasoning, answer and calls (`harmony.rs`); Kimi K3's tagged
+//! blocks (`kimi_k3.rs`). Not built yet: MiniMax-M3 and others of the chat
+//! templates in the test data. A
 //! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
 //! [`grammar_with_reasoning`]) is free text up to its close.
 //!
@@ -38,6 +39,7 @@ mod cohere;
 mod gemma;
 mod harmony;
 mod json_calls;
+mod kimi_k3;
 mod literals;
 mod parse;
 mod progress;
@@ -116,6 +118,10 @@ pub enum ToolCallFormat {
     /// `<|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}`
     /// after analysis messages: gpt-oss's harmony (one call per turn).
     Harmony,
+    /// `TEXT<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>`
+    /// with `<|open|>argument key="a" type="number"<|sep|>1<|close|>argument<|sep|>`:
+    /// Kimi K3.
+    KimiK3,
 }
 
 impl ToolCallFormat {
@@ -124,6 +130,9 @@ impl ToolCallFormat {
     pub fn detect(template: &str) -> Option<ToolCallFormat> {
         if template.contains("<|channel|>commentary") && template.contains("<|call|>") {
             return Some(ToolCallFormat::Harmony);
+        }
+        if template.contains("<|open|>") && template.contains("open_tag('call'") {
+            return Some(ToolCallFormat::KimiK3);
         }
         let hermes = template.contains("<tool_call>")
             && !template.contains("<tool_calls>")
@@ -196,7 +205,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 18] = [
+    pub const ALL: [ToolCallFormat; 19] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -215,10 +224,11 @@ impl ToolCallFormat {
         ToolCallFormat::Gemma4,
         ToolCallFormat::Cohere,
         ToolCallFormat::Harmony,
+        ToolCallFormat::KimiK3,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -237,6 +247,7 @@ impl ToolCallFormat {
         "gemma4",
         "cohere",
         "harmony",
+        "kimi-k3",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -266,6 +277,7 @@ impl ToolCallFormat {
             "gemma4" | "gemma-4" => Some(ToolCallFormat::Gemma4),
             "cohere" | "command-r7b" | "command-a" => Some(ToolCallFormat::Cohere),
             "harmony" | "gpt-oss" => Some(ToolCallFormat::Harmony),
+            "kimi-k3" => Some(ToolCallFormat::KimiK3),
             _ => None,
         }
     }
@@ -282,6 +294,7 @@ impl ToolCallFormat {
             ToolCallFormat::Gemma4 => gemma::TRIGGER,
             ToolCallFormat::Cohere => cohere::TRIGGER,
             ToolCallFormat::Harmony => harmony::TRIGGER,
+            ToolCallFormat::KimiK3 => kimi_k3::TRIGGER,
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
@@ -364,6 +377,7 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
         ToolCallFormat::Pythonic => pythonic::call_text(name, arguments),
         ToolCallFormat::Gemma4 => gemma::call_text(name, arguments),
         ToolCallFormat::Harmony => harmony::call_text(name, arguments),
+        ToolCallFormat::KimiK3 => kimi_k3::call_text(name, arguments),
         ToolCallFormat::Cohere => {
             // Its ids are numbers (the templates renumber them).
             let digits = !id.is_empty() && id.len() <= 4 && id.bytes().all(|b| b.is_ascii_digit());
@@ -581,6 +595,16 @@ pub fn structural_tag(
             ));
         }
         let format = harmony::format(&chosen, choice);
+        return Ok(json!({"type": "structural_tag", "format": format}));
+    }
+    if format == ToolCallFormat::KimiK3 {
+        if chosen.is_empty() && !matches!(choice, ToolChoice::None | ToolChoice::Auto) {
+            return Err(error(
+                "/tools",
+                "tool_choice asks for a call, but there are no tools",
+            ));
+        }
+        let format = kimi_k3::format(&chosen, choice, parallel);
         return Ok(json!({"type": "structural_tag", "format": format}));
     }
     let markers = format.call_markers();

@@ -78,6 +78,7 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
         ToolCallFormat::Gemma4 => super::gemma::parse(text),
         ToolCallFormat::Cohere => super::cohere::parse(text),
         ToolCallFormat::Harmony => super::harmony::parse(text),
+        ToolCallFormat::KimiK3 => super::kimi_k3::parse(text, tools),
         _ => parse_hermes(text),
     }
 }

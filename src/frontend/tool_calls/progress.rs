@@ -48,6 +48,7 @@ pub fn calls_in_progress<'a>(
         ToolCallFormat::Gemma4 => super::gemma::calls_in_progress(text),
         ToolCallFormat::Cohere => super::cohere::calls_in_progress(text),
         ToolCallFormat::Harmony => super::harmony::calls_in_progress(text),
+        ToolCallFormat::KimiK3 => xml_calls(text, &super::xml::KIMI_K3, tools),
         _ => named_objects(text, "<tool_call>", "arguments"),
     }
 }

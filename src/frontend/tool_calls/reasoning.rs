@@ -32,7 +32,7 @@ impl Reasoning {
     /// The span a chat template's model writes (`[THINK]` for Mistral's
     /// reasoning models, `<seed:think>` for Seed-OSS, `<|channel>thought` up to
     /// `<channel|>` for Gemma 4, `<|START_THINKING|>` for Cohere, an analysis
-    /// message for gpt-oss, else
+    /// message for gpt-oss, the thinking block for Kimi K3, else
     /// `<think>`), opened by
     /// the model unless `prompt` (the rendered prompt) already ends with it.
     pub fn for_template(template: Option<&str>, prompt: &str) -> Reasoning {
@@ -43,6 +43,9 @@ impl Reasoning {
             ("<seed:think>", "</seed:think>")
         } else if template.contains("<|START_THINKING|>") {
             ("<|START_THINKING|>", "<|END_THINKING|>")
+        } else if template.contains("<|open|>") && template.contains("open_tag('think')") {
+            // Kimi K3's thinking block, closed where the response block opens.
+            super::kimi_k3::REASONING
         } else if template.contains("<|channel|>analysis") {
             // gpt-oss's analysis message, up to the next message.
             super::harmony::REASONING

@@ -41,6 +41,9 @@ pub(crate) struct CallShape {
     /// What the templates write before the calls even when there is no text
     /// (DeepSeek's `\n\n`): a reply of calls alone may start with it.
     pub lead_in: &'static str,
+    /// What ends the call's opening tag after the name's close, attributes
+    /// between skipped (Kimi K3's ` index="1"<|sep|>`); empty when nothing does.
+    pub head_close: &'static str,
 }
 
 /// Qwen3-Coder's and Qwen3.5's call, each inside `<tool_call>`.
@@ -59,6 +62,7 @@ pub(crate) const QWEN: CallShape = CallShape {
         "</function></tool_call>",
     ],
     lead_in: "",
+    head_close: "",
 };
 
 /// GLM's call (`<tool_call>` is the call itself).
@@ -71,6 +75,7 @@ pub(crate) const GLM: CallShape = CallShape {
     wraps_each_call: false,
     ends: &["</tool_call>"],
     lead_in: "",
+    head_close: "",
 };
 
 /// Seed-OSS's call: Qwen's tags without the newlines around values, each
@@ -84,6 +89,7 @@ pub(crate) const SEED: CallShape = CallShape {
     wraps_each_call: true,
     ends: &["</function>\n</seed:tool_call>"],
     lead_in: "\n",
+    head_close: "",
 };
 
 /// MiniMax-M2's calls, all inside one `<minimax:tool_call>`.
@@ -96,6 +102,7 @@ pub(crate) const MINIMAX: CallShape = CallShape {
     wraps_each_call: false,
     ends: &["</invoke>\n"],
     lead_in: "\n",
+    head_close: "",
 };
 
 /// DeepSeek V3.2's calls (DSML), all inside one `<｜DSML｜function_calls>`.
@@ -108,12 +115,27 @@ pub(crate) const DSML_FUNCTION_CALLS: CallShape = CallShape {
     wraps_each_call: false,
     ends: &["</｜DSML｜invoke>\n"],
     lead_in: "\n\n",
+    head_close: "",
 };
 
 /// DeepSeek V4's: V3.2's inside `<｜DSML｜tool_calls>`.
 pub(crate) const DSML_TOOL_CALLS: CallShape = CallShape {
     wrapper: ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
     ..DSML_FUNCTION_CALLS
+};
+
+/// Kimi K3's calls, all inside one `<|open|>tools<|sep|>`, each numbered by
+/// the model (`index`).
+pub(crate) const KIMI_K3: CallShape = CallShape {
+    open: "<|open|>call tool=\"",
+    name_close: Some("\""),
+    close: "<|close|>call<|sep|>",
+    style: ParameterStyle::KimiK3,
+    wrapper: ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
+    wraps_each_call: false,
+    ends: &["<|close|>call<|sep|>"],
+    lead_in: "",
+    head_close: "<|sep|>",
 };
 
 /// A way a value's tag may open after its key, and what it says of the value:
@@ -161,6 +183,18 @@ impl CallShape {
             ParameterStyle::Glm => format!("{prefix}{key}</arg_key><arg_value>{text}{end}"),
             ParameterStyle::Python => format!("{key}={value}"),
             ParameterStyle::Gemma => format!("{key}:{}", super::gemma::value_text(value)),
+            ParameterStyle::KimiK3 => {
+                let kind = match value {
+                    Value::String(_) => "string",
+                    Value::Number(_) => "number",
+                    Value::Bool(_) => "boolean",
+                    Value::Null => "null",
+                    Value::Array(_) => "array",
+                    Value::Object(_) => "object",
+                };
+                let key = style.key_text(key);
+                format!("{prefix}{key}\" type=\"{kind}\"<|sep|>{text}{end}")
+            }
         }
     }
 
@@ -180,6 +214,17 @@ impl CallShape {
             ParameterStyle::Qwen | ParameterStyle::QwenCoder => (">", &[("", None)]),
             ParameterStyle::Python => ("=", &[("", None)]),
             ParameterStyle::Gemma => (":", &[("", None)]),
+            ParameterStyle::KimiK3 => (
+                "\"",
+                &[
+                    ("type=\"string\"<|sep|>", Some(true)),
+                    ("type=\"number\"<|sep|>", Some(false)),
+                    ("type=\"boolean\"<|sep|>", Some(false)),
+                    ("type=\"null\"<|sep|>", Some(false)),
+                    ("type=\"object\"<|sep|>", Some(false)),
+                    ("type=\"array\"<|sep|>", Some(false)),
+                ],
+            ),
         }
     }
 }
@@ -227,6 +272,10 @@ pub(crate) fn function_block<'a>(
     };
     if name.is_empty() || name.contains(['<', '\n']) {
         return None;
+    }
+    if !shape.head_close.is_empty() {
+        let end = rest.find(shape.head_close)?;
+        rest = &rest[end + shape.head_close.len()..];
     }
     let tool = tools.iter().find(|t| t.name == name);
     let mut block = FunctionBlock {
