@@ -566,15 +566,21 @@ def test_metrics(server):
         assert name in text
 
 
-@pytest.fixture(scope="module")
-def qwen_xml_client():
-    """A server told to use Qwen's XML tool-call format (the default model's
-    template has none: the format is described in the system prompt)."""
+def server_with_tool_format(name):
+    """A server told to use tool-call format `name` (the default model's
+    template has none: the format is described in the system prompt), and a
+    client of it; the caller stops the server."""
     from conftest import Server
     from openai import OpenAI
 
-    s = Server("--tool-format", "qwen-xml", "--max-batch", "4")
-    yield OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=600)
+    s = Server("--tool-format", name, "--max-batch", "4")
+    return s, OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def qwen_xml_client():
+    s, client = server_with_tool_format("qwen-xml")
+    yield client
     s.stop()
 
 
@@ -603,13 +609,10 @@ def test_tool_calls_in_qwen_xml(qwen_xml_client, stream):
 
 @pytest.fixture(scope="module")
 def harmony_client():
-    """A server told to use gpt-oss's harmony messages (spelled in text: the
-    default model's vocabulary has no harmony tokens)."""
-    from conftest import Server
-    from openai import OpenAI
-
-    s = Server("--tool-format", "harmony", "--max-batch", "4")
-    yield OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=600)
+    """gpt-oss's harmony messages, spelled in text (the default model's
+    vocabulary has no harmony tokens)."""
+    s, client = server_with_tool_format("harmony")
+    yield client
     s.stop()
 
 

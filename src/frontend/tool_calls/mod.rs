@@ -587,24 +587,18 @@ pub fn structural_tag(
         ToolChoice::Function(name) => tools.iter().filter(|t| &t.name == name).collect(),
         _ => tools.iter().collect(),
     };
-    if format == ToolCallFormat::Harmony {
+    // Formats that frame the whole reply (its text too) build their own.
+    if matches!(format, ToolCallFormat::Harmony | ToolCallFormat::KimiK3) {
         if chosen.is_empty() && !matches!(choice, ToolChoice::None | ToolChoice::Auto) {
             return Err(error(
                 "/tools",
                 "tool_choice asks for a call, but there are no tools",
             ));
         }
-        let format = harmony::format(&chosen, choice);
-        return Ok(json!({"type": "structural_tag", "format": format}));
-    }
-    if format == ToolCallFormat::KimiK3 {
-        if chosen.is_empty() && !matches!(choice, ToolChoice::None | ToolChoice::Auto) {
-            return Err(error(
-                "/tools",
-                "tool_choice asks for a call, but there are no tools",
-            ));
-        }
-        let format = kimi_k3::format(&chosen, choice, parallel);
+        let format = match format {
+            ToolCallFormat::Harmony => harmony::format(&chosen, choice),
+            _ => kimi_k3::format(&chosen, choice, parallel),
+        };
         return Ok(json!({"type": "structural_tag", "format": format}));
     }
     let markers = format.call_markers();
