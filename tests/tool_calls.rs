@@ -44,7 +44,7 @@ fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
 }
 
 /// How the templates' reasoning spans open and close.
-const REASONING_SPANS: [(&str, &str); 7] = [
+const REASONING_SPANS: [(&str, &str); 8] = [
     ("<think>", "</think>"),
     ("[THINK]", "[/THINK]"),
     ("<seed:think>", "</seed:think>"),
@@ -58,6 +58,7 @@ const REASONING_SPANS: [(&str, &str); 7] = [
         "<|open|>think<|sep|>",
         "<|close|>think<|sep|><|open|>response<|sep|>",
     ),
+    ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),
 ];
 
 /// A model output without its end-of-turn token: the decode loop stops at it (an
@@ -209,10 +210,18 @@ fn real_outputs_are_accepted_in_their_models_format() {
 
 /// Outputs llama.cpp reads leniently and stencil's readers do not (no grammar
 /// of stencil's writes them), with the reason.
-const UNREAD: [(&str, &str); 2] = [
+const UNREAD: [(&str, &str); 4] = [
+    (
+        "Apriel-1.6-15b-Thinker-fixed#1",
+        "llama.cpp's reasoning starts with the prompt's `Here are my reasoning steps:`; stencil's is what the model wrote",
+    ),
     (
         "Kimi-K2-Thinking#12",
         "calls without their section or `<|tool_call_end|>` (text, as a call cut short is)",
+    ),
+    (
+        "Apriel-1.6-15b-Thinker-fixed#2",
+        "llama.cpp's reasoning starts with the prompt's `Here are my reasoning steps:`; stencil's is what the model wrote",
     ),
     (
         "Kimi-K2-Thinking#13",

@@ -25,8 +25,9 @@
 //! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
 //! Cohere's list of actions (`cohere.rs`); gpt-oss's harmony messages, whose
 //! channels carry reasoning, answer and calls (`harmony.rs`); Kimi K3's tagged
-//! blocks (`kimi_k3.rs`). Not built yet: MiniMax-M3 and others of the chat
-//! templates in the test data. A
+//! blocks (`kimi_k3.rs`); a JSON list of named calls between tags (Nemotron
+//! Nano 2, Apriel: `named_list.rs`). Not built yet: MiniMax-M3 and others of the
+//! chat templates in the test data. A
 //! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
 //! [`grammar_with_reasoning`]) is free text up to its close.
 //!
@@ -41,6 +42,7 @@ mod harmony;
 mod json_calls;
 mod kimi_k3;
 mod literals;
+mod named_list;
 mod parse;
 mod progress;
 mod prompt;
@@ -122,6 +124,12 @@ pub enum ToolCallFormat {
     /// with `<|open|>argument key="a" type="number"<|sep|>1<|close|>argument<|sep|>`:
     /// Kimi K3.
     KimiK3,
+    /// `<TOOLCALL>[{"name": "f", "arguments": {...}}]</TOOLCALL>`: NVIDIA Nemotron
+    /// Nano 2 (parallel calls are items of the list).
+    NemotronNano2,
+    /// `<tool_calls>[{"name": "f", "arguments": {...}}]</tool_calls>`: Apriel 1.5
+    /// and 1.6.
+    Apriel,
 }
 
 impl ToolCallFormat {
@@ -133,6 +141,12 @@ impl ToolCallFormat {
         }
         if template.contains("<|open|>") && template.contains("open_tag('call'") {
             return Some(ToolCallFormat::KimiK3);
+        }
+        if template.contains("<TOOLCALL>[") {
+            return Some(ToolCallFormat::NemotronNano2);
+        }
+        if template.contains("<tool_calls>[") {
+            return Some(ToolCallFormat::Apriel);
         }
         let hermes = template.contains("<tool_call>")
             && !template.contains("<tool_calls>")
@@ -205,7 +219,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 19] = [
+    pub const ALL: [ToolCallFormat; 21] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -225,10 +239,12 @@ impl ToolCallFormat {
         ToolCallFormat::Cohere,
         ToolCallFormat::Harmony,
         ToolCallFormat::KimiK3,
+        ToolCallFormat::NemotronNano2,
+        ToolCallFormat::Apriel,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 21] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -248,6 +264,8 @@ impl ToolCallFormat {
         "cohere",
         "harmony",
         "kimi-k3",
+        "nemotron-nano-v2",
+        "apriel",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -278,6 +296,8 @@ impl ToolCallFormat {
             "cohere" | "command-r7b" | "command-a" => Some(ToolCallFormat::Cohere),
             "harmony" | "gpt-oss" => Some(ToolCallFormat::Harmony),
             "kimi-k3" => Some(ToolCallFormat::KimiK3),
+            "nemotron-nano-v2" => Some(ToolCallFormat::NemotronNano2),
+            "apriel" => Some(ToolCallFormat::Apriel),
             _ => None,
         }
     }
@@ -295,6 +315,9 @@ impl ToolCallFormat {
             ToolCallFormat::Cohere => cohere::TRIGGER,
             ToolCallFormat::Harmony => harmony::TRIGGER,
             ToolCallFormat::KimiK3 => kimi_k3::TRIGGER,
+            ToolCallFormat::NemotronNano2 | ToolCallFormat::Apriel => {
+                self.list_shape().expect("a list format").open
+            }
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
@@ -312,6 +335,15 @@ impl ToolCallFormat {
         markers.extend(self.json_shape().map(|shape| shape.call_open));
         markers.dedup();
         markers
+    }
+
+    /// How the format lists its calls, when they are one JSON list.
+    pub(crate) fn list_shape(self) -> Option<&'static named_list::ListShape> {
+        match self {
+            ToolCallFormat::NemotronNano2 => Some(&named_list::NEMOTRON),
+            ToolCallFormat::Apriel => Some(&named_list::APRIEL),
+            _ => None,
+        }
     }
 
     /// How the format frames calls whose arguments are JSON after the name.
@@ -363,6 +395,9 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
     if let Some(shape) = format.json_shape() {
         let call = shape.call_text(name, arguments, 0);
         return format!("{}{call}{}", shape.block.0, shape.block.1);
+    }
+    if let Some(shape) = format.list_shape() {
+        return named_list::call_text(shape, name, arguments);
     }
     match format {
         ToolCallFormat::Llama3Json => {
@@ -645,7 +680,16 @@ pub fn structural_tag(
                     "stop_after_first": ends_reply || !parallel,
                     "excludes": markers,
                 }),
-                _ => seq(vec![lead_in, text(&open), calls, text(&close)]),
+                // A list's tag may be followed by one newline (Nemotron Nano 2
+                // ends its turn so), never by text.
+                _ => {
+                    let newline = json!({"type": "optional", "content": text("\n")});
+                    let after = match format.list_shape() {
+                        Some(_) => newline,
+                        None => text(""),
+                    };
+                    seq(vec![lead_in, text(&open), calls, text(&close), after])
+                }
             }
         }
     };
@@ -705,6 +749,22 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
             call: one_of(chosen.iter().map(|t| call(t)).collect()),
             separator: text(""),
             close: shape.block.1.to_string(),
+            ends_reply: false,
+        };
+    }
+    if let Some(shape) = format.list_shape() {
+        let item = |t: &Tool| {
+            seq(vec![
+                text(&named_list::item_head(&t.name)),
+                arguments(t),
+                text("}"),
+            ])
+        };
+        return Layout::Block {
+            open: format!("{}[", shape.open),
+            call: one_of(chosen.iter().map(|t| item(t)).collect()),
+            separator: text(", "),
+            close: format!("]{}", shape.close),
             ends_reply: false,
         };
     }

@@ -69,6 +69,9 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
     if let Some(shape) = format.json_shape() {
         return super::json_calls::parse(text, shape);
     }
+    if let Some(shape) = format.list_shape() {
+        return super::named_list::parse(text, shape);
+    }
     match format {
         ToolCallFormat::MistralNemo
         | ToolCallFormat::MistralArgs

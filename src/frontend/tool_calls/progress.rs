@@ -40,6 +40,9 @@ pub fn calls_in_progress<'a>(
     if let Some(shape) = format.json_shape() {
         return super::json_calls::calls_in_progress(text, shape);
     }
+    if let Some(shape) = format.list_shape() {
+        return super::named_list::calls_in_progress(text, shape);
+    }
     match format {
         ToolCallFormat::MistralArgs | ToolCallFormat::MistralCallId => mistral(text),
         ToolCallFormat::MistralNemo => Vec::new(),

@@ -32,7 +32,8 @@ impl Reasoning {
     /// The span a chat template's model writes (`[THINK]` for Mistral's
     /// reasoning models, `<seed:think>` for Seed-OSS, `<|channel>thought` up to
     /// `<channel|>` for Gemma 4, `<|START_THINKING|>` for Cohere, an analysis
-    /// message for gpt-oss, the thinking block for Kimi K3, else
+    /// message for gpt-oss, the thinking block for Kimi K3, up to `[BEGIN FINAL
+    /// RESPONSE]` for Apriel 1.6, else
     /// `<think>`), opened by
     /// the model unless `prompt` (the rendered prompt) already ends with it.
     pub fn for_template(template: Option<&str>, prompt: &str) -> Reasoning {
@@ -46,6 +47,9 @@ impl Reasoning {
         } else if template.contains("<|open|>") && template.contains("open_tag('think')") {
             // Kimi K3's thinking block, closed where the response block opens.
             super::kimi_k3::REASONING
+        } else if template.contains("[BEGIN FINAL RESPONSE]") {
+            // Apriel 1.6's prompt opens its reasoning with this line.
+            ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
         } else if template.contains("<|channel|>analysis") {
             // gpt-oss's analysis message, up to the next message.
             super::harmony::REASONING
