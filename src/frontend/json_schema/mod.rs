@@ -63,6 +63,7 @@ pub use draft::Draft;
 pub use pattern_cache::{PatternCache, DEFAULT_PATTERN_CACHE_BYTES};
 pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
 pub use xml::ParameterStyle;
+pub(crate) use xml::CDATA;
 
 /// How much whitespace may appear between JSON tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -12,6 +12,7 @@
 //! city="Paris", days=3, tags=["a"], on=True                            python
 //! {city:<|"|>Paris<|"|>,days:3,tags:[<|"|>a<|"|>],m:{k:true}}             gemma
 //! <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>  kimi_k3_xml
+//! <param name="city">Paris</param>, <param name="t"><![CDATA[a<b]]></param>      minicpm_xml
 //! ```
 //!
 //! The first four are XGrammar's styles of those names. `python` writes every
@@ -25,6 +26,10 @@
 //! a parser takes them off, so the text parses back to exactly the value the
 //! grammar checked (with `qwen_xml`, a parser that strips them would turn the
 //! valid `"\nab"` into the too-short `"ab"`).
+//!
+//! `minicpm_xml` also takes a string with no length or pattern as a CDATA
+//! section (`<![CDATA[...]]>`: any text without `]]>`), as MiniCPM 5's template
+//! writes text holding `<`, `&` or a newline.
 //!
 //! `kimi_k3_xml` names each value's JSON type in its tag (`string` for raw text,
 //! `number` for any number, as Kimi K3's template writes them), so a parser
@@ -83,11 +88,14 @@ pub enum ParameterStyle {
     /// `<|open|>argument key="NAME" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>`,
     /// the value's JSON type in the tag (Kimi K3).
     KimiK3,
+    /// `<param name="NAME">VALUE</param>`, free text in `<![CDATA[...]]>` when it
+    /// may hold `<`, `&` or a newline (MiniCPM 5).
+    MiniCpm,
 }
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 8] = [
+    pub const ALL: [ParameterStyle; 9] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
@@ -96,6 +104,7 @@ impl ParameterStyle {
         ParameterStyle::Python,
         ParameterStyle::Gemma,
         ParameterStyle::KimiK3,
+        ParameterStyle::MiniCpm,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -114,6 +123,7 @@ impl ParameterStyle {
             ParameterStyle::Python => "python",
             ParameterStyle::Gemma => "gemma",
             ParameterStyle::KimiK3 => "kimi_k3_xml",
+            ParameterStyle::MiniCpm => "minicpm_xml",
         }
     }
 
@@ -125,6 +135,7 @@ impl ParameterStyle {
             ParameterStyle::DeepSeek => "<｜DSML｜parameter name=\"",
             ParameterStyle::Glm => "<arg_key>",
             ParameterStyle::KimiK3 => "<|open|>argument key=\"",
+            ParameterStyle::MiniCpm => "<param name=\"",
             ParameterStyle::Python | ParameterStyle::Gemma => "",
         }
     }
@@ -149,6 +160,7 @@ impl ParameterStyle {
             ParameterStyle::DeepSeek => "</｜DSML｜parameter>",
             ParameterStyle::Glm => "</arg_value>",
             ParameterStyle::KimiK3 => "<|close|>argument<|sep|>",
+            ParameterStyle::MiniCpm => "</param>",
             ParameterStyle::Python => "",
             // What closes a string (which opens with it too).
             ParameterStyle::Gemma => "<|\"|>",
@@ -169,6 +181,9 @@ impl ParameterStyle {
         }
     }
 }
+
+/// What opens and closes an XML CDATA section: raw text that may hold `<`.
+pub(crate) const CDATA: (&str, &str) = ("<![CDATA[", "]]>");
 
 /// The JSON types a tag may name (Kimi K3's `type="..."`), and the values of
 /// each; a string is raw text, named apart.
@@ -369,7 +384,7 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::Qwen => text(">"),
             ParameterStyle::QwenCoder if raw => text(">\n"),
             ParameterStyle::QwenCoder => text(">"),
-            ParameterStyle::MiniMax => text("\">"),
+            ParameterStyle::MiniMax | ParameterStyle::MiniCpm => text("\">"),
             ParameterStyle::DeepSeek if raw => text("\" string=\"true\">"),
             ParameterStyle::DeepSeek => text("\" string=\"false\">"),
             ParameterStyle::Glm => seq(vec![text("</arg_key>"), self.ws(), text("<arg_value>")]),
@@ -401,18 +416,41 @@ impl<'a> SchemaCompiler<'a> {
                 }),
                 close_expr,
             ]),
-            Some(StringBody::Chars { min, max: None }) => seq(vec![
-                Expr::Repeat {
-                    expr: Box::new(Expr::Regex(not_open_angle())),
-                    min: limit(min),
-                    max: Some(limit(min)),
-                },
-                // Up to the margin and closing tag, never holding the tag.
-                Expr::Text(Box::new(FreeText {
-                    excludes: vec![end.as_bytes().to_vec()],
-                    stops: vec![close.into_bytes()],
-                })),
-            ]),
+            Some(StringBody::Chars { min, max: None }) => {
+                let plain = seq(vec![
+                    Expr::Repeat {
+                        expr: Box::new(Expr::Regex(not_open_angle())),
+                        min: limit(min),
+                        max: Some(limit(min)),
+                    },
+                    // Up to the margin and closing tag, never holding the tag
+                    // (nor, where a CDATA section may stand, its opening).
+                    Expr::Text(Box::new(FreeText {
+                        excludes: match style {
+                            ParameterStyle::MiniCpm => {
+                                vec![end.as_bytes().to_vec(), CDATA.0.as_bytes().to_vec()]
+                            }
+                            _ => vec![end.as_bytes().to_vec()],
+                        },
+                        stops: vec![close.clone().into_bytes()],
+                    })),
+                ]);
+                match style {
+                    // Any text at all inside CDATA (its end cannot be in it).
+                    ParameterStyle::MiniCpm if min == 0 => alt(vec![
+                        plain,
+                        seq(vec![
+                            Expr::literal(CDATA.0.as_bytes()),
+                            Expr::Text(Box::new(FreeText::excluding(vec![CDATA
+                                .1
+                                .as_bytes()
+                                .to_vec()]))),
+                            Expr::literal(format!("{}{close}", CDATA.1).as_bytes()),
+                        ]),
+                    ]),
+                    _ => plain,
+                }
+            }
             Some(StringBody::Chars {
                 min,
                 max: Some(max),
@@ -653,6 +691,23 @@ mod tests {
         assert!(ok(&arg("mode", "null", "null")) && !ok(&arg("mode", "string", "2")));
         assert!(ok(&arg("on", "boolean", "true")) && ok(&arg("on", "array", "[1]")));
         assert!(!ok(&arg("on", "array", "true")));
+    }
+
+    #[test]
+    fn minicpm_takes_free_text_in_cdata() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {
+                "code": {"type": "string"}, "id": {"type": "string", "maxLength": 3}}}),
+            ParameterStyle::MiniCpm,
+        );
+        assert!(ok(r#"<param name="code">print(1)</param>"#));
+        assert!(ok(
+            r#"<param name="code"><![CDATA[a</param> & <b>]]></param>"#
+        ));
+        assert!(!ok(r#"<param name="code"><![CDATA[a]]> b]]></param>"#));
+        // Bounded text has no CDATA form (its length is the text's).
+        assert!(!ok(r#"<param name="id"><![CDATA[ab]]></param>"#));
+        assert!(ok(r#"<param name="id">ab</param>"#));
     }
 
     #[test]

@@ -26,8 +26,9 @@
 //! Cohere's list of actions (`cohere.rs`); gpt-oss's harmony messages, whose
 //! channels carry reasoning, answer and calls (`harmony.rs`); Kimi K3's tagged
 //! blocks (`kimi_k3.rs`); a JSON list of named calls between tags (Nemotron
-//! Nano 2, Apriel: `named_list.rs`). Not built yet: MiniMax-M3 and others of the
-//! chat templates in the test data. A
+//! Nano 2, Apriel: `named_list.rs`); MiniCPM 5's `<function name="f">` (an XML
+//! shape). Not built yet: MiniMax-M3 and others of the chat templates in the
+//! test data. A
 //! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
 //! [`grammar_with_reasoning`]) is free text up to its close.
 //!
@@ -130,6 +131,9 @@ pub enum ToolCallFormat {
     /// `<tool_calls>[{"name": "f", "arguments": {...}}]</tool_calls>`: Apriel 1.5
     /// and 1.6.
     Apriel,
+    /// `<function name="f"><param name="a">1</param></function>`, text that
+    /// may hold `<`, `&` or a newline in CDATA: MiniCPM 5.
+    MiniCpm,
 }
 
 impl ToolCallFormat {
@@ -141,6 +145,9 @@ impl ToolCallFormat {
         }
         if template.contains("<|open|>") && template.contains("open_tag('call'") {
             return Some(ToolCallFormat::KimiK3);
+        }
+        if template.contains("<function name=") && template.contains("<param name=") {
+            return Some(ToolCallFormat::MiniCpm);
         }
         if template.contains("<TOOLCALL>[") {
             return Some(ToolCallFormat::NemotronNano2);
@@ -219,7 +226,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 21] = [
+    pub const ALL: [ToolCallFormat; 22] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -241,10 +248,11 @@ impl ToolCallFormat {
         ToolCallFormat::KimiK3,
         ToolCallFormat::NemotronNano2,
         ToolCallFormat::Apriel,
+        ToolCallFormat::MiniCpm,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 21] = [
+    pub const NAMES: [&'static str; 22] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -266,6 +274,7 @@ impl ToolCallFormat {
         "kimi-k3",
         "nemotron-nano-v2",
         "apriel",
+        "minicpm",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -298,6 +307,7 @@ impl ToolCallFormat {
             "kimi-k3" => Some(ToolCallFormat::KimiK3),
             "nemotron-nano-v2" => Some(ToolCallFormat::NemotronNano2),
             "apriel" => Some(ToolCallFormat::Apriel),
+            "minicpm" | "minicpm5" => Some(ToolCallFormat::MiniCpm),
             _ => None,
         }
     }
@@ -315,6 +325,7 @@ impl ToolCallFormat {
             ToolCallFormat::Cohere => cohere::TRIGGER,
             ToolCallFormat::Harmony => harmony::TRIGGER,
             ToolCallFormat::KimiK3 => kimi_k3::TRIGGER,
+            ToolCallFormat::MiniCpm => xml::MINICPM.open,
             ToolCallFormat::NemotronNano2 | ToolCallFormat::Apriel => {
                 self.list_shape().expect("a list format").open
             }
@@ -365,6 +376,7 @@ impl ToolCallFormat {
             ToolCallFormat::MiniMax => Some(&xml::MINIMAX),
             ToolCallFormat::DeepSeekDsml => Some(&xml::DSML_FUNCTION_CALLS),
             ToolCallFormat::DeepSeekV4 => Some(&xml::DSML_TOOL_CALLS),
+            ToolCallFormat::MiniCpm => Some(&xml::MINICPM),
             _ => None,
         }
     }

@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 use super::Tool;
-use crate::frontend::json_schema::ParameterStyle;
+use crate::frontend::json_schema::{ParameterStyle, CDATA};
 
 /// How a family writes one call: what opens it (the function's name follows),
 /// what ends the name, what closes the call, its parameters' style, and what
@@ -44,6 +44,8 @@ pub(crate) struct CallShape {
     /// What ends the call's opening tag after the name's close, attributes
     /// between skipped (Kimi K3's ` index="1"<|sep|>`); empty when nothing does.
     pub head_close: &'static str,
+    /// Whether the templates put a newline after the call's opening tag.
+    pub head_newline: bool,
 }
 
 /// Qwen3-Coder's and Qwen3.5's call, each inside `<tool_call>`.
@@ -63,6 +65,7 @@ pub(crate) const QWEN: CallShape = CallShape {
     ],
     lead_in: "",
     head_close: "",
+    head_newline: true,
 };
 
 /// GLM's call (`<tool_call>` is the call itself).
@@ -76,6 +79,7 @@ pub(crate) const GLM: CallShape = CallShape {
     ends: &["</tool_call>"],
     lead_in: "",
     head_close: "",
+    head_newline: true,
 };
 
 /// Seed-OSS's call: Qwen's tags without the newlines around values, each
@@ -90,6 +94,7 @@ pub(crate) const SEED: CallShape = CallShape {
     ends: &["</function>\n</seed:tool_call>"],
     lead_in: "\n",
     head_close: "",
+    head_newline: true,
 };
 
 /// MiniMax-M2's calls, all inside one `<minimax:tool_call>`.
@@ -103,6 +108,7 @@ pub(crate) const MINIMAX: CallShape = CallShape {
     ends: &["</invoke>\n"],
     lead_in: "\n",
     head_close: "",
+    head_newline: true,
 };
 
 /// DeepSeek V3.2's calls (DSML), all inside one `<｜DSML｜function_calls>`.
@@ -116,12 +122,27 @@ pub(crate) const DSML_FUNCTION_CALLS: CallShape = CallShape {
     ends: &["</｜DSML｜invoke>\n"],
     lead_in: "\n\n",
     head_close: "",
+    head_newline: true,
 };
 
 /// DeepSeek V4's: V3.2's inside `<｜DSML｜tool_calls>`.
 pub(crate) const DSML_TOOL_CALLS: CallShape = CallShape {
     wrapper: ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
     ..DSML_FUNCTION_CALLS
+};
+
+/// MiniCPM 5's calls, one after another with no wrapper.
+pub(crate) const MINICPM: CallShape = CallShape {
+    open: "<function name=\"",
+    name_close: Some("\">"),
+    close: "</function>",
+    style: ParameterStyle::MiniCpm,
+    wrapper: ("", ""),
+    wraps_each_call: false,
+    ends: &["</function>"],
+    lead_in: "",
+    head_close: "",
+    head_newline: false,
 };
 
 /// Kimi K3's calls, all inside one `<|open|>tools<|sep|>`, each numbered by
@@ -136,6 +157,7 @@ pub(crate) const KIMI_K3: CallShape = CallShape {
     ends: &["<|close|>call<|sep|>"],
     lead_in: "",
     head_close: "<|sep|>",
+    head_newline: false,
 };
 
 /// A way a value's tag may open after its key, and what it says of the value:
@@ -146,8 +168,9 @@ impl CallShape {
     /// What opens a call to `name`, up to its parameters, as the templates
     /// render it: with the wrapper when there is one per call.
     pub(crate) fn call_begin(&self, name: &str) -> String {
+        let newline = if self.head_newline { "\n" } else { "" };
         let head = match self.name_close {
-            Some(close) => format!("{}{name}{close}\n", self.open),
+            Some(close) => format!("{}{name}{close}{newline}", self.open),
             None => format!("{}{name}", self.open),
         };
         match self.wraps_each_call {
@@ -179,6 +202,14 @@ impl CallShape {
             ParameterStyle::QwenCoder => format!("{prefix}{key}>\n{text}\n{end}\n"),
             ParameterStyle::Qwen => format!("{prefix}{key}>{text}{end}\n"),
             ParameterStyle::MiniMax => format!("{prefix}{key}\">{text}{end}\n"),
+            ParameterStyle::MiniCpm => {
+                // As the template writes it: raw text that may be misread, in CDATA.
+                let text = match raw && text.contains(['<', '&', '\n']) {
+                    true => format!("{}{text}{}", CDATA.0, CDATA.1),
+                    false => text,
+                };
+                format!("{prefix}{key}\">{text}{end}")
+            }
             ParameterStyle::DeepSeek => format!("{prefix}{key}\" string=\"{raw}\">{text}{end}\n"),
             ParameterStyle::Glm => format!("{prefix}{key}</arg_key><arg_value>{text}{end}"),
             ParameterStyle::Python => format!("{key}={value}"),
@@ -203,7 +234,7 @@ impl CallShape {
     fn key_close(&self) -> (&'static str, &'static [ValueOpen]) {
         match self.style {
             ParameterStyle::Glm => ("</arg_key>", &[("<arg_value>", None)]),
-            ParameterStyle::MiniMax => ("\">", &[("", None)]),
+            ParameterStyle::MiniMax | ParameterStyle::MiniCpm => ("\">", &[("", None)]),
             ParameterStyle::DeepSeek => (
                 "\"",
                 &[
@@ -319,6 +350,21 @@ pub(crate) fn function_block<'a>(
                 }
             }
         };
+        if let Some(inside) = value.strip_prefix(CDATA.0) {
+            // Raw text that may hold the closing tag (MiniCPM's).
+            let Some(end) = inside.find(CDATA.1) else {
+                return Some(block);
+            };
+            let after = &inside[end + CDATA.1.len()..];
+            let Some(next) = after.strip_prefix(value_close) else {
+                return (value_close.starts_with(after)).then_some(block);
+            };
+            block
+                .parameters
+                .push((key, Value::String(inside[..end].to_string())));
+            rest = next;
+            continue;
+        }
         let Some(close) = value.find(value_close) else {
             return Some(block);
         };
