@@ -134,6 +134,14 @@ pub enum ToolCallFormat {
     /// `<function name="f"><param name="a">1</param></function>`, text that
     /// may hold `<`, `&` or a newline in CDATA: MiniCPM 5.
     MiniCpm,
+    /// ` functools[{"name": "f", "arguments": {...}}]`: FireFunction v2.
+    FireFunction,
+    /// `<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "f", "arguments": {...}}`:
+    /// GigaChat 3 (one call per turn).
+    GigaChat3,
+    /// `<|function_call|>{"name": "f", "arguments": {...}}`: GigaChat 3.1 (one call
+    /// per turn).
+    GigaChat31,
 }
 
 impl ToolCallFormat {
@@ -148,6 +156,15 @@ impl ToolCallFormat {
         }
         if template.contains("<function name=") && template.contains("<param name=") {
             return Some(ToolCallFormat::MiniCpm);
+        }
+        if template.contains(" functools[") {
+            return Some(ToolCallFormat::FireFunction);
+        }
+        if template.contains("'role': 'function call'") {
+            return Some(ToolCallFormat::GigaChat3);
+        }
+        if template.contains("function_call=\"<|function_call|>\"") {
+            return Some(ToolCallFormat::GigaChat31);
         }
         if template.contains("<TOOLCALL>[") {
             return Some(ToolCallFormat::NemotronNano2);
@@ -226,7 +243,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 22] = [
+    pub const ALL: [ToolCallFormat; 25] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -249,10 +266,13 @@ impl ToolCallFormat {
         ToolCallFormat::NemotronNano2,
         ToolCallFormat::Apriel,
         ToolCallFormat::MiniCpm,
+        ToolCallFormat::FireFunction,
+        ToolCallFormat::GigaChat3,
+        ToolCallFormat::GigaChat31,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 22] = [
+    pub const NAMES: [&'static str; 25] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -275,6 +295,9 @@ impl ToolCallFormat {
         "nemotron-nano-v2",
         "apriel",
         "minicpm",
+        "firefunction",
+        "gigachat3",
+        "gigachat3.1",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -308,12 +331,18 @@ impl ToolCallFormat {
             "nemotron-nano-v2" => Some(ToolCallFormat::NemotronNano2),
             "apriel" => Some(ToolCallFormat::Apriel),
             "minicpm" | "minicpm5" => Some(ToolCallFormat::MiniCpm),
+            "firefunction" | "firefunction-v2" => Some(ToolCallFormat::FireFunction),
+            "gigachat3" => Some(ToolCallFormat::GigaChat3),
+            "gigachat3.1" => Some(ToolCallFormat::GigaChat31),
             _ => None,
         }
     }
 
     /// The text that opens the calls (the trigger).
     pub fn trigger(self) -> &'static str {
+        if let Some(shape) = self.list_shape() {
+            return shape.open;
+        }
         match self {
             ToolCallFormat::Hermes | ToolCallFormat::Glm => "<tool_call>",
             ToolCallFormat::MistralNemo
@@ -326,9 +355,6 @@ impl ToolCallFormat {
             ToolCallFormat::Harmony => harmony::TRIGGER,
             ToolCallFormat::KimiK3 => kimi_k3::TRIGGER,
             ToolCallFormat::MiniCpm => xml::MINICPM.open,
-            ToolCallFormat::NemotronNano2 | ToolCallFormat::Apriel => {
-                self.list_shape().expect("a list format").open
-            }
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
@@ -353,6 +379,9 @@ impl ToolCallFormat {
         match self {
             ToolCallFormat::NemotronNano2 => Some(&named_list::NEMOTRON),
             ToolCallFormat::Apriel => Some(&named_list::APRIEL),
+            ToolCallFormat::FireFunction => Some(&named_list::FIREFUNCTION),
+            ToolCallFormat::GigaChat3 => Some(&named_list::GIGACHAT3),
+            ToolCallFormat::GigaChat31 => Some(&named_list::GIGACHAT31),
             _ => None,
         }
     }
@@ -630,6 +659,8 @@ pub fn structural_tag(
     parallel: bool,
 ) -> Result<Value, FrontendError> {
     let trigger = format.trigger();
+    // A format that writes one call object has one call per turn.
+    let parallel = parallel && format.list_shape().is_none_or(|shape| shape.list);
     let chosen: Vec<&Tool> = match choice {
         ToolChoice::Function(name) => tools.iter().filter(|t| &t.name == name).collect(),
         _ => tools.iter().collect(),
@@ -772,12 +803,14 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
                 text("}"),
             ])
         };
+        let (open, close) = shape.frame();
         return Layout::Block {
-            open: format!("{}[", shape.open),
+            open,
             call: one_of(chosen.iter().map(|t| item(t)).collect()),
             separator: text(", "),
-            close: format!("]{}", shape.close),
-            ends_reply: false,
+            close,
+            // One object ends the reply: the turn holds one call.
+            ends_reply: !shape.list,
         };
     }
     let quoted = |tool: &Tool| serde_json::to_string(&tool.name).expect("a string");

@@ -1,13 +1,14 @@
-//! Calls as one JSON list of `{"name": ..., "arguments": {...}}` objects
-//! between two tags: NVIDIA Nemotron Nano 2's `<TOOLCALL>[...]</TOOLCALL>` and
-//! Apriel's `<tool_calls>[...]</tool_calls>`,
+//! Calls as `{"name": ..., "arguments": {...}}` objects after a tag: a JSON list
+//! of them (NVIDIA Nemotron Nano 2's `<TOOLCALL>[...]</TOOLCALL>`, Apriel's
+//! `<tool_calls>[...]</tool_calls>`, FireFunction's ` functools[...]`) or one
+//! object, one call per turn (GigaChat's `<|function_call|>{...}`),
 //!
 //! ```text
 //! <TOOLCALL>[{"name": "f", "arguments": {"city": "Paris"}}, {"name": "g", "arguments": {}}]</TOOLCALL>
 //! ```
 //!
 //! spelled as the templates render it (`json.dumps` spacing). Text before the
-//! list is the content.
+//! tag is the content.
 
 use std::borrow::Cow;
 
@@ -16,24 +17,59 @@ use serde_json::Value;
 use super::parse::{leading_json, ParsedCall, ParsedReply};
 use super::progress::{json_key, json_string, object_prefix, CallProgress};
 
-/// The tags around a family's list.
+/// The tags around a family's calls, and whether they are a list.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ListShape {
     pub open: &'static str,
     pub close: &'static str,
+    /// A JSON list of calls; else one call object.
+    pub list: bool,
 }
 
 /// Nemotron Nano 2's.
 pub(crate) const NEMOTRON: ListShape = ListShape {
     open: "<TOOLCALL>",
     close: "</TOOLCALL>",
+    list: true,
 };
 
 /// Apriel 1.5's and 1.6's.
 pub(crate) const APRIEL: ListShape = ListShape {
     open: "<tool_calls>",
     close: "</tool_calls>",
+    list: true,
 };
+
+/// FireFunction v2's (its list right after the word).
+pub(crate) const FIREFUNCTION: ListShape = ListShape {
+    open: " functools",
+    close: "",
+    list: true,
+};
+
+/// GigaChat 3's: the call is a message of the `function call` role.
+pub(crate) const GIGACHAT3: ListShape = ListShape {
+    open: "<|message_sep|>\n\nfunction call<|role_sep|>\n",
+    close: "",
+    list: false,
+};
+
+/// GigaChat 3.1's.
+pub(crate) const GIGACHAT31: ListShape = ListShape {
+    open: "<|function_call|>",
+    close: "",
+    list: false,
+};
+
+impl ListShape {
+    /// What opens and closes the calls, brackets included.
+    pub(crate) fn frame(&self) -> (String, String) {
+        match self.list {
+            true => (format!("{}[", self.open), format!("]{}", self.close)),
+            false => (self.open.to_string(), self.close.to_string()),
+        }
+    }
+}
 
 /// One item up to its arguments.
 pub(crate) fn item_head(name: &str) -> String {
@@ -43,12 +79,8 @@ pub(crate) fn item_head(name: &str) -> String {
 
 /// A whole list holding one call.
 pub(crate) fn call_text(shape: &ListShape, name: &str, arguments: &Value) -> String {
-    format!(
-        "{}[{}{arguments}}}]{}",
-        shape.open,
-        item_head(name),
-        shape.close
-    )
+    let (open, close) = shape.frame();
+    format!("{open}{}{arguments}}}{close}", item_head(name))
 }
 
 /// Splits a reply into content and the calls of its list. A list that does not
@@ -64,9 +96,13 @@ pub(crate) fn parse(text: &str, shape: &ListShape) -> ParsedReply {
     };
     let body = &text[start + shape.open.len()..];
     let read = (|| {
-        let (list, used) = leading_json(body)?;
+        let (value, used) = leading_json(body)?;
+        let items = match shape.list {
+            true => value.as_array()?.clone(),
+            false => vec![value],
+        };
         let mut calls = Vec::new();
-        for item in list.as_array()? {
+        for item in &items {
             let arguments = item.get("arguments")?;
             calls.push(ParsedCall {
                 name: item.get("name")?.as_str()?.to_string(),
@@ -93,10 +129,11 @@ pub(crate) fn calls_in_progress<'a>(text: &'a str, shape: &ListShape) -> Vec<Cal
     let Some(start) = text.find(shape.open) else {
         return out;
     };
-    let Some(mut rest) = text[start + shape.open.len()..]
-        .trim_start()
-        .strip_prefix('[')
-    else {
+    let body = text[start + shape.open.len()..].trim_start();
+    let Some(mut rest) = (match shape.list {
+        true => body.strip_prefix('['),
+        false => Some(body),
+    }) else {
         return out;
     };
     while let Some(after_brace) = rest.trim_start().strip_prefix('{') {
@@ -119,7 +156,7 @@ pub(crate) fn calls_in_progress<'a>(text: &'a str, shape: &ListShape) -> Vec<Cal
         });
         let after = &arguments_at[arguments.len()..];
         match after.trim_start().strip_prefix('}') {
-            Some(next) if complete => match next.trim_start().strip_prefix(',') {
+            Some(next) if complete && shape.list => match next.trim_start().strip_prefix(',') {
                 Some(next) => rest = next,
                 None => break,
             },
@@ -149,5 +186,12 @@ mod tests {
         assert!(cut[0].complete && !cut[1].complete);
         let broken = "<tool_calls>[{\"name\": \"f\", \"arguments\": [1]}]</tool_calls>";
         assert_eq!(parse(broken, &APRIEL).content, broken);
+        let one = "Hi<|function_call|>{\"name\": \"f\", \"arguments\": {\"a\": 1}}";
+        let r = parse(one, &GIGACHAT31);
+        assert_eq!((r.content.as_str(), r.calls.len()), ("Hi", 1));
+        assert_eq!(
+            calls_in_progress(one, &GIGACHAT31)[0].arguments,
+            r#"{"a": 1}"#
+        );
     }
 }
