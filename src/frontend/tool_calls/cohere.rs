@@ -12,12 +12,10 @@
 //! A text reply sits between `<|START_RESPONSE|>` and `<|END_RESPONSE|>` (R7B)
 //! or `<|START_TEXT|>` and `<|END_TEXT|>` (Command A): those tags are not content.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
-use super::parse::{leading_json, ParsedCall, ParsedReply};
-use super::progress::{json_key, json_string, object_prefix, CallProgress};
+use super::parse::{call_objects, leading_json, ParsedReply};
+use super::progress::{self, CallKeys, CallProgress};
 
 /// What opens the list of actions (the trigger) with its first line's indent,
 /// what separates two actions, and what closes the list.
@@ -26,6 +24,13 @@ pub(crate) const LIST: (&str, &str, &str) =
 
 /// The trigger.
 pub(crate) const TRIGGER: &str = "<|START_ACTION|>";
+
+/// An action's fields.
+const KEYS: CallKeys = CallKeys {
+    id: Some("tool_call_id"),
+    name: "tool_name",
+    arguments: "parameters",
+};
 
 /// The tags around a text reply, which a reader drops.
 const TEXT_TAGS: [&str; 4] = [
@@ -70,18 +75,7 @@ pub(crate) fn parse(text: &str) -> ParsedReply {
     let body = &text[start + TRIGGER.len()..];
     let read = (|| {
         let (list, used) = leading_json(body)?;
-        let mut calls = Vec::new();
-        for action in list.as_array()? {
-            let arguments = action.get("parameters")?;
-            calls.push(ParsedCall {
-                name: action.get("tool_name")?.as_str()?.to_string(),
-                arguments: arguments.is_object().then(|| arguments.to_string())?,
-                id: action
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            });
-        }
+        let calls = call_objects(list.as_array()?, &KEYS)?;
         let after = body[used..].trim_start();
         let tail = after.strip_prefix("<|END_ACTION|>").unwrap_or(after);
         Some((calls, tail))
@@ -98,49 +92,13 @@ pub(crate) fn parse(text: &str) -> ParsedReply {
 
 /// The actions of a reply being written whose names are known.
 pub(crate) fn calls_in_progress(text: &str) -> Vec<CallProgress<'_>> {
-    let mut out = Vec::new();
     let Some(start) = text.find(TRIGGER) else {
-        return out;
+        return Vec::new();
     };
-    let Some(mut rest) = text[start + TRIGGER.len()..].trim_start().strip_prefix('[') else {
-        return out;
-    };
-    while let Some(after_brace) = rest.trim_start().strip_prefix('{') {
-        let Some((id, after_id)) = json_key(after_brace, "tool_call_id").and_then(json_string)
-        else {
-            break;
-        };
-        let after_comma = after_id.trim_start().strip_prefix(',');
-        let Some((name, after_name)) = after_comma
-            .and_then(|t| json_key(t, "tool_name"))
-            .and_then(json_string)
-        else {
-            break;
-        };
-        let Some(arguments_at) = after_name
-            .trim_start()
-            .strip_prefix(',')
-            .and_then(|t| json_key(t, "parameters"))
-        else {
-            break;
-        };
-        let (arguments, complete) = object_prefix(arguments_at);
-        out.push(CallProgress {
-            name,
-            id: Some(id),
-            arguments: Cow::Borrowed(arguments),
-            complete,
-        });
-        let after = &arguments_at[arguments.len()..];
-        match after.trim_start().strip_prefix('}') {
-            Some(next) if complete => match next.trim_start().strip_prefix(',') {
-                Some(next) => rest = next,
-                None => break,
-            },
-            _ => break,
-        }
+    match text[start + TRIGGER.len()..].trim_start().strip_prefix('[') {
+        Some(rest) => progress::call_objects(rest, &KEYS, true),
+        None => Vec::new(),
     }
-    out
 }
 
 #[cfg(test)]

@@ -10,12 +10,17 @@
 //! spelled as the templates render it (`json.dumps` spacing). Text before the
 //! tag is the content.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
-use super::parse::{leading_json, ParsedCall, ParsedReply};
-use super::progress::{json_key, json_string, object_prefix, CallProgress};
+use super::parse::{call_objects, leading_json, ParsedReply};
+use super::progress::{self, CallKeys, CallProgress};
+
+/// A call's fields.
+const KEYS: CallKeys = CallKeys {
+    id: None,
+    name: "name",
+    arguments: "arguments",
+};
 
 /// The tags around a family's calls, and whether they are a list.
 #[derive(Debug, Clone, Copy)]
@@ -97,19 +102,10 @@ pub(crate) fn parse(text: &str, shape: &ListShape) -> ParsedReply {
     let body = &text[start + shape.open.len()..];
     let read = (|| {
         let (value, used) = leading_json(body)?;
-        let items = match shape.list {
-            true => value.as_array()?.clone(),
-            false => vec![value],
+        let calls = match shape.list {
+            true => call_objects(value.as_array()?, &KEYS)?,
+            false => call_objects(std::slice::from_ref(&value), &KEYS)?,
         };
-        let mut calls = Vec::new();
-        for item in &items {
-            let arguments = item.get("arguments")?;
-            calls.push(ParsedCall {
-                name: item.get("name")?.as_str()?.to_string(),
-                arguments: arguments.is_object().then(|| arguments.to_string())?,
-                id: None,
-            });
-        }
         let after = body[used..].trim_start();
         Some((calls, after.strip_prefix(shape.close).unwrap_or(after)))
     })();
@@ -125,45 +121,17 @@ pub(crate) fn parse(text: &str, shape: &ListShape) -> ParsedReply {
 
 /// The items of a list being written whose names are known.
 pub(crate) fn calls_in_progress<'a>(text: &'a str, shape: &ListShape) -> Vec<CallProgress<'a>> {
-    let mut out = Vec::new();
     let Some(start) = text.find(shape.open) else {
-        return out;
+        return Vec::new();
     };
     let body = text[start + shape.open.len()..].trim_start();
-    let Some(mut rest) = (match shape.list {
+    let rest = match shape.list {
         true => body.strip_prefix('['),
         false => Some(body),
-    }) else {
-        return out;
     };
-    while let Some(after_brace) = rest.trim_start().strip_prefix('{') {
-        let Some((name, after_name)) = json_key(after_brace, "name").and_then(json_string) else {
-            break;
-        };
-        let Some(arguments_at) = after_name
-            .trim_start()
-            .strip_prefix(',')
-            .and_then(|t| json_key(t, "arguments"))
-        else {
-            break;
-        };
-        let (arguments, complete) = object_prefix(arguments_at);
-        out.push(CallProgress {
-            name,
-            id: None,
-            arguments: Cow::Borrowed(arguments),
-            complete,
-        });
-        let after = &arguments_at[arguments.len()..];
-        match after.trim_start().strip_prefix('}') {
-            Some(next) if complete && shape.list => match next.trim_start().strip_prefix(',') {
-                Some(next) => rest = next,
-                None => break,
-            },
-            _ => break,
-        }
-    }
-    out
+    rest.map_or_else(Vec::new, |rest| {
+        progress::call_objects(rest, &KEYS, shape.list)
+    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use serde_json::{Deserializer, Value};
 
+use super::progress::CallKeys;
 use super::xml::{function_block, CallShape};
 use super::{Tool, ToolCallFormat};
 
@@ -40,6 +41,25 @@ pub(crate) fn leading_json(text: &str) -> Option<(Value, usize)> {
     let mut values = Deserializer::from_str(text).into_iter::<Value>();
     let value = values.next()?.ok()?;
     Some((value, values.byte_offset()))
+}
+
+/// Calls written as JSON objects (`keys` name their fields); `None` when one
+/// lacks its name or its arguments are no object.
+pub(crate) fn call_objects(items: &[Value], keys: &CallKeys) -> Option<Vec<ParsedCall>> {
+    items
+        .iter()
+        .map(|item| {
+            let arguments = item.get(keys.arguments)?;
+            Some(ParsedCall {
+                name: item.get(keys.name)?.as_str()?.to_string(),
+                arguments: arguments.is_object().then(|| arguments.to_string())?,
+                id: keys
+                    .id
+                    .and_then(|key| item.get(key)?.as_str())
+                    .map(str::to_string),
+            })
+        })
+        .collect()
 }
 
 /// Named arguments as an object (a name written twice keeps its last value).

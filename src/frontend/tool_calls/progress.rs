@@ -56,6 +56,62 @@ pub fn calls_in_progress<'a>(
     }
 }
 
+/// The keys of a call written as one JSON object, in the order it writes them:
+/// its id (where it has one), its name, its arguments.
+pub(crate) struct CallKeys {
+    pub id: Option<&'static str>,
+    pub name: &'static str,
+    pub arguments: &'static str,
+}
+
+/// The call objects at the start of `rest` whose names are known (`rest`
+/// follows a list's `[` when `list`, else it is one object).
+pub(crate) fn call_objects<'a>(
+    mut rest: &'a str,
+    keys: &CallKeys,
+    list: bool,
+) -> Vec<CallProgress<'a>> {
+    let mut out = Vec::new();
+    while let Some(mut inside) = rest.trim_start().strip_prefix('{') {
+        let mut id = None;
+        if let Some(key) = keys.id {
+            let Some((value, after)) = json_key(inside, key).and_then(json_string) else {
+                break;
+            };
+            let Some(after) = after.trim_start().strip_prefix(',') else {
+                break;
+            };
+            (id, inside) = (Some(value), after);
+        }
+        let Some((name, after_name)) = json_key(inside, keys.name).and_then(json_string) else {
+            break;
+        };
+        let Some(arguments_at) = after_name
+            .trim_start()
+            .strip_prefix(',')
+            .and_then(|t| json_key(t, keys.arguments))
+        else {
+            break;
+        };
+        let (arguments, complete) = object_prefix(arguments_at);
+        out.push(CallProgress {
+            name,
+            id,
+            arguments: Cow::Borrowed(arguments),
+            complete,
+        });
+        let after = &arguments_at[arguments.len()..];
+        match after.trim_start().strip_prefix('}') {
+            Some(next) if complete && list => match next.trim_start().strip_prefix(',') {
+                Some(next) => rest = next,
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    out
+}
+
 /// Named arguments closed so far as compact JSON, the object closed once
 /// `closed` (for formats whose arguments are not written as JSON).
 pub(crate) fn arguments_so_far(pairs: &[(&str, serde_json::Value)], closed: bool) -> String {
