@@ -423,3 +423,65 @@ item[lazy]: /[a-z ]+/ ";"
     matcher.consume_tokens(&tokens).unwrap();
     assert!(matcher.is_accepting());
 }
+
+/// Free text in every state a delimiter's partial match leaves it in (after
+/// `<`, `</th`, `<tool_cal`, a `<` that starts over): the masks equal the
+/// brute-force ones at every byte, over Llama-3 and Qwen3. Those states take a
+/// looping state's tables for most first bytes and walk the rest, and free
+/// text that may end anywhere takes its class slice with every other byte as
+/// an exit: both shortcuts are checked here against the definition.
+#[test]
+#[ignore = "corpus: needs ../shared/data; run by .ci/run"]
+fn free_text_masks_match_the_oracle_in_partial_matches() {
+    let lark = r#"start: "<think>" think body
+think[suffix="</think>"]: /(.|\n)*/
+body: (text "{" NAME "}" "</tool_call>")* tail
+text[suffix="<tool_call>"]: /(.|\n)*/
+NAME: /[a-z]+/
+tail: /[^<]*/"#;
+    let lark_text = "<think>a < b, </th and <</thin ok</think>x <tool <tool_cal <<tool_call>{f}</tool_call>\u{e9}t\u{e9} <tool_call>{g}</tool_call> end";
+    // Text that may end anywhere, before a byte it cannot read ("x!").
+    let sentences = r#"start: SENTENCE ("!" start)?
+SENTENCE: /[^!]*/"#;
+    let sentences_text = "Hi there! A sentence\n\u{e9}t\u{e9}! Last";
+    let tag = serde_json::json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [{
+            "begin": "<tool_call>", "end": "</tool_call>",
+            "content": {"type": "json_schema", "json_schema": {"type": "object",
+                "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}]}]}});
+    let tag_text = "<think>x </thi y</think>a <tool_ca b <<tool_call>{\"n\": 1}</tool_call> <to c";
+    for relative in ["llama3/tokenizer.json", "qwen3/tokenizer.json"] {
+        let vocab = load_vocab(relative);
+        let compiler = stencil::Compiler::new(Arc::clone(&vocab));
+        let grammars = [
+            (compiler.compile_lark(lark).unwrap(), lark_text),
+            (compiler.compile_lark(sentences).unwrap(), sentences_text),
+            (
+                compiler
+                    .compile_structural_tag(&tag, &Default::default())
+                    .unwrap(),
+                tag_text,
+            ),
+        ];
+        for (tables, text) in grammars {
+            let width = tables.mask_words() + 1;
+            for p in 0..=text.len() {
+                if !text.is_char_boundary(p) {
+                    continue;
+                }
+                let prefix = &text.as_bytes()[..p];
+                let fast = oracle::fast_mask(&tables, prefix, width);
+                let slow = oracle::oracle_mask(&tables, prefix, width);
+                let diff = oracle::differences(&fast, &slow);
+                assert!(
+                    diff.is_empty(),
+                    "{relative}: after {:?}: {} differences, e.g. {:?}",
+                    String::from_utf8_lossy(prefix),
+                    diff.len(),
+                    &diff[..diff.len().min(5)]
+                );
+            }
+        }
+    }
+}

@@ -13,13 +13,14 @@ use super::closed_class::{Budgets, NO_BUDGET};
 use super::lexeme::{LexemeMasks, LexemeScratch};
 use super::walk::{walk_lexeme, LexemeWalk, Visit};
 use super::{
-    MatchNode, TokenTables, MAX_CLASS_SLICE_EXITS, MAX_CONTROL_STATES, MAX_SLICE_STATES,
-    MIN_CLOSED_CLASS_BYTES, MIN_COUNTED_SLICE_BUDGET, MIN_COUNTED_SLICE_BYTES,
+    MatchNode, TokenTables, MAX_CLASS_SLICE_EXITS, MAX_CONTROL_STATES, MAX_DIFFERING_SHARE,
+    MAX_SLICE_STATES, MIN_CLOSED_CLASS_BYTES, MIN_COUNTED_SLICE_BUDGET, MIN_COUNTED_SLICE_BYTES,
 };
 use crate::automaton::terminal::{ExcludedRests, Terminal, LOOPED};
+use crate::automaton::DEAD;
 use crate::automaton::{State, TerminalId};
-use crate::bits::set_bit;
 use crate::bits::ByteSet;
+use crate::bits::{clear_bit, clear_range, set_bit};
 use crate::vocab::{ClassSlice, SliceChars, SubtreeBytes, TokenSlice};
 
 impl TokenTables {
@@ -44,6 +45,9 @@ impl TokenTables {
         }
         let trie = self.vocab.trie();
         if let Some(masks) = self.literal_lexeme(terminal, state) {
+            return masks;
+        }
+        if let Some(masks) = self.lexeme_like_its_loop(terminal, state) {
             return masks;
         }
         let rank_words = trie.token_ids().len().div_ceil(32);
@@ -228,7 +232,7 @@ impl TokenTables {
         class: u128,
         states: &mut Vec<bool>,
     ) -> Option<Arc<Option<ClassSlice>>> {
-        let mut exits = terminal.exit_bytes(class, states)?;
+        let mut exits = terminal.exit_bytes(class, states);
         let mut non_ascii = None;
         if exits.has_non_ascii() {
             let widened = SliceChars::EVERY.into_iter().find_map(|chars| {
@@ -238,7 +242,7 @@ impl TokenTables {
                     chars.non_ascii(),
                     MAX_SLICE_STATES,
                 )?;
-                Some((chars, terminal.ascii_exit_bytes(class, &states)?, states))
+                Some((chars, terminal.ascii_exit_bytes(class, &states), states))
             });
             if let Some((chars, ascii_exits, widened_states)) = widened {
                 (non_ascii, exits, *states) = (Some(chars), ascii_exits, widened_states);
@@ -313,6 +317,111 @@ impl TokenTables {
         Some(LexemeMasks::from_walk(trie, scratch, touched, &match_nodes))
     }
 
+    /// The tables of a state that reads most first bytes as a looping state
+    /// does (free text after a partial match of the text that ends it: after
+    /// `<` of `</think>` every byte but `/` goes where it goes from the text's
+    /// loop). A token starting with such a byte takes the same path from both
+    /// states after that byte, so it fares alike: the loop's tables (built
+    /// once, by the body slice) serve for those tokens, and only the subtrees
+    /// of the other first bytes are walked. Such a state's first mask was a
+    /// walk of the whole vocabulary, and free text meets one at every partial
+    /// match. `None` where the state has no such loop or too many tokens start
+    /// with a byte read differently.
+    fn lexeme_like_its_loop(&self, terminal: &Terminal, state: State) -> Option<LexemeMasks> {
+        if state & LOOPED != 0 || terminal.tables().is_none() {
+            return None;
+        }
+        let target = |q: State| most_common_next(terminal, q);
+        let lo = target(state).filter(|&r| r != state && target(r) == Some(r))?;
+        let trie = self.vocab.trie();
+        let token_count = trie.token_ids().len();
+        // The first bytes read differently, with their subtrees.
+        let mut differing = Vec::new();
+        let mut differing_ranks = 0;
+        for byte in 0..=u8::MAX {
+            if terminal.next(state, byte) == terminal.next(lo, byte) {
+                continue;
+            }
+            if let Some(child) = trie.child_of(None, byte) {
+                differing_ranks += trie.ranks_under(child).len();
+                differing.push((byte, child));
+            }
+        }
+        if differing_ranks > token_count / MAX_DIFFERING_SHARE {
+            return None;
+        }
+        let of_loop = self.shared_lexeme(terminal.fingerprint(), lo, || {
+            self.build_lexeme_of(terminal, lo)
+        });
+        let token_ids = trie.token_ids();
+        let mut scratch = LexemeScratch::take(self.mask_words(), token_count.div_ceil(32));
+        of_loop.tokens.add_to(
+            token_ids,
+            &mut scratch.allowed,
+            &mut scratch.allowed_by_rank,
+            &mut scratch.boundary_by_rank,
+        );
+        for &(_, child) in &differing {
+            let ranks = trie.ranks_under(child);
+            for &id in &token_ids[ranks.clone()] {
+                clear_bit(&mut scratch.allowed, id as usize);
+            }
+            clear_range(&mut scratch.allowed_by_rank, ranks.clone());
+            clear_range(&mut scratch.boundary_by_rank, ranks);
+        }
+        let mut walked_match_nodes = Vec::new();
+        let LexemeScratch {
+            allowed,
+            allowed_by_rank,
+            boundary_by_rank,
+        } = &mut scratch;
+        let mut walk = LexemeWalk {
+            trie,
+            allowed: Some(allowed),
+            allowed_by_rank,
+            boundary_by_rank,
+            rank_base: 0,
+            closed: None,
+            class_slice: None,
+            counted: None,
+            match_nodes: Some(&mut walked_match_nodes),
+            touched: 0..0,
+        };
+        for &(byte, child) in &differing {
+            if terminal.next(state, byte) != DEAD {
+                walk_lexeme(&mut walk, terminal, Visit::FirstByte(child), state);
+            }
+        }
+        // The loop's match nodes outside the differing subtrees, and the walk's.
+        let match_nodes = of_loop.match_nodes.as_ref().map(|nodes| {
+            let mut kept: Vec<u32> = nodes
+                .iter()
+                .map(|at| at.node)
+                .filter(|&n| {
+                    !differing.iter().any(|&(_, child)| {
+                        (child..trie.nodes()[child].subtree_end as usize).contains(&(n as usize))
+                    })
+                })
+                .collect();
+            kept.extend(&walked_match_nodes);
+            kept.sort_unstable();
+            kept
+        });
+        let masks = LexemeMasks::from_walk(
+            trie,
+            scratch,
+            0..token_count,
+            match_nodes.as_deref().unwrap_or(&[]),
+        );
+        Some(match match_nodes {
+            Some(_) => masks,
+            None => LexemeMasks {
+                match_nodes: None,
+                ..masks
+            },
+        })
+    }
+
     /// The [`ClassSlice`] of `class` (widened by `non_ascii`) with `exits`, from
     /// the shared tables; `None` inside where too many tokens hold an exit.
     pub(super) fn class_slice(
@@ -375,6 +484,22 @@ impl TokenTables {
             match_nodes,
         }
     }
+}
+
+/// The state most bytes lead to from `state` (`None` where most die): a
+/// loop's own state for itself, the loop for a partial match of the text
+/// that ends it.
+fn most_common_next(terminal: &Terminal, state: State) -> Option<State> {
+    let mut counts: Vec<(State, u32)> = Vec::new();
+    for byte in 0..=u8::MAX {
+        let next = terminal.next(state, byte);
+        match counts.iter_mut().find(|(q, _)| *q == next) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((next, 1)),
+        }
+    }
+    let (most, _) = counts.into_iter().max_by_key(|&(_, n)| n)?;
+    (most != DEAD).then_some(most)
 }
 
 /// The [closed class](Terminal::closed_class) of a lexeme state, where it has

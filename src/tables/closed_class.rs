@@ -73,9 +73,10 @@ impl Terminal {
     /// For a [closed class](Terminal::closed_class) and the states it reaches
     /// (`closed[q]`): the bytes outside the class on which some of those states
     /// survive (bit `b % 64` of word `b / 64`): a token made of the class and then
-    /// any other byte dies there. `None` when one of the states is a match: a
-    /// token dying past it may end a lexeme there, which the walk must see.
-    pub(crate) fn exit_bytes(&self, class: u128, closed: &[bool]) -> Option<ByteSet> {
+    /// any other byte dies there. Where one of the states is a match, every byte
+    /// outside the class: a token dying past a match may end a lexeme there (free
+    /// text that may end anywhere, before a `<`), which the walk must see.
+    pub(crate) fn exit_bytes(&self, class: u128, closed: &[bool]) -> ByteSet {
         self.exits_outside(class, false, closed)
     }
 
@@ -83,7 +84,7 @@ impl Terminal {
     /// by non-ASCII characters: only ASCII exits, since a token's non-ASCII bytes
     /// are either those characters or a split or foreign one, which the table
     /// walk reads itself.
-    pub(crate) fn ascii_exit_bytes(&self, class: u128, closed: &[bool]) -> Option<ByteSet> {
+    pub(crate) fn ascii_exit_bytes(&self, class: u128, closed: &[bool]) -> ByteSet {
         self.exits_outside(class, true, closed)
     }
 
@@ -94,17 +95,21 @@ impl Terminal {
         self.live_outside(class, false, budgets.chain())
     }
 
-    pub(super) fn exits_outside(
-        &self,
-        class: u128,
-        ascii_only: bool,
-        closed: &[bool],
-    ) -> Option<ByteSet> {
+    pub(super) fn exits_outside(&self, class: u128, ascii_only: bool, closed: &[bool]) -> ByteSet {
         let states = (0..closed.len()).filter(|&q| closed[q]).map(|q| q as State);
         if states.clone().any(|q| self.is_match(q)) {
-            return None;
+            return self.outside(class, ascii_only);
         }
-        Some(self.live_outside(class, ascii_only, states))
+        self.live_outside(class, ascii_only, states)
+    }
+
+    /// The bytes outside `class` (and, with `ascii_only`, below 0x80).
+    fn outside(&self, class: u128, ascii_only: bool) -> ByteSet {
+        let outside = ByteSet::from_ascii_class(class).complement();
+        match ascii_only {
+            true => outside.intersection(&ByteSet::non_ascii().complement()),
+            false => outside,
+        }
     }
 
     /// The bytes outside `class` (and, with `ascii_only`, below 0x80) on which
@@ -115,10 +120,7 @@ impl Terminal {
         ascii_only: bool,
         states: impl Iterator<Item = State>,
     ) -> ByteSet {
-        let mut outside = ByteSet::from_ascii_class(class).complement();
-        if ascii_only {
-            outside = outside.intersection(&ByteSet::non_ascii().complement());
-        }
+        let outside = self.outside(class, ascii_only);
         let mut exits = ByteSet::EMPTY;
         for q in states {
             exits.union_with(&self.live_bytes(q).intersection(&outside));

@@ -235,6 +235,12 @@ const MAX_SUBTREE_ENTRIES: usize = 512;
 /// string-body characters (past it, the table is built by a plain walk).
 const MAX_SLICE_STATES: usize = 4096;
 
+/// A state read like its loop but for a few first bytes takes the loop's
+/// tables where the tokens starting with those bytes are at most this
+/// fraction (1/n) of the vocabulary: clearing and walking them costs less
+/// than a walk of all.
+const MAX_DIFFERING_SHARE: usize = 4;
+
 /// Most states a slice's body may reach for the walk to check that each dies on
 /// every control byte (32 steps apiece; a JSON string's body reaches a few).
 const MAX_CONTROL_STATES: usize = 64;

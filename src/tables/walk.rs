@@ -85,6 +85,9 @@ pub(super) enum Visit<'a> {
     All,
     /// The strict descendants of a node, read from its depth on.
     Below(usize),
+    /// A child of the root and its descendants: the tokens starting with one
+    /// byte, read from the root.
+    FirstByte(usize),
     /// Only `order` (preorder node indices); `skip[k]` is the entry past the
     /// subtree of `order[k]`.
     Outsiders {
@@ -199,6 +202,7 @@ impl LexemeWalk<'_> {
         // Depths count from the walk's root: `base` bytes are read before it.
         let (first, visits, base) = match visit {
             Visit::All => (0, nodes.len(), 0),
+            Visit::FirstByte(node) => (node, nodes[node].subtree_end as usize, 0),
             Visit::Below(node) => (
                 node + 1,
                 nodes[node].subtree_end as usize,
@@ -213,7 +217,11 @@ impl LexemeWalk<'_> {
             (n.child_slot, n.subtree_end, n.subtree_tokens_end)
         };
         let (children, subtree_end, ranks_end) = match visit {
-            Visit::All => (ChildSlot::ROOT, nodes.len() as u32, token_ids.len() as u32),
+            // A dead first byte skips to a live sibling past the subtree:
+            // there the visit ends.
+            Visit::All | Visit::FirstByte(_) => {
+                (ChildSlot::ROOT, nodes.len() as u32, token_ids.len() as u32)
+            }
             Visit::Below(node) => parent_at(node),
             Visit::Outsiders { .. } => (ChildSlot::NONE, 0, 0),
         };
@@ -233,7 +241,9 @@ impl LexemeWalk<'_> {
         let mut k = first;
         while k < visits {
             let (i, past_subtree) = match visit {
-                Visit::All | Visit::Below(_) => (k, nodes[k].subtree_end as usize),
+                Visit::All | Visit::Below(_) | Visit::FirstByte(_) => {
+                    (k, nodes[k].subtree_end as usize)
+                }
                 Visit::Outsiders { order, skip } => {
                     // The nodes to visit are known ahead and lie apart in the
                     // node array (a cache miss apiece, once per process): fetch
