@@ -67,6 +67,14 @@ const COUNTED_FROM: u32 = 8;
 /// leaf's, with the count computed.
 const COUNTED_WEIGHT: usize = 16;
 
+/// Most [ambiguous runs](Runs) fused into one terminal. In `[ \t]{0,20}\n?[ \t]{0,20}`
+/// (bounded whitespace in a JSON gap) a DFA state holds every split of the
+/// blanks read between the two counts, and determinizing pays that in every
+/// state: a JSON object's skeleton with such gaps was one 740-state automaton
+/// that took 10 ms to build (the whole first mask of a tool call), where a few
+/// gaps per terminal build in well under one.
+const MAX_FUSED_AMBIGUOUS_RUNS: usize = 2;
+
 /// Names the capture group that marks a counted repetition inside a fused regex
 /// while lowering (never seen by a regex engine: [`Lowering::terminal_symbols`]
 /// takes it out).
@@ -82,11 +90,13 @@ struct Fused {
     weight: usize,
     plain_weight: usize,
     counted: bool,
+    runs: Runs,
 }
 
 impl Fused {
     fn regex(hir: Hir, weight: usize) -> Fused {
         Fused {
+            runs: Runs::of(&hir),
             hir,
             weight,
             plain_weight: weight,
@@ -292,6 +302,76 @@ fn has_variable_count(hir: &Hir) -> bool {
     }
 }
 
+/// Ambiguous runs in a regex: two bounded repetitions of a varying count
+/// (`x{0,20}`, as in [`has_variable_count`]) with nothing but what may be
+/// empty between them, so that where one stops and the next starts is open
+/// (see [`MAX_FUSED_AMBIGUOUS_RUNS`]). Kept per fused part, with what a
+/// concatenation needs to count the runs across its parts.
+#[derive(Clone, Copy, Debug, Default)]
+struct Runs {
+    count: usize,
+    /// A varying repetition may come first (after parts that may be empty).
+    leads: bool,
+    /// A varying repetition may come last (before parts that may be empty).
+    trails: bool,
+    /// It matches the empty string.
+    nullable: bool,
+}
+
+impl Runs {
+    fn of(hir: &Hir) -> Runs {
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => Runs {
+                nullable: true,
+                ..Runs::default()
+            },
+            HirKind::Literal(_) | HirKind::Class(_) => Runs::default(),
+            HirKind::Capture(cap) => Runs::of(&cap.sub),
+            HirKind::Repetition(rep) => {
+                let sub = Runs::of(&rep.sub);
+                let varies = rep.max.is_some_and(|max| max - rep.min > 4);
+                Runs {
+                    count: sub.count,
+                    leads: varies,
+                    trails: varies,
+                    nullable: rep.min == 0 || sub.nullable,
+                }
+            }
+            HirKind::Concat(items) => items.iter().map(Runs::of).fold(Runs::EMPTY, Runs::then),
+            HirKind::Alternation(items) => {
+                items.iter().map(Runs::of).fold(Runs::default(), Runs::or)
+            }
+        }
+    }
+
+    const EMPTY: Runs = Runs {
+        count: 0,
+        leads: false,
+        trails: false,
+        nullable: true,
+    };
+
+    /// `self` followed by `next`.
+    fn then(self, next: Runs) -> Runs {
+        Runs {
+            count: self.count + next.count + usize::from(self.trails && next.leads),
+            leads: self.leads || (self.nullable && next.leads),
+            trails: next.trails || (next.nullable && self.trails),
+            nullable: self.nullable && next.nullable,
+        }
+    }
+
+    /// `self` or `other`.
+    fn or(self, other: Runs) -> Runs {
+        Runs {
+            count: self.count + other.count,
+            leads: self.leads || other.leads,
+            trails: self.trails || other.trails,
+            nullable: self.nullable || other.nullable,
+        }
+    }
+}
+
 /// The weight of `sub{min,max}` unrolled: a copy of `sub` per iteration.
 fn repeat_weight(sub: usize, min: u32, max: Option<u32>) -> usize {
     sub.max(1).saturating_mul(repeat_factor(min, max))
@@ -470,6 +550,10 @@ impl Lowering<'_> {
                 let mut weight = 1usize;
                 let mut plain_weight = 1usize;
                 let mut counted = false;
+                let mut runs = match is_seq {
+                    true => Runs::EMPTY,
+                    false => Runs::default(),
+                };
                 // Only a literal may come before a counted repetition.
                 let mut literal_so_far = true;
                 for item in items {
@@ -481,7 +565,11 @@ impl Lowering<'_> {
                     literal_so_far &= is_literal(&part.hir);
                     weight = weight.saturating_add(part.weight);
                     plain_weight = plain_weight.saturating_add(part.plain_weight);
-                    if weight > self.max_weight {
+                    runs = match is_seq {
+                        true => runs.then(part.runs),
+                        false => runs.or(part.runs),
+                    };
+                    if weight > self.max_weight || runs.count > MAX_FUSED_AMBIGUOUS_RUNS {
                         return None;
                     }
                     parts.push(part.hir);
@@ -495,6 +583,7 @@ impl Lowering<'_> {
                     weight,
                     plain_weight,
                     counted,
+                    runs,
                 })
             }
             Expr::Repeat { expr, min, max } => {
@@ -553,6 +642,7 @@ impl Lowering<'_> {
             sub: Box::new(repetition),
         });
         Some(Fused {
+            runs: Runs::of(&hir),
             hir,
             weight,
             plain_weight: repeat_weight(sub.weight, min, Some(max)),
@@ -756,11 +846,13 @@ impl Lowering<'_> {
     /// `maxLength` share one counter automaton.
     fn push_sequence(&mut self, expr: &Expr, seq: &mut SequenceBuilder) {
         if let Some(fused) = self.expr_hir(expr) {
-            let too_heavy = seq.pending_weight.saturating_add(fused.weight) > self.max_weight;
+            let too_heavy = seq.pending_weight.saturating_add(fused.weight) > self.max_weight
+                || seq.pending_runs.then(fused.runs).count > MAX_FUSED_AMBIGUOUS_RUNS;
             if too_heavy || (fused.counted && !seq.pending_literal) {
                 seq.flush(self);
             }
             seq.pending_weight += fused.weight;
+            seq.pending_runs = seq.pending_runs.then(fused.runs);
             seq.pending_literal &= is_literal(&fused.hir);
             seq.pending.push(fused.hir);
             seq.labels.push(describe_expr(expr, self.grammar));
@@ -796,6 +888,7 @@ struct SequenceBuilder {
     pending: Vec<Hir>,
     labels: Vec<String>,
     pending_weight: usize,
+    pending_runs: Runs,
     /// Everything pending is a literal (a counted repetition may follow).
     pending_literal: bool,
 }
@@ -807,6 +900,7 @@ impl Default for SequenceBuilder {
             pending: Vec::new(),
             labels: Vec::new(),
             pending_weight: 0,
+            pending_runs: Runs::EMPTY,
             pending_literal: true,
         }
     }
@@ -821,6 +915,7 @@ impl SequenceBuilder {
         let hir = Hir::concat(std::mem::take(&mut self.pending));
         let label = std::mem::take(&mut self.labels).join(" ");
         self.pending_weight = 0;
+        self.pending_runs = Runs::EMPTY;
         if !only_empty(&hir) {
             let mut symbols = lowering.terminal_symbols(hir, label);
             self.symbols.append(&mut symbols);
