@@ -53,8 +53,8 @@ pub struct BenchArgs {
         conflicts_with_all = ["maskbench", "gbnf"]
     )]
     lark: Option<String>,
-    /// Structural tag to measure (XGrammar's JSON format; with --input). stencil
-    /// only: no peer reads the format.
+    /// Structural tag to measure (XGrammar's JSON format; with --input). No
+    /// peer reads the format: llguidance runs on --peer-lark where given.
     #[arg(
         long,
         value_name = "FILE",
@@ -62,6 +62,10 @@ pub struct BenchArgs {
         conflicts_with_all = ["maskbench", "gbnf", "lark"]
     )]
     structural_tag: Option<String>,
+    /// With --structural-tag: the same constraint as a Lark grammar (lazy
+    /// rules, `%json`), which llguidance runs on the same token sequence.
+    #[arg(long, value_name = "FILE", requires = "structural_tag")]
+    peer_lark: Option<String>,
     /// Text the grammar accepts; its tokenization is the token sequence.
     #[arg(long, value_name = "FILE")]
     input: Option<String>,
@@ -165,7 +169,7 @@ impl Engine for Stencil {
         let tables = match grammar {
             GrammarSpec::Gbnf(text) => compiler.compile_gbnf(text),
             GrammarSpec::Lark(text) => compiler.compile_lark(text),
-            GrammarSpec::StructuralTag(tag) => {
+            GrammarSpec::StructuralTag { tag, .. } => {
                 compiler.compile_structural_tag(tag, &StructuralTagOptions::default())
             }
             GrammarSpec::JsonSchema(schema) => {
@@ -448,9 +452,9 @@ fn run_peers(
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     let structural = workloads
         .iter()
-        .any(|w| matches!(w.grammar, GrammarSpec::StructuralTag(_)));
+        .any(|w| matches!(w.grammar, GrammarSpec::StructuralTag { .. }));
     let reads_no_structural_tag = json!("it reads no structural tag (XGrammar's format)");
-    if wanted("llguidance") && structural {
+    if wanted("llguidance") && structural && args.peer_lark.is_none() {
         results
             .skipped
             .insert("llguidance".into(), reads_no_structural_tag.clone());
@@ -556,12 +560,18 @@ fn load_workloads(args: &BenchArgs, vocab: &Arc<Vocabulary>) -> Result<Vec<Workl
         Compiler::new(Arc::clone(vocab))
             .compile_structural_tag(&tag, &StructuralTagOptions::default())
             .map_err(|e| format!("{path}: {e}"))?;
+        let peer_lark = match &args.peer_lark {
+            Some(lark) => Some(
+                std::fs::read_to_string(lark).map_err(|e| format!("cannot read {lark}: {e}"))?,
+            ),
+            None => None,
+        };
         let input_path = args.input.as_deref().unwrap_or_default();
         let input =
             std::fs::read(input_path).map_err(|e| format!("cannot read {input_path}: {e}"))?;
         return Ok(vec![Workload {
             name: path.clone(),
-            grammar: GrammarSpec::StructuralTag(tag),
+            grammar: GrammarSpec::StructuralTag { tag, peer_lark },
             instances: vec![(input, true)],
         }]);
     }

@@ -11,8 +11,14 @@ pub(super) enum GrammarSpec {
     /// Lark text in llguidance's dialect, given to every engine unchanged.
     Lark(String),
     JsonSchema(Value),
-    /// XGrammar's structural tag (stencil only: llguidance reads no such format).
-    StructuralTag(Value),
+    /// XGrammar's structural tag, for stencil; llguidance reads no such format,
+    /// so it is measured on `peer_lark`, the same constraint in its own Lark
+    /// (lazy rules and `%json`), where given.
+    StructuralTag {
+        tag: Value,
+        #[cfg_attr(not(feature = "peers"), allow(dead_code))]
+        peer_lark: Option<String>,
+    },
 }
 
 /// A constraint engine under measurement.

@@ -113,9 +113,13 @@ impl Engine for Llguidance {
             }
             // Lark is llguidance's own input: the very text stencil reads.
             GrammarSpec::Lark(text) => TopLevelGrammar::from_lark(text.clone()),
-            GrammarSpec::StructuralTag(_) => {
-                return Err("llguidance reads no structural tag".into())
-            }
+            GrammarSpec::StructuralTag {
+                peer_lark: Some(text),
+                ..
+            } => TopLevelGrammar::from_lark(text.clone()),
+            GrammarSpec::StructuralTag {
+                peer_lark: None, ..
+            } => return Err("llguidance reads no structural tag".into()),
             GrammarSpec::JsonSchema(schema) => TopLevelGrammar::from_json_schema(schema.clone()),
         };
         let parser = self
@@ -190,7 +194,7 @@ impl OutlinesCore {
                 outlines_core::json_schema::regex_from_value(schema, None, None)
                     .map_err(|e| e.to_string())
             }
-            GrammarSpec::Gbnf(_) | GrammarSpec::Lark(_) | GrammarSpec::StructuralTag(_) => {
+            GrammarSpec::Gbnf(_) | GrammarSpec::Lark(_) | GrammarSpec::StructuralTag { .. } => {
                 Err("outlines-core reads no context-free grammar".into())
             }
         }
