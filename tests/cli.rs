@@ -491,6 +491,59 @@ fn token_grammars_check_token_ids() {
     );
 }
 
+/// A structural tag whose delimiters are the vocabulary's special tokens:
+/// with `--tokenizer` and `--token-ids`, they are read as those tokens (as in
+/// generation); without, as text.
+#[test]
+fn structural_tags_check_token_ids() {
+    let dir = TempDir::new("tag-tokens");
+    let tokenizer = format!(
+        "{}/tests/fixtures/tokenizers/mistral-7b-v0.1/tokenizer.json.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let vocab = stencil::vocab::Vocabulary::from_tokenizer_file(&tokenizer).unwrap();
+    let id = |text: &str| vocab.ids_named(text)[0];
+    let tag = dir.join("tag.json");
+    std::fs::write(
+        &tag,
+        r#"{"type": "structural_tag", "format": {"type": "sequence", "elements": [
+  {"type": "const_string", "value": "ab"},
+  {"type": "tag", "begin": "<s>", "content": {"type": "regex", "pattern": "[a-z]+"}, "end": "<unk>"}]}}"#,
+    )
+    .unwrap();
+    let tag = tag.to_str().unwrap();
+    let check = |ids: String, extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--structural-tag",
+            tag,
+            "--tokenizer",
+            &tokenizer,
+            "--token-ids",
+        ];
+        args.extend_from_slice(extra);
+        stencil(&args, ids.as_bytes())
+    };
+    let (bos, unk) = (id("<s>"), id("<unk>"));
+    let out = check(format!("[{}, {bos}, {}, {unk}]", id("ab"), id("c")), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The end tag must be `<unk>` (or its text): EOS there is refused, at token 3.
+    let out = check(
+        format!("[{}, {bos}, {}, 2]", id("ab"), id("c")),
+        &["--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["offset"], 3);
+    // As text, the delimiters are their spelling.
+    let out = stencil(&["check", "--structural-tag", tag], b"ab<s>c<unk>");
+    assert_eq!(out.status.code(), Some(0));
+}
+
 const GPT2: &str = "tests/fixtures/tokenizers/gpt2/tokenizer.json.gz";
 
 /// `bench --lark` runs a Lark grammar over an input's tokens (stencil alone here:

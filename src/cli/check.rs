@@ -1,4 +1,4 @@
-//! `stencil check (--gbnf FILE | --lark FILE | --regex PATTERN | --schema FILE) [--input FILE | --jsonl FILE] [--prefix] [--json] [--tokenizer FILE [--token-ids]]`
+//! `stencil check (--gbnf FILE | --lark FILE | --regex PATTERN | --schema FILE | --structural-tag FILE) [--input FILE | --jsonl FILE] [--prefix] [--json] [--tokenizer FILE [--token-ids]]`
 //! with, for `--schema`, `[--property-order schema|any] [--whitespace compact|bounded|pretty] [--strict] [--lenient] [--max-nesting N]`.
 //!
 //! Exit 0: the input is in the language (with `--prefix`: a viable prefix); 1: it is
@@ -10,7 +10,9 @@
 //! Grammars with token terminals name tokens no bytes spell (`<|eot_id|>`):
 //! `--tokenizer FILE` binds the grammar to that vocabulary, and with
 //! `--token-ids` the input is a JSON array of token ids (one array per line with
-//! `--jsonl`), checked token by token; offsets then count tokens.
+//! `--jsonl`), checked token by token; offsets then count tokens. A structural
+//! tag's text delimiters that are the vocabulary's special tokens then match
+//! those tokens too (the token-level forms, `token`, `exclude_token`, need it).
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -69,8 +71,12 @@ impl Checker {
         let vocab = Vocabulary::from_tokenizer_file(path)
             .map_err(|e| format!("cannot read the tokenizer {path}: {e}"))?;
         let compiler = Compiler::new(Arc::new(vocab));
-        let grammar = args.grammar.grammar(None)?;
-        let tables = args.grammar.compile_for(&compiler, &grammar, None)?;
+        // A structural tag's delimiters that are the vocabulary's special tokens
+        // (`<tool_call>`) may be written as those tokens, as in generation.
+        let mut grammar_args = args.grammar.clone();
+        grammar_args.delimiter_tokens = compiler.delimiter_tokens();
+        let grammar = grammar_args.grammar(None)?;
+        let tables = grammar_args.compile_for(&compiler, &grammar, None)?;
         Ok(match args.token_ids {
             true => Checker::Tokens(tables),
             false => Checker::Bytes(Arc::clone(tables.grammar())),
