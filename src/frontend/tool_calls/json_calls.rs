@@ -1,6 +1,7 @@
 //! Calls whose arguments are a JSON object after the function's name, framed
 //! by a family's delimiters (DeepSeek V3.1's and R1's `<｜tool▁call▁begin｜>`,
-//! Kimi K2's `<|tool_call_begin|>functions.f:0`): one [`JsonCallShape`] per
+//! Kimi K2's `<|tool_call_begin|>functions.f:0`, functionary's `<function=f>`):
+//! one [`JsonCallShape`] per
 //! family says how it writes a call, and one reader reads them all back, whole
 //! or as they are being written.
 
@@ -14,7 +15,8 @@ use super::progress::{object_prefix, CallProgress};
 /// How a family writes calls with JSON arguments.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct JsonCallShape {
-    /// What opens and closes the block that holds all the calls of a turn.
+    /// What opens and closes the block that holds all the calls of a turn
+    /// (empty where each call stands alone).
     pub block: (&'static str, &'static str),
     /// What opens a call; the name follows (after `name_prefix`).
     pub call_open: &'static str,
@@ -61,6 +63,17 @@ pub(crate) const KIMI_K2: JsonCallShape = JsonCallShape {
     arguments_open: "<|tool_call_argument_begin|>",
     arguments_close: &[""],
     call_close: "<|tool_call_end|>",
+};
+
+/// functionary v3.1: `<function=f>{...}</function>`, no block around calls.
+pub(crate) const FUNCTIONARY_V31: JsonCallShape = JsonCallShape {
+    block: ("", ""),
+    call_open: "<function=",
+    name_prefix: "",
+    indexed: false,
+    arguments_open: ">",
+    arguments_close: &[""],
+    call_close: "</function>",
 };
 
 impl JsonCallShape {
@@ -215,7 +228,7 @@ mod tests {
 
     #[test]
     fn every_shape_reads_back_its_calls() {
-        for shape in [DEEPSEEK_V3, DEEPSEEK_R1, KIMI_K2] {
+        for shape in [DEEPSEEK_V3, DEEPSEEK_R1, KIMI_K2, FUNCTIONARY_V31] {
             let text = format!(
                 "Sure.{}{}{}{}",
                 shape.block.0,

@@ -25,7 +25,7 @@
 //! (Qwen3-Coder's `<function=f>`, GLM's `<tool_call>f<arg_key>`, Seed-OSS,
 //! MiniMax-M2 and DeepSeek's DSML `<invoke name="f">`: one `CallShape` each, one
 //! reader for all, `xml.rs`); those whose JSON arguments follow the name between
-//! delimiters (DeepSeek V3.1 and R1, Kimi K2: one `JsonCallShape` each,
+//! delimiters (DeepSeek V3.1 and R1, Kimi K2, functionary v3.1: one `JsonCallShape` each,
 //! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
 //! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
 //! Cohere's list of actions (`cohere.rs`); gpt-oss's harmony messages, whose
@@ -151,6 +151,8 @@ pub enum ToolCallFormat {
     /// `<|function_call|>{"name": "f", "arguments": {...}}`: GigaChat 3.1 (one call
     /// per turn).
     GigaChat31,
+    /// `<function=f>{...}</function>`, once per call: functionary v3.1.
+    FunctionaryV31,
 }
 
 impl ToolCallFormat {
@@ -174,6 +176,10 @@ impl ToolCallFormat {
         }
         if template.contains("function_call=\"<|function_call|>\"") {
             return Some(ToolCallFormat::GigaChat31);
+        }
+        // Its prompt spells the format out; it is a Llama 3.1 template too.
+        if template.contains("start_tag => `<function`") {
+            return Some(ToolCallFormat::FunctionaryV31);
         }
         if template.contains("<TOOLCALL>[") {
             return Some(ToolCallFormat::NemotronNano2);
@@ -252,7 +258,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 25] = [
+    pub const ALL: [ToolCallFormat; 26] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -278,10 +284,11 @@ impl ToolCallFormat {
         ToolCallFormat::FireFunction,
         ToolCallFormat::GigaChat3,
         ToolCallFormat::GigaChat31,
+        ToolCallFormat::FunctionaryV31,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 25] = [
+    pub const NAMES: [&'static str; 26] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -307,6 +314,7 @@ impl ToolCallFormat {
         "firefunction",
         "gigachat3",
         "gigachat3.1",
+        "functionary-v3.1",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -343,6 +351,7 @@ impl ToolCallFormat {
             "firefunction" | "firefunction-v2" => Some(ToolCallFormat::FireFunction),
             "gigachat3" => Some(ToolCallFormat::GigaChat3),
             "gigachat3.1" => Some(ToolCallFormat::GigaChat31),
+            "functionary-v3.1" => Some(ToolCallFormat::FunctionaryV31),
             _ => None,
         }
     }
@@ -367,6 +376,7 @@ impl ToolCallFormat {
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0
             }
+            ToolCallFormat::FunctionaryV31 => json_calls::FUNCTIONARY_V31.call_open,
             xml => xml.xml_shape().expect("an XML format").wrapper.0,
         }
     }
@@ -401,6 +411,7 @@ impl ToolCallFormat {
             ToolCallFormat::DeepSeekV3 => Some(&json_calls::DEEPSEEK_V3),
             ToolCallFormat::DeepSeekR1 => Some(&json_calls::DEEPSEEK_R1),
             ToolCallFormat::KimiK2 => Some(&json_calls::KIMI_K2),
+            ToolCallFormat::FunctionaryV31 => Some(&json_calls::FUNCTIONARY_V31),
             _ => None,
         }
     }

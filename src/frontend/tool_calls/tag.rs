@@ -204,6 +204,19 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
         let gap = json!({"type": "optional", "content": text("\n")});
         return Layout::Calls { tags: calls, gap };
     }
+    if let Some(shape) = format.json_shape().filter(|s| s.block.0.is_empty()) {
+        // Calls that stand alone (functionary's `<function=f>`): each a tag the
+        // trigger begins.
+        let call = |t: &Tool| {
+            json!({"type": "tag", "begin": shape.head(&t.name, 0), "content": arguments(t),
+                   "end": shape.call_close})
+        };
+        let gap = json!({"type": "optional", "content": text("\n")});
+        return Layout::Calls {
+            tags: chosen.iter().map(|t| call(t)).collect(),
+            gap,
+        };
+    }
     if let Some(shape) = format.json_shape() {
         let call = |t: &Tool| {
             let head = if shape.indexed {
