@@ -26,7 +26,7 @@ pub(crate) const LIST: (&str, &str, &str) =
 pub(crate) const TRIGGER: &str = "<|START_ACTION|>";
 
 /// An action's fields.
-const KEYS: CallKeys = CallKeys {
+const KEYS: CallKeys = CallKeys::Fields {
     id: Some("tool_call_id"),
     name: "tool_name",
     arguments: "parameters",

@@ -31,7 +31,7 @@
 //! Cohere's list of actions (`cohere.rs`); gpt-oss's harmony messages, whose
 //! channels carry reasoning, answer and calls (`harmony.rs`); Kimi K3's tagged
 //! blocks (`kimi_k3.rs`); a JSON list of named calls between tags (Nemotron
-//! Nano 2, Apriel: `named_list.rs`); MiniCPM 5's `<function name="f">` (an XML
+//! Nano 2, Apriel, Apertus: `named_list.rs`); MiniCPM 5's `<function name="f">` (an XML
 //! shape). Not built yet: MiniMax-M3 and others of the chat templates in the
 //! test data. A
 //! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
@@ -153,6 +153,9 @@ pub enum ToolCallFormat {
     GigaChat31,
     /// `<function=f>{...}</function>`, once per call: functionary v3.1.
     FunctionaryV31,
+    /// `<|tools_prefix|>[{"f": {...}}]<|tools_suffix|>`: Apertus (the name is each
+    /// call's key).
+    Apertus,
 }
 
 impl ToolCallFormat {
@@ -180,6 +183,9 @@ impl ToolCallFormat {
         // Its prompt spells the format out; it is a Llama 3.1 template too.
         if template.contains("start_tag => `<function`") {
             return Some(ToolCallFormat::FunctionaryV31);
+        }
+        if template.contains("<|tools_prefix|>") {
+            return Some(ToolCallFormat::Apertus);
         }
         if template.contains("<TOOLCALL>[") {
             return Some(ToolCallFormat::NemotronNano2);
@@ -258,7 +264,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 26] = [
+    pub const ALL: [ToolCallFormat; 27] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -285,10 +291,11 @@ impl ToolCallFormat {
         ToolCallFormat::GigaChat3,
         ToolCallFormat::GigaChat31,
         ToolCallFormat::FunctionaryV31,
+        ToolCallFormat::Apertus,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 26] = [
+    pub const NAMES: [&'static str; 27] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -315,6 +322,7 @@ impl ToolCallFormat {
         "gigachat3",
         "gigachat3.1",
         "functionary-v3.1",
+        "apertus",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -352,6 +360,7 @@ impl ToolCallFormat {
             "gigachat3" => Some(ToolCallFormat::GigaChat3),
             "gigachat3.1" => Some(ToolCallFormat::GigaChat31),
             "functionary-v3.1" => Some(ToolCallFormat::FunctionaryV31),
+            "apertus" => Some(ToolCallFormat::Apertus),
             _ => None,
         }
     }
@@ -401,6 +410,7 @@ impl ToolCallFormat {
             ToolCallFormat::FireFunction => Some(&named_list::FIREFUNCTION),
             ToolCallFormat::GigaChat3 => Some(&named_list::GIGACHAT3),
             ToolCallFormat::GigaChat31 => Some(&named_list::GIGACHAT31),
+            ToolCallFormat::Apertus => Some(&named_list::APERTUS),
             _ => None,
         }
     }

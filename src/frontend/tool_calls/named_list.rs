@@ -1,7 +1,8 @@
 //! Calls as `{"name": ..., "arguments": {...}}` objects after a tag: a JSON list
 //! of them (NVIDIA Nemotron Nano 2's `<TOOLCALL>[...]</TOOLCALL>`, Apriel's
-//! `<tool_calls>[...]</tool_calls>`, FireFunction's ` functools[...]`) or one
-//! object, one call per turn (GigaChat's `<|function_call|>{...}`),
+//! `<tool_calls>[...]</tool_calls>`, FireFunction's ` functools[...]`; Apertus's
+//! `<|tools_prefix|>[{"f": {...}}]<|tools_suffix|>` with the name as the key) or
+//! one object, one call per turn (GigaChat's `<|function_call|>{...}`),
 //!
 //! ```text
 //! <TOOLCALL>[{"name": "f", "arguments": {"city": "Paris"}}, {"name": "g", "arguments": {}}]</TOOLCALL>
@@ -16,7 +17,7 @@ use super::parse::{call_objects, leading_json, ParsedReply};
 use super::progress::{self, CallKeys, CallProgress};
 
 /// A call's fields.
-const KEYS: CallKeys = CallKeys {
+const KEYS: CallKeys = CallKeys::Fields {
     id: None,
     name: "name",
     arguments: "arguments",
@@ -29,6 +30,8 @@ pub(crate) struct ListShape {
     pub close: &'static str,
     /// A JSON list of calls; else one call object.
     pub list: bool,
+    /// Each call is `{"f": {...}}` (else `{"name": "f", "arguments": {...}}`).
+    pub name_is_key: bool,
 }
 
 /// Nemotron Nano 2's.
@@ -36,6 +39,7 @@ pub(crate) const NEMOTRON: ListShape = ListShape {
     open: "<TOOLCALL>",
     close: "</TOOLCALL>",
     list: true,
+    name_is_key: false,
 };
 
 /// Apriel 1.5's and 1.6's.
@@ -43,6 +47,15 @@ pub(crate) const APRIEL: ListShape = ListShape {
     open: "<tool_calls>",
     close: "</tool_calls>",
     list: true,
+    name_is_key: false,
+};
+
+/// Apertus's: the name is each call's key.
+pub(crate) const APERTUS: ListShape = ListShape {
+    open: "<|tools_prefix|>",
+    close: "<|tools_suffix|>",
+    list: true,
+    name_is_key: true,
 };
 
 /// FireFunction v2's (its list right after the word).
@@ -50,6 +63,7 @@ pub(crate) const FIREFUNCTION: ListShape = ListShape {
     open: " functools",
     close: "",
     list: true,
+    name_is_key: false,
 };
 
 /// GigaChat 3's: the call is a message of the `function call` role.
@@ -57,6 +71,7 @@ pub(crate) const GIGACHAT3: ListShape = ListShape {
     open: "<|message_sep|>\n\nfunction call<|role_sep|>\n",
     close: "",
     list: false,
+    name_is_key: false,
 };
 
 /// GigaChat 3.1's.
@@ -64,6 +79,7 @@ pub(crate) const GIGACHAT31: ListShape = ListShape {
     open: "<|function_call|>",
     close: "",
     list: false,
+    name_is_key: false,
 };
 
 impl ListShape {
@@ -74,18 +90,28 @@ impl ListShape {
             false => (self.open.to_string(), self.close.to_string()),
         }
     }
-}
 
-/// One item up to its arguments.
-pub(crate) fn item_head(name: &str) -> String {
-    let quoted = serde_json::to_string(name).expect("a string");
-    format!("{{\"name\": {quoted}, \"arguments\": ")
+    /// One item up to its arguments.
+    pub(crate) fn item_head(&self, name: &str) -> String {
+        let quoted = serde_json::to_string(name).expect("a string");
+        match self.name_is_key {
+            true => format!("{{{quoted}: "),
+            false => format!("{{\"name\": {quoted}, \"arguments\": "),
+        }
+    }
+
+    fn keys(&self) -> &'static CallKeys {
+        match self.name_is_key {
+            true => &CallKeys::NameIsKey,
+            false => &KEYS,
+        }
+    }
 }
 
 /// A whole list holding one call.
 pub(crate) fn call_text(shape: &ListShape, name: &str, arguments: &Value) -> String {
     let (open, close) = shape.frame();
-    format!("{open}{}{arguments}}}{close}", item_head(name))
+    format!("{open}{}{arguments}}}{close}", shape.item_head(name))
 }
 
 /// Splits a reply into content and the calls of its list. A list that does not
@@ -103,8 +129,8 @@ pub(crate) fn parse(text: &str, shape: &ListShape) -> ParsedReply {
     let read = (|| {
         let (value, used) = leading_json(body)?;
         let calls = match shape.list {
-            true => call_objects(value.as_array()?, &KEYS)?,
-            false => call_objects(std::slice::from_ref(&value), &KEYS)?,
+            true => call_objects(value.as_array()?, shape.keys())?,
+            false => call_objects(std::slice::from_ref(&value), shape.keys())?,
         };
         let after = body[used..].trim_start();
         Some((calls, after.strip_prefix(shape.close).unwrap_or(after)))
@@ -130,7 +156,7 @@ pub(crate) fn calls_in_progress<'a>(text: &'a str, shape: &ListShape) -> Vec<Cal
         false => Some(body),
     };
     rest.map_or_else(Vec::new, |rest| {
-        progress::call_objects(rest, &KEYS, shape.list)
+        progress::call_objects(rest, shape.keys(), shape.list)
     })
 }
 
@@ -161,5 +187,22 @@ mod tests {
             calls_in_progress(one, &GIGACHAT31)[0].arguments,
             r#"{"a": 1}"#
         );
+    }
+
+    #[test]
+    fn reads_calls_keyed_by_name() {
+        let text = call_text(&APERTUS, "f", &serde_json::json!({"a": 1}));
+        assert_eq!(text, r#"<|tools_prefix|>[{"f": {"a":1}}]<|tools_suffix|>"#);
+        let r = parse(&format!("Sure.{text}"), &APERTUS);
+        assert_eq!(r.content, "Sure.");
+        assert_eq!(
+            (r.calls[0].name.as_str(), r.calls[0].arguments.as_str()),
+            ("f", r#"{"a":1}"#)
+        );
+        let cut = calls_in_progress(&text[..text.len() - 20], &APERTUS);
+        assert_eq!((cut[0].name, cut[0].complete), ("f", false));
+        // Two keys: not a call.
+        let two = r#"<|tools_prefix|>[{"f": {}, "g": {}}]<|tools_suffix|>"#;
+        assert!(parse(two, &APERTUS).calls.is_empty());
     }
 }

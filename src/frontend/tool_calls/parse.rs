@@ -49,12 +49,22 @@ pub(crate) fn call_objects(items: &[Value], keys: &CallKeys) -> Option<Vec<Parse
     items
         .iter()
         .map(|item| {
-            let arguments = item.get(keys.arguments)?;
+            let (id_key, name, arguments) = match keys {
+                CallKeys::NameIsKey => {
+                    let object = item.as_object().filter(|o| o.len() == 1)?;
+                    let (name, arguments) = object.iter().next()?;
+                    (None, name.as_str(), arguments)
+                }
+                CallKeys::Fields {
+                    id,
+                    name,
+                    arguments,
+                } => (*id, item.get(name)?.as_str()?, item.get(arguments)?),
+            };
             Some(ParsedCall {
-                name: item.get(keys.name)?.as_str()?.to_string(),
+                name: name.to_string(),
                 arguments: arguments.is_object().then(|| arguments.to_string())?,
-                id: keys
-                    .id
+                id: id_key
                     .and_then(|key| item.get(key)?.as_str())
                     .map(str::to_string),
             })

@@ -56,12 +56,18 @@ pub fn calls_in_progress<'a>(
     }
 }
 
-/// The keys of a call written as one JSON object, in the order it writes them:
-/// its id (where it has one), its name, its arguments.
-pub(crate) struct CallKeys {
-    pub id: Option<&'static str>,
-    pub name: &'static str,
-    pub arguments: &'static str,
+/// How a call written as one JSON object names its parts.
+pub(crate) enum CallKeys {
+    /// Fields, in the order it writes them: its id (where it has one), its
+    /// name, its arguments (`{"name": "f", "arguments": {...}}`).
+    Fields {
+        id: Option<&'static str>,
+        name: &'static str,
+        arguments: &'static str,
+    },
+    /// The name is the object's one key, the arguments its value
+    /// (`{"f": {...}}`: Apertus).
+    NameIsKey,
 }
 
 /// The call objects at the start of `rest` whose names are known (`rest`
@@ -72,25 +78,8 @@ pub(crate) fn call_objects<'a>(
     list: bool,
 ) -> Vec<CallProgress<'a>> {
     let mut out = Vec::new();
-    while let Some(mut inside) = rest.trim_start().strip_prefix('{') {
-        let mut id = None;
-        if let Some(key) = keys.id {
-            let Some((value, after)) = json_key(inside, key).and_then(json_string) else {
-                break;
-            };
-            let Some(after) = after.trim_start().strip_prefix(',') else {
-                break;
-            };
-            (id, inside) = (Some(value), after);
-        }
-        let Some((name, after_name)) = json_key(inside, keys.name).and_then(json_string) else {
-            break;
-        };
-        let Some(arguments_at) = after_name
-            .trim_start()
-            .strip_prefix(',')
-            .and_then(|t| json_key(t, keys.arguments))
-        else {
+    while let Some(inside) = rest.trim_start().strip_prefix('{') {
+        let Some((id, name, arguments_at)) = call_head(inside, keys) else {
             break;
         };
         let (arguments, complete) = object_prefix(arguments_at);
@@ -110,6 +99,34 @@ pub(crate) fn call_objects<'a>(
         }
     }
     out
+}
+
+/// A call object's id, name and where its arguments start (`inside` follows
+/// its `{`), once written that far.
+fn call_head<'a>(
+    mut inside: &'a str,
+    keys: &CallKeys,
+) -> Option<(Option<&'a str>, &'a str, &'a str)> {
+    let (id_key, name_key, arguments_key) = match keys {
+        CallKeys::NameIsKey => {
+            let (name, after) = json_string(inside.trim_start())?;
+            let arguments_at = after.trim_start().strip_prefix(':')?.trim_start();
+            return Some((None, name, arguments_at));
+        }
+        CallKeys::Fields {
+            id,
+            name,
+            arguments,
+        } => (id, name, arguments),
+    };
+    let mut id = None;
+    if let Some(key) = id_key {
+        let (value, after) = json_key(inside, key).and_then(json_string)?;
+        (id, inside) = (Some(value), after.trim_start().strip_prefix(',')?);
+    }
+    let (name, after_name) = json_key(inside, name_key).and_then(json_string)?;
+    let arguments_at = json_key(after_name.trim_start().strip_prefix(',')?, arguments_key)?;
+    Some((id, name, arguments_at))
 }
 
 /// Named arguments closed so far as compact JSON, the object closed once

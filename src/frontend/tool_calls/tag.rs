@@ -246,7 +246,7 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
     if let Some(shape) = format.list_shape() {
         let item = |t: &Tool| {
             seq(vec![
-                text(&named_list::item_head(&t.name)),
+                text(&shape.item_head(&t.name)),
                 arguments(t),
                 text("}"),
             ])
