@@ -103,8 +103,12 @@ fn real_outputs_are_accepted_in_their_models_format() {
         }
         // llama.cpp also reads calls without their opener (Qwen's `<tool_call>`,
         // Kimi's section); stencil writes it (those vectors are parse-back only).
+        // (functionary v3.2's prompt writes the first message's `>>>`.)
         let triggers = input.matches(format.trigger()).count();
-        if triggers == 0 || (format == ToolCallFormat::QwenXml && triggers < calls.len()) {
+        let opened_by_prompt = format == ToolCallFormat::FunctionaryV32;
+        if !opened_by_prompt
+            && (triggers == 0 || (format == ToolCallFormat::QwenXml && triggers < calls.len()))
+        {
             continue;
         }
         // A reasoning span first: opened by the model (`[THINK]`) or by the prompt.

@@ -32,8 +32,8 @@
 //! channels carry reasoning, answer and calls (`harmony.rs`); Kimi K3's tagged
 //! blocks (`kimi_k3.rs`); a JSON list of named calls between tags (Nemotron
 //! Nano 2, Apriel, Apertus: `named_list.rs`); MiniCPM 5's `<function name="f">` (an XML
-//! shape). Not built yet: MiniMax-M3 and others of the chat templates in the
-//! test data. A
+//! shape); functionary v3.2's messages to a recipient (`functionary.rs`). Not
+//! built yet: MiniMax-M3, Command R+, muse-glimmer. A
 //! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
 //! [`grammar_with_reasoning`]) is free text up to its close.
 //!
@@ -43,6 +43,7 @@
 //! content ([`crate::vocab::Vocabulary::shown_bytes`]).
 
 mod cohere;
+mod functionary;
 mod gemma;
 mod harmony;
 mod json_calls;
@@ -156,6 +157,9 @@ pub enum ToolCallFormat {
     /// `<|tools_prefix|>[{"f": {...}}]<|tools_suffix|>`: Apertus (the name is each
     /// call's key).
     Apertus,
+    /// `all\nTEXT>>>f\n{...}`: functionary v3.2's messages, each to a recipient
+    /// (`all` the user, else a function).
+    FunctionaryV32,
 }
 
 impl ToolCallFormat {
@@ -183,6 +187,9 @@ impl ToolCallFormat {
         // Its prompt spells the format out; it is a Llama 3.1 template too.
         if template.contains("start_tag => `<function`") {
             return Some(ToolCallFormat::FunctionaryV31);
+        }
+        if template.contains(">>>${recipient}") {
+            return Some(ToolCallFormat::FunctionaryV32);
         }
         if template.contains("<|tools_prefix|>") {
             return Some(ToolCallFormat::Apertus);
@@ -264,7 +271,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 27] = [
+    pub const ALL: [ToolCallFormat; 28] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -292,10 +299,11 @@ impl ToolCallFormat {
         ToolCallFormat::GigaChat31,
         ToolCallFormat::FunctionaryV31,
         ToolCallFormat::Apertus,
+        ToolCallFormat::FunctionaryV32,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 27] = [
+    pub const NAMES: [&'static str; 28] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -323,6 +331,7 @@ impl ToolCallFormat {
         "gigachat3.1",
         "functionary-v3.1",
         "apertus",
+        "functionary-v3.2",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -361,6 +370,7 @@ impl ToolCallFormat {
             "gigachat3.1" => Some(ToolCallFormat::GigaChat31),
             "functionary-v3.1" => Some(ToolCallFormat::FunctionaryV31),
             "apertus" => Some(ToolCallFormat::Apertus),
+            "functionary-v3.2" => Some(ToolCallFormat::FunctionaryV32),
             _ => None,
         }
     }
@@ -381,6 +391,7 @@ impl ToolCallFormat {
             ToolCallFormat::Cohere => cohere::TRIGGER,
             ToolCallFormat::Harmony => harmony::TRIGGER,
             ToolCallFormat::KimiK3 => kimi_k3::TRIGGER,
+            ToolCallFormat::FunctionaryV32 => functionary::TRIGGER,
             ToolCallFormat::MiniCpm => xml::MINICPM.open,
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0

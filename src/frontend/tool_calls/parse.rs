@@ -112,6 +112,7 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
         ToolCallFormat::Cohere => super::cohere::parse(text),
         ToolCallFormat::Harmony => super::harmony::parse(text),
         ToolCallFormat::KimiK3 => super::kimi_k3::parse(text, tools),
+        ToolCallFormat::FunctionaryV32 => super::functionary::parse(text),
         _ => parse_hermes(text),
     }
 }
@@ -296,6 +297,7 @@ fn parse_mistral(format: ToolCallFormat, text: &str) -> ParsedReply {
 pub fn content_so_far(format: ToolCallFormat, text: &str) -> Cow<'_, str> {
     match format {
         ToolCallFormat::Harmony => Cow::Owned(super::harmony::content_so_far(text)),
+        ToolCallFormat::FunctionaryV32 => Cow::Borrowed(super::functionary::content_so_far(text)),
         _ => Cow::Borrowed(&text[..content_prefix_len(format, text)]),
     }
 }
@@ -305,6 +307,7 @@ pub fn content_so_far(format: ToolCallFormat, text: &str) -> Cow<'_, str> {
 pub fn calls_region(format: ToolCallFormat, text: &str) -> Option<&str> {
     match format {
         ToolCallFormat::Harmony => super::harmony::in_call(text).then_some(text),
+        ToolCallFormat::FunctionaryV32 => super::functionary::in_call(text).then_some(text),
         _ => {
             let end = content_prefix_len(format, text);
             text[end..]
@@ -323,7 +326,7 @@ pub fn final_content<'a>(
     parsed: &'a ParsedReply,
 ) -> &'a str {
     match format {
-        ToolCallFormat::Harmony => &parsed.content,
+        ToolCallFormat::Harmony | ToolCallFormat::FunctionaryV32 => &parsed.content,
         _ => text,
     }
 }

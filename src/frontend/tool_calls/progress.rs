@@ -52,6 +52,7 @@ pub fn calls_in_progress<'a>(
         ToolCallFormat::Cohere => super::cohere::calls_in_progress(text),
         ToolCallFormat::Harmony => super::harmony::calls_in_progress(text),
         ToolCallFormat::KimiK3 => xml_calls(text, &super::xml::KIMI_K3, tools),
+        ToolCallFormat::FunctionaryV32 => super::functionary::calls_in_progress(text),
         _ => named_objects(text, "<tool_call>", "arguments"),
     }
 }

@@ -9,8 +9,8 @@
 use serde_json::{json, Value};
 
 use super::{
-    cohere, error, gemma, harmony, kimi_k3, named_list, one_of, pythonic, repeated, seq, text,
-    FrontendError, Tool, ToolCallFormat, ToolChoice,
+    cohere, error, functionary, gemma, harmony, kimi_k3, named_list, one_of, pythonic, repeated,
+    seq, text, FrontendError, Tool, ToolCallFormat, ToolChoice,
 };
 
 /// What opens a Hermes call, up to its arguments, as the templates render it
@@ -56,6 +56,7 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
         ToolCallFormat::Gemma4 => gemma::call_text(name, arguments),
         ToolCallFormat::Harmony => harmony::call_text(name, arguments),
         ToolCallFormat::KimiK3 => kimi_k3::call_text(name, arguments),
+        ToolCallFormat::FunctionaryV32 => functionary::call_text(name, arguments),
         ToolCallFormat::Cohere => {
             // Its ids are numbers (the templates renumber them).
             let digits = !id.is_empty() && id.len() <= 4 && id.bytes().all(|b| b.is_ascii_digit());
@@ -101,7 +102,11 @@ pub fn structural_tag(
         _ => tools.iter().collect(),
     };
     // Formats that frame the whole reply (its text too) build their own.
-    if matches!(format, ToolCallFormat::Harmony | ToolCallFormat::KimiK3) {
+    let frames_reply = matches!(
+        format,
+        ToolCallFormat::Harmony | ToolCallFormat::KimiK3 | ToolCallFormat::FunctionaryV32
+    );
+    if frames_reply {
         if chosen.is_empty() && !matches!(choice, ToolChoice::None | ToolChoice::Auto) {
             return Err(error(
                 "/tools",
@@ -110,6 +115,7 @@ pub fn structural_tag(
         }
         let format = match format {
             ToolCallFormat::Harmony => harmony::format(&chosen, choice),
+            ToolCallFormat::FunctionaryV32 => functionary::format(&chosen, choice, parallel),
             _ => kimi_k3::format(&chosen, choice, parallel),
         };
         return Ok(json!({"type": "structural_tag", "format": format}));
