@@ -35,7 +35,6 @@ fn cases() -> Vec<Value> {
 /// Why listed cases fail.
 const XML: &str = "needs the `cohere_xml` parameter style of `json_schema`, not built yet";
 const BUDGET: &str = "needs `any_text`'s `max_tokens` / `max_chars`, not built yet";
-const WHITESPACE: &str = "needs `max_whitespace_cnt`, not built yet";
 
 /// Cases that fail for a known reason: (case id, reason).
 const KNOWN: &[(&str, &str)] = &[
@@ -47,8 +46,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("test_any_text_zero_token_budget_forces_immediate_end#1", BUDGET),
     ("test_any_text_token_and_character_budgets_combine#0", BUDGET),
     ("docs:any_text_2#0", BUDGET),
-    ("test_structural_tag_per_tag_whitespace_independent#0", WHITESPACE),
-    ("test_structural_tag_max_whitespace_cnt_compile_cache#1", WHITESPACE),
     ("test_json_schema_style_kimi_k3_xml_pattern_properties_pin_each_value_type#0", "patternProperties with several patterns beside declared names, in a parameter style: not built yet (refused, not loosened)"),
 ];
 

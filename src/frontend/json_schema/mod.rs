@@ -74,6 +74,9 @@ pub enum Whitespace {
     /// Per gap: optional spaces/tabs, at most one newline, then at most `indent`
     /// spaces/tabs (so at most `2 * indent + 1` bytes).
     Bounded { indent: u32 },
+    /// Per gap at most `count` whitespace characters (spaces, tabs, newlines):
+    /// XGrammar's `max_whitespace_cnt`.
+    AtMost { count: u32 },
     /// Pretty-printing shapes: per gap, an optional newline followed by at most
     /// `indent * 32` spaces, or one space (after `:` and `,`). Depth is not tracked,
     /// so this admits every pretty-printed document up to nesting depth 32.
@@ -694,6 +697,11 @@ impl<'a> SchemaCompiler<'a> {
                     max: Some(indent),
                 },
             ]),
+            Whitespace::AtMost { count } => Expr::Repeat {
+                expr: Box::new(lit_class(&[(b' ', b' '), (b'\t', b'\t'), (b'\n', b'\n')])),
+                min: 0,
+                max: Some(count),
+            },
             Whitespace::Pretty { indent } => Expr::Alt(vec![
                 Expr::Empty,
                 Expr::literal(b" "),

@@ -20,6 +20,9 @@ pub(crate) enum Format {
         any_order: bool,
         /// `None`: JSON; else the tool-call parameter style of the root object.
         style: Option<ParameterStyle>,
+        /// At most this many whitespace characters per gap (`max_whitespace_cnt`);
+        /// `None`: the options' whitespace.
+        max_whitespace: Option<u32>,
         pointer: String,
     },
     /// GBNF (XGrammar's EBNF, `root ::= ...`) or Lark.
@@ -255,13 +258,15 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
                     None => return Err(error(&f.at("style"), "must be a string")),
                 };
             }
-            if f.get("max_whitespace_cnt").is_some() {
-                return Err(error(&f.at("max_whitespace_cnt"), "not supported yet (whitespace between JSON tokens is bounded: at most one newline and 20 spaces or tabs)"));
-            }
+            let max_whitespace = match f.get("max_whitespace_cnt") {
+                Some(value) => count(value, &f.at("max_whitespace_cnt"), false)?,
+                None => None,
+            };
             Format::JsonSchema {
                 schema,
                 any_order: f.flag("any_order")?,
                 style,
+                max_whitespace,
                 pointer: f.at("json_schema"),
             }
         }

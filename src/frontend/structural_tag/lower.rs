@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use super::format::{Delimiter, Format, Tag, TokenRef};
 use super::{StructuralTagError, StructuralTagOptions};
 use crate::frontend::json_schema::{
-    self, JsonSchemaOptions, ParameterStyle, PatternCache, PropertyOrder,
+    self, JsonSchemaOptions, ParameterStyle, PatternCache, PropertyOrder, Whitespace,
 };
 use crate::frontend::{gbnf, lark, regex};
 use crate::grammar::{Expr, FreeText, Grammar, Rule, RuleId, TokenItem, TokenSet};
@@ -165,8 +165,9 @@ impl<'a> Lowering<'a> {
                 schema,
                 any_order,
                 style,
+                max_whitespace,
                 pointer,
-            } => self.json_schema(schema, *any_order, *style, pointer)?,
+            } => self.json_schema(schema, *any_order, *style, *max_whitespace, pointer)?,
             Format::Grammar { text, pointer } => self.grammar(text, pointer)?,
             Format::Regex { pattern, pointer } => {
                 let grammar = regex::parse(pattern, &self.options.limits)
@@ -551,6 +552,7 @@ impl<'a> Lowering<'a> {
         schema: &serde_json::Value,
         any_order: bool,
         style: Option<ParameterStyle>,
+        max_whitespace: Option<u32>,
         pointer: &str,
     ) -> Result<Expr> {
         let options = JsonSchemaOptions {
@@ -559,6 +561,9 @@ impl<'a> Lowering<'a> {
             } else {
                 self.options.json.property_order
             },
+            whitespace: max_whitespace.map_or(self.options.json.whitespace, |count| {
+                Whitespace::AtMost { count }
+            }),
             ..self.options.json.clone()
         };
         let (grammar, _) = match style {

@@ -22,9 +22,8 @@
 //! Lark. The XML parameter styles of `json_schema` (`qwen_xml`, `minimax_xml`,
 //! `deepseek_xml`, `glm_xml`) are the JSON Schema front-end's
 //! [`ParameterStyle`](crate::frontend::json_schema::ParameterStyle). Not
-//! supported yet, each an error at its pointer: the `kimi_k3_xml` and
-//! `cohere_xml` styles, `max_whitespace_cnt`, `any_text`'s `max_tokens` and
-//! `max_chars`.
+//! supported yet, each an error at its pointer: the `cohere_xml` style,
+//! `any_text`'s `max_tokens` and `max_chars`.
 //!
 //! [`FreeText`]: crate::grammar::FreeText
 
