@@ -92,6 +92,22 @@ pub fn differences(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
+/// Asserts that the fast mask after `prefix` (raw bytes) is the brute-force
+/// one; the message names `what`, the prefix and a few differing tokens.
+pub fn assert_mask_is_the_oracles(tables: &Arc<TokenTables>, prefix: &[u8], what: &str) {
+    let width = tables.mask_words() + 1;
+    let fast = fast_mask(tables, prefix, width);
+    let slow = oracle_mask(tables, prefix, width);
+    let diff = differences(&fast, &slow);
+    assert!(
+        diff.is_empty(),
+        "{what}: after {:?}: {} tokens differ, e.g. {:?}",
+        String::from_utf8_lossy(prefix),
+        diff.len(),
+        &diff[..diff.len().min(8)]
+    );
+}
+
 /// Prefix lengths of `text` at which the oracle should be asked: about `max`
 /// evenly spread positions, always 0 and the end, plus up to `max / 2` positions
 /// that fall inside a multi-byte UTF-8 character.
