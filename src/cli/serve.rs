@@ -53,7 +53,8 @@ pub struct ServeArgs {
     /// seed-oss, minimax, deepseek-dsml, deepseek-v4, deepseek-v3, deepseek-r1,
     /// kimi-k2, llama3-json, mistral-nemo, mistral-args, mistral-call-id, pythonic, gemma4,
     /// cohere, harmony, kimi-k3, nemotron-nano-v2, apriel, minicpm, firefunction,
-    /// gigachat3, gigachat3.1, functionary-v3.1, apertus, functionary-v3.2.
+    /// gigachat3, gigachat3.1, functionary-v3.1, apertus, functionary-v3.2,
+    /// minimax-m3, command-r-plus.
     #[arg(long)]
     tool_format: Option<String>,
 }

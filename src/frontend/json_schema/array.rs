@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::contains::Counted;
 use super::node::{Node, TypeSet, FALSE, NULL, TRUE};
 use super::validate::{json_eq, json_key};
+use super::xml::{ParameterStyle, MINIMAX_M3_TAG};
 use super::{nothing, seq, Result, SchemaCompiler, Subschema};
 
 impl<'a> SchemaCompiler<'a> {
@@ -62,9 +63,7 @@ impl<'a> SchemaCompiler<'a> {
                 format!("item count bound above {limit}"),
             ));
         }
-        let comma = self.punct(b",");
-        let open = seq(vec![Expr::literal(b"["), self.ws()]);
-        let close = seq(vec![self.ws(), Expr::literal(b"]")]);
+        let (open, comma, close) = self.array_frame();
 
         // contains
         let contains: Vec<_> = a
@@ -81,10 +80,10 @@ impl<'a> SchemaCompiler<'a> {
                 && cmin == 1
                 && cmax.is_none();
             if simple {
-                let item = self.value_rule(&rest)?;
+                let item = self.item_rule(&rest)?;
                 let mut both = rest.clone();
                 both.push(c);
-                let hit = self.value_rule(&both)?;
+                let hit = self.item_rule(&both)?;
                 let body = seq(vec![
                     Expr::Repeat {
                         expr: Box::new(seq(vec![item.clone(), comma.clone()])),
@@ -119,7 +118,7 @@ impl<'a> SchemaCompiler<'a> {
         let rest_item = if rest_max == Some(0) {
             None
         } else {
-            Some(self.value_rule(&rest)?)
+            Some(self.item_rule(&rest)?)
         };
         let mut tail = match &rest_item {
             Some(item) => Expr::Repeat {
@@ -156,7 +155,7 @@ impl<'a> SchemaCompiler<'a> {
         }
         // Positions effective_prefix-1 .. 1, each preceded by a comma.
         for i in (1..effective_prefix).rev() {
-            let item = self.value_rule(&position(i))?;
+            let item = self.item_rule(&position(i))?;
             let step = seq(vec![comma.clone(), item, tail]);
             tail = if (i as u64) < min {
                 step
@@ -164,7 +163,7 @@ impl<'a> SchemaCompiler<'a> {
                 Expr::optional(step)
             };
         }
-        let first = self.value_rule(&position(0))?;
+        let first = self.item_rule(&position(0))?;
         let body = seq(vec![first, tail]);
         let body = if min == 0 { Expr::optional(body) } else { body };
         Ok(seq(vec![open, body, close]))
@@ -218,24 +217,52 @@ impl<'a> SchemaCompiler<'a> {
         }
         let mut members = Vec::with_capacity(values.len());
         for v in &values {
-            members.push(self.literal(v)?);
+            let value = self.literal(v)?;
+            members.push(self.array_item(value));
         }
         let count =
             |n: u64| u32::try_from(n).map_err(|_| self.limit(ptr, "item count bound above u32"));
+        let (open, separator, close) = self.array_frame();
         let body = Expr::Permutation(Box::new(Permutation {
             required: vec![false; members.len()],
             members,
             extra: None,
-            separator: self.punct(b","),
+            separator,
             min: count(min)?,
             max: max.map(count).transpose()?,
         }));
-        Ok(seq(vec![
-            Expr::literal(b"["),
-            self.ws(),
-            body,
-            self.ws(),
-            Expr::literal(b"]"),
-        ]))
+        Ok(seq(vec![open, body, close]))
+    }
+
+    /// What opens an array, separates its items and closes it: JSON's brackets
+    /// and comma, or nothing in MiniMax-M3's style (each item is a tag).
+    pub(super) fn array_frame(&self) -> (Expr, Expr, Expr) {
+        match self.value_style {
+            Some(ParameterStyle::MiniMaxM3) => (Expr::Empty, Expr::Empty, Expr::Empty),
+            _ => (
+                seq(vec![Expr::literal(b"["), self.ws()]),
+                self.punct(b","),
+                seq(vec![self.ws(), Expr::literal(b"]")]),
+            ),
+        }
+    }
+
+    /// `value` as an element of an array: itself, or inside MiniMax-M3's
+    /// `item` tags.
+    pub(super) fn array_item(&self, value: Expr) -> Expr {
+        match self.value_style {
+            Some(ParameterStyle::MiniMaxM3) => seq(vec![
+                Expr::literal(format!("{MINIMAX_M3_TAG}<item>").as_bytes()),
+                value,
+                Expr::literal(format!("{MINIMAX_M3_TAG}</item>").as_bytes()),
+            ]),
+            _ => value,
+        }
+    }
+
+    /// An item valid against `conj`, as an element of an array.
+    pub(super) fn item_rule(&mut self, conj: &[Subschema<'a>]) -> Result<Expr> {
+        let value = self.value_rule(conj)?;
+        Ok(self.array_item(value))
     }
 }

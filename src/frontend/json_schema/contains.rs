@@ -136,7 +136,7 @@ impl<'a> SchemaCompiler<'a> {
         // states already made.
         reachable.sort_by(|a, b| b.cmp(a));
 
-        let comma = self.punct(b",");
+        let (_, comma, _) = self.array_frame();
         let mut rules: HashMap<(u64, Vec<u64>), RuleId> = HashMap::default();
         for (i, c) in reachable {
             let position: Vec<Subschema<'a>> = (node.arr.parts.iter())
@@ -199,6 +199,6 @@ impl<'a> SchemaCompiler<'a> {
                 k.schema.negation()
             });
         }
-        self.value_rule(&conj)
+        self.item_rule(&conj)
     }
 }

@@ -14,7 +14,7 @@ use super::decimal::Decimal;
 use super::node::{Node, TypeSet};
 use super::string::literal_string;
 use super::validate::json_key;
-use super::xml::ParameterStyle;
+use super::xml::{ParameterStyle, MINIMAX_M3_TAG};
 use super::{alt, nothing, seq, Result, SchemaCompiler};
 
 /// Most numbers of one `enum` spelled with exponents too (`7` as `0.7e1`).
@@ -31,7 +31,7 @@ impl<'a> SchemaCompiler<'a> {
         }
         let mut alts = Vec::new();
         if node.types.intersects(TypeSet::NULL) {
-            alts.push(self.keyword_literal(&Value::Null));
+            alts.push(self.literal(&Value::Null)?);
         }
         if node.types.intersects(TypeSet::BOOLEAN) {
             alts.push(self.keyword_literal(&Value::Bool(true)));
@@ -118,7 +118,10 @@ impl<'a> SchemaCompiler<'a> {
 
     /// A JSON value as an expression (any property order per the options).
     pub(crate) fn literal(&mut self, v: &Value) -> Result<Expr> {
+        let m3 = self.value_style == Some(ParameterStyle::MiniMaxM3);
         Ok(match v {
+            // MiniMax-M3's template leaves out what is null.
+            Value::Null if m3 => nothing(),
             Value::Null | Value::Bool(_) => self.keyword_literal(v),
             Value::Number(_) => {
                 let d = Decimal::from_value(v).expect("a JSON number");
@@ -128,8 +131,18 @@ impl<'a> SchemaCompiler<'a> {
                 Some(style @ ParameterStyle::Gemma) => {
                     Expr::literal(format!("{0}{s}{0}", style.end()).as_bytes())
                 }
+                Some(ParameterStyle::MiniMaxM3) if s.contains(MINIMAX_M3_TAG) => nothing(),
+                Some(ParameterStyle::MiniMaxM3) => Expr::literal(s.as_bytes()),
                 _ => literal_string(s),
             },
+            Value::Array(items) if m3 => {
+                let mut parts = Vec::new();
+                for item in items {
+                    let value = self.literal(item)?;
+                    parts.push(self.array_item(value));
+                }
+                seq(parts)
+            }
             Value::Array(items) => {
                 let mut parts = vec![Expr::literal(b"["), self.ws()];
                 for (i, item) in items.iter().enumerate() {

@@ -62,8 +62,8 @@ pub use documents::{DocumentsError, SchemaDocuments, DEFAULT_DOCUMENTS_BASE};
 pub use draft::Draft;
 pub use pattern_cache::{PatternCache, DEFAULT_PATTERN_CACHE_BYTES};
 pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
-pub use xml::ParameterStyle;
 pub(crate) use xml::CDATA;
+pub use xml::{ParameterStyle, MINIMAX_M3_TAG};
 
 /// How much whitespace may appear between JSON tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

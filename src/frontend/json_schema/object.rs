@@ -78,7 +78,7 @@ struct KeyFilter<'a> {
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_object(&mut self, node: &Node<'a>) -> Result<Expr> {
         match self.value_style {
-            Some(style @ ParameterStyle::Gemma) => {
+            Some(style @ (ParameterStyle::Gemma | ParameterStyle::MiniMaxM3)) => {
                 self.emit_object_as(node, Syntax::Parameters(style))
             }
             _ => self.emit_object_as(node, Syntax::Json),
@@ -154,7 +154,12 @@ impl<'a> SchemaCompiler<'a> {
             entries.push(Entry { pair, required });
             declared.push((name.clone(), key, conj));
         }
-        let extra = self.extra_pairs(node, &names, &ptr, syntax)?;
+        let extra = match syntax {
+            // A closing tag repeats the name: only the declared names can be
+            // written (an over-constraint, see `xml.rs`).
+            Syntax::Parameters(ParameterStyle::MiniMaxM3) => None,
+            _ => self.extra_pairs(node, &names, &ptr, syntax)?,
+        };
         let shape = Shape {
             entries,
             extra,
@@ -179,11 +184,10 @@ impl<'a> SchemaCompiler<'a> {
     ) -> Result<Expr> {
         Ok(match syntax {
             Syntax::Json => seq(vec![key, self.punct(b":"), self.value_rule(conj)?]),
-            Syntax::Parameters(style) => seq(vec![
-                Expr::literal(style.key_prefix().as_bytes()),
-                key,
-                self.parameter_value_rule(conj, style)?,
-            ]),
+            Syntax::Parameters(style) => {
+                let value = self.parameter_value_rule(conj, style)?;
+                tagged_pair(style, key, value)
+            }
         })
     }
 
@@ -647,7 +651,9 @@ impl<'a> SchemaCompiler<'a> {
     /// An object literal (enum/const): every entry required, nothing else.
     pub(crate) fn object_literal(&mut self, entries: Vec<(String, Expr)>) -> Result<Expr> {
         let syntax = match self.value_style {
-            Some(style @ ParameterStyle::Gemma) => Syntax::Parameters(style),
+            Some(style @ (ParameterStyle::Gemma | ParameterStyle::MiniMaxM3)) => {
+                Syntax::Parameters(style)
+            }
             _ => Syntax::Json,
         };
         let entries = entries
@@ -655,6 +661,11 @@ impl<'a> SchemaCompiler<'a> {
             .map(|(name, value)| Entry {
                 pair: match syntax {
                     Syntax::Json => seq(vec![literal_string(&name), self.punct(b":"), value]),
+                    Syntax::Parameters(style @ ParameterStyle::MiniMaxM3) => tagged_pair(
+                        style,
+                        Expr::literal(name.as_bytes()),
+                        seq(vec![Expr::literal(b">"), value]),
+                    ),
                     Syntax::Parameters(_) => seq(vec![
                         Expr::literal(name.as_bytes()),
                         self.punct(b":"),
@@ -710,6 +721,10 @@ impl<'a> SchemaCompiler<'a> {
                 seq(vec![Expr::literal(b"{"), self.ws()]),
                 seq(vec![self.ws(), Expr::literal(b"}")]),
             ),
+            // MiniMax-M3's tags follow each other as its template writes them.
+            Syntax::Parameters(ParameterStyle::MiniMaxM3) => {
+                (Expr::Empty, Expr::Empty, Expr::Empty)
+            }
             Syntax::Parameters(_) => (self.ws(), self.ws(), self.ws()),
         };
         // One declared property beside undeclared ones has an order too.
@@ -876,6 +891,24 @@ impl<'a> SchemaCompiler<'a> {
         memo.insert((i, count_key), id);
         Ok(Expr::Ref(id))
     }
+}
+
+/// A parameter as `style` writes it: its key's prefix, the key, what follows
+/// it up to the value's end, and (MiniMax-M3's) the closing tag naming the key.
+fn tagged_pair(style: ParameterStyle, key: Expr, rest: Expr) -> Expr {
+    let mut parts = vec![
+        Expr::literal(style.key_prefix().as_bytes()),
+        key.clone(),
+        rest,
+    ];
+    if style == ParameterStyle::MiniMaxM3 {
+        parts.extend([
+            Expr::literal(style.end().as_bytes()),
+            key,
+            Expr::literal(b">"),
+        ]);
+    }
+    seq(parts)
 }
 
 /// Any key but `names`: every canonical string minus the names' encodings,

@@ -626,9 +626,13 @@ impl StringBody {
 
 impl<'a> SchemaCompiler<'a> {
     pub(crate) fn emit_string(&mut self, node: &Node<'a>) -> Result<Expr> {
-        if let Some(style @ super::xml::ParameterStyle::Gemma) = self.value_style {
-            let raw = self.raw_text(node, style)?;
-            return Ok(seq(vec![Expr::literal(style.end().as_bytes()), raw]));
+        match self.value_style {
+            Some(style @ super::xml::ParameterStyle::Gemma) => {
+                let raw = self.raw_text(node, style)?;
+                return Ok(seq(vec![Expr::literal(style.end().as_bytes()), raw]));
+            }
+            Some(super::xml::ParameterStyle::MiniMaxM3) => return self.minimax_m3_text(node),
+            _ => {}
         }
         let body = match self.string_body(node)? {
             None => return Ok(nothing()),

@@ -13,6 +13,7 @@
 //! {city:<|"|>Paris<|"|>,days:3,tags:[<|"|>a<|"|>],m:{k:true}}             gemma
 //! <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>  kimi_k3_xml
 //! <param name="city">Paris</param>, <param name="t"><![CDATA[a<b]]></param>      minicpm_xml
+//! NS<city>Paris NS</city>NS<tags>NS<item>a NS</item>NS</tags>                  minimax_m3_xml
 //! ```
 //!
 //! The first four are XGrammar's styles of those names. `python` writes every
@@ -30,6 +31,14 @@
 //! `minicpm_xml` also takes a string with no length or pattern as a CDATA
 //! section (`<![CDATA[...]]>`: any text without `]]>`), as MiniCPM 5's template
 //! writes text holding `<`, `&` or a newline.
+//!
+//! `minimax_m3_xml` is MiniMax-M3's, where `NS` is its tag opener
+//! `]<]minimax[>[` (written without the space above): every value at every
+//! depth is tagged, an object's properties by their names, an array's items as
+//! `item`; a string is its raw text (never holding `NS`), a number or boolean
+//! its JSON, `null` not written at all (the template leaves such a property
+//! out). A closing tag repeats its name, which no grammar can say of names it
+//! does not know, so objects take their declared properties only.
 //!
 //! `kimi_k3_xml` names each value's JSON type in its tag (`string` for raw text,
 //! `number` for any number, as Kimi K3's template writes them), so a parser
@@ -63,7 +72,7 @@ use super::node::{Node, TypeSet};
 use super::object::Syntax;
 use super::string::StringBody;
 use super::{alt, nothing, seq, JsonSchemaError, Result, SchemaCompiler, Subschema};
-use crate::grammar::{Excluding, Expr, FreeText};
+use crate::grammar::{Excluding, Expr, FreeText, Intersection};
 
 /// How the parameters of a tool call are written; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,11 +100,17 @@ pub enum ParameterStyle {
     /// `<param name="NAME">VALUE</param>`, free text in `<![CDATA[...]]>` when it
     /// may hold `<`, `&` or a newline (MiniCPM 5).
     MiniCpm,
+    /// `NS<NAME>VALUE NS</NAME>` at every depth, an array's items as
+    /// `NS<item>VALUE NS</item>`, where `NS` is [`MINIMAX_M3_TAG`] (MiniMax-M3).
+    MiniMaxM3,
 }
+
+/// What opens every tag of MiniMax-M3's calls and arguments.
+pub const MINIMAX_M3_TAG: &str = "]<]minimax[>[";
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 9] = [
+    pub const ALL: [ParameterStyle; 10] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
@@ -105,6 +120,7 @@ impl ParameterStyle {
         ParameterStyle::Gemma,
         ParameterStyle::KimiK3,
         ParameterStyle::MiniCpm,
+        ParameterStyle::MiniMaxM3,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -124,6 +140,7 @@ impl ParameterStyle {
             ParameterStyle::Gemma => "gemma",
             ParameterStyle::KimiK3 => "kimi_k3_xml",
             ParameterStyle::MiniCpm => "minicpm_xml",
+            ParameterStyle::MiniMaxM3 => "minimax_m3_xml",
         }
     }
 
@@ -136,6 +153,7 @@ impl ParameterStyle {
             ParameterStyle::Glm => "<arg_key>",
             ParameterStyle::KimiK3 => "<|open|>argument key=\"",
             ParameterStyle::MiniCpm => "<param name=\"",
+            ParameterStyle::MiniMaxM3 => "]<]minimax[>[<",
             ParameterStyle::Python | ParameterStyle::Gemma => "",
         }
     }
@@ -151,7 +169,8 @@ impl ParameterStyle {
         }
     }
 
-    /// What closes a parameter, after its value.
+    /// What closes a parameter, after its value (MiniMax-M3's: what opens the
+    /// closing tag, the name and `>` following).
     pub fn end(self) -> &'static str {
         match self {
             ParameterStyle::Qwen | ParameterStyle::MiniMax | ParameterStyle::QwenCoder => {
@@ -161,6 +180,7 @@ impl ParameterStyle {
             ParameterStyle::Glm => "</arg_value>",
             ParameterStyle::KimiK3 => "<|close|>argument<|sep|>",
             ParameterStyle::MiniCpm => "</param>",
+            ParameterStyle::MiniMaxM3 => "]<]minimax[>[</",
             ParameterStyle::Python => "",
             // What closes a string (which opens with it too).
             ParameterStyle::Gemma => "<|\"|>",
@@ -169,7 +189,10 @@ impl ParameterStyle {
 
     /// Whether the style spells values too, not only the root's parameters.
     fn reaches_into_values(self) -> bool {
-        matches!(self, ParameterStyle::Python | ParameterStyle::Gemma)
+        matches!(
+            self,
+            ParameterStyle::Python | ParameterStyle::Gemma | ParameterStyle::MiniMaxM3
+        )
     }
 
     /// What stands between the opening tag and a raw value, and between the
@@ -226,6 +249,18 @@ fn identifier() -> Hir {
             sub: Box::new(class(&rest)),
         }),
     ])
+}
+
+/// Any text, newlines included.
+fn any_text() -> Hir {
+    Hir::repetition(regex_syntax::hir::Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(Hir::class(Class::Unicode(ClassUnicode::new([
+            ClassUnicodeRange::new('\0', char::MAX),
+        ])))),
+    })
 }
 
 /// Any character but `<`.
@@ -305,6 +340,10 @@ impl<'a> SchemaCompiler<'a> {
             }
             ParameterStyle::Gemma => {
                 return Ok(seq(vec![self.punct(b":"), self.value_rule(conj)?]))
+            }
+            // The closing tag repeats the name: the pair writes it.
+            ParameterStyle::MiniMaxM3 => {
+                return Ok(seq(vec![Expr::literal(b">"), self.value_rule(conj)?]))
             }
             _ => {}
         }
@@ -390,6 +429,7 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::Glm => seq(vec![text("</arg_key>"), self.ws(), text("<arg_value>")]),
             ParameterStyle::Python => text("="),
             ParameterStyle::Gemma => text(":"),
+            ParameterStyle::MiniMaxM3 => text(">"),
             ParameterStyle::KimiK3 if raw => text("\" type=\"string\"<|sep|>"),
             // A JSON value's type is its own (`parameter_value`).
             ParameterStyle::KimiK3 => text("\" type=\"number\"<|sep|>"),
@@ -462,6 +502,49 @@ impl<'a> SchemaCompiler<'a> {
                 },
                 close_expr,
             ]),
+        })
+    }
+
+    /// A string in MiniMax-M3's style: its raw text, never holding the tag
+    /// opener (a reader would take a tag there). Unbounded text is any text
+    /// without it; bounded text takes no `<` (as the other styles' raw text).
+    pub(crate) fn minimax_m3_text(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let tag = MINIMAX_M3_TAG.as_bytes().to_vec();
+        let limit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        Ok(match self.string_body(node)? {
+            None => nothing(),
+            Some(StringBody::Regex(h)) => Expr::Intersection(Box::new(Intersection {
+                regexes: vec![h],
+                negated: vec![Hir::concat(vec![
+                    any_text(),
+                    Hir::literal(tag.clone()),
+                    any_text(),
+                ])],
+            })),
+            Some(StringBody::Both {
+                regexes,
+                negated,
+                min,
+                max,
+            }) => StringBody::intersection(&regexes, &negated, (min, max), not_open_angle(), |h| {
+                Some(h.clone())
+            }),
+            Some(StringBody::Chars { min, max: None }) => seq(vec![
+                Expr::Repeat {
+                    expr: Box::new(Expr::Regex(not_open_angle())),
+                    min: limit(min),
+                    max: Some(limit(min)),
+                },
+                Expr::Text(Box::new(FreeText::excluding(vec![tag]))),
+            ]),
+            Some(StringBody::Chars {
+                min,
+                max: Some(max),
+            }) => Expr::Repeat {
+                expr: Box::new(Expr::Regex(not_open_angle())),
+                min: limit(min),
+                max: Some(limit(max)),
+            },
         })
     }
 
@@ -708,6 +791,53 @@ mod tests {
         // Bounded text has no CDATA form (its length is the text's).
         assert!(!ok(r#"<param name="id"><![CDATA[ab]]></param>"#));
         assert!(ok(r#"<param name="id">ab</param>"#));
+    }
+
+    #[test]
+    fn minimax_m3_tags_values_at_every_depth() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {
+                "city": {"type": "string"}, "n": {"type": ["integer", "null"]},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                "id": {"type": "string", "maxLength": 3},
+                "at": {"type": "object", "properties": {"x": {"type": "number"}, "on": {"type": "boolean"}},
+                       "required": ["x"]}},
+                "required": ["city"]}),
+            ParameterStyle::MiniMaxM3,
+        );
+        let m3 = |text: &str| ok(&text.replace("NS", super::MINIMAX_M3_TAG));
+        assert!(m3("NS<city>San <b>Fran</b>NS</city>"));
+        assert!(m3("NS<city>ParisNS</city>NS<n>-3NS</n>"));
+        assert!(m3(
+            "NS<city>xNS</city>NS<tags>NS<item>aNS</item>NS<item>NS</item>NS</tags>"
+        ));
+        assert!(m3("NS<city>xNS</city>NS<tags>NS</tags>"), "an empty array");
+        assert!(m3(
+            "NS<city>xNS</city>NS<at>NS<x>1.5NS</x>NS<on>trueNS</on>NS</at>"
+        ));
+        assert!(
+            !m3("NS<city>xNS</city>NS<at>NS<on>trueNS</on>NS</at>"),
+            "x is required"
+        );
+        assert!(!m3("NS<city>xNS</city>NS<n>nullNS</n>"), "null is left out");
+        assert!(
+            !m3("NS<city>xNS</city>NS<n>1NS</city>"),
+            "the closing tag names the key"
+        );
+        assert!(
+            !m3("NS<city>aNSbNS</city>"),
+            "text never holds the tag opener"
+        );
+        assert!(
+            !m3("NS<city>xNS</city>NS<other>1NS</other>"),
+            "declared names only"
+        );
+        assert!(!m3(
+            "NS<city>xNS</city>NS<tags>NS<item>aNS</item>NS<item>bNS</item>NS<item>cNS</item>NS</tags>"
+        ));
+        assert!(m3("NS<city>xNS</city>NS<id>a]bNS</id>"));
+        assert!(!m3("NS<city>xNS</city>NS<id>abcdNS</id>"));
+        assert!(!m3("{\"city\": \"x\"}"));
     }
 
     #[test]

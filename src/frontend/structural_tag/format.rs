@@ -250,10 +250,13 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
                     Some("json") => None,
                     Some(name) => match ParameterStyle::from_name(name) {
                         Some(style) => Some(style),
-                        None if matches!(name, "kimi_k3_xml" | "cohere_xml") => {
+                        None if name == "cohere_xml" => {
                             return Err(error(&f.at("style"), format!("the `{name}` style is not supported yet")))
                         }
-                        None => return Err(error(&f.at("style"), "unknown style (known: json, qwen_xml, minimax_xml, deepseek_xml, glm_xml)")),
+                        None => {
+                            let known: Vec<&str> = ParameterStyle::ALL.iter().map(|s| s.name()).collect();
+                            return Err(error(&f.at("style"), format!("unknown style (known: json, {})", known.join(", "))));
+                        }
                     },
                     None => return Err(error(&f.at("style"), "must be a string")),
                 };

@@ -24,17 +24,18 @@
 //! 3.x's bare JSON; the XML ones whose arguments are tagged parameters
 //! (Qwen3-Coder's `<function=f>`, GLM's `<tool_call>f<arg_key>`, Seed-OSS,
 //! MiniMax-M2 and DeepSeek's DSML `<invoke name="f">`: one `CallShape` each, one
-//! reader for all, `xml.rs`); those whose JSON arguments follow the name between
+//! reader for all, `xml.rs`; MiniMax-M3's values tagged at every depth,
+//! `minimax_m3.rs`); those whose JSON arguments follow the name between
 //! delimiters (DeepSeek V3.1 and R1, Kimi K2, functionary v3.1: one `JsonCallShape` each,
 //! `json_calls.rs`); Mistral's three `[TOOL_CALLS]` shapes; LFM2's Python list of
 //! calls (`pythonic.rs`) and Gemma 4's calls in its own notation (`gemma.rs`).
 //! Cohere's list of actions (`cohere.rs`); gpt-oss's harmony messages, whose
 //! channels carry reasoning, answer and calls (`harmony.rs`); Kimi K3's tagged
 //! blocks (`kimi_k3.rs`); a JSON list of named calls between tags (Nemotron
-//! Nano 2, Apriel, Apertus: `named_list.rs`); MiniCPM 5's `<function name="f">` (an XML
-//! shape); functionary v3.2's messages to a recipient (`functionary.rs`). Not
-//! built yet: MiniMax-M3, Command R+, muse-glimmer. A
-//! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
+//! Nano 2, Apriel, Apertus, Command R+'s fenced list after `Action:`:
+//! `named_list.rs`); MiniCPM 5's `<function name="f">` (an XML shape);
+//! functionary v3.2's messages to a recipient (`functionary.rs`). Not built
+//! yet: muse-glimmer. A reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
 //! [`grammar_with_reasoning`]) is free text up to its close.
 //!
 //! Delimiters are written as text; where the vocabulary has a special token
@@ -49,6 +50,7 @@ mod harmony;
 mod json_calls;
 mod kimi_k3;
 mod literals;
+mod minimax_m3;
 mod named_list;
 mod parse;
 mod progress;
@@ -93,6 +95,9 @@ pub enum ToolCallFormat {
     /// `<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>\n</minimax:tool_call>`:
     /// MiniMax-M2, every call of a turn in one block.
     MiniMax,
+    /// `]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="f">]<]minimax[>[<a>1]<]minimax[>[</a>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>`:
+    /// MiniMax-M3, every value tagged at every depth (`minimax_m3_xml`).
+    MiniMaxM3,
     /// `<｜DSML｜function_calls>` with `<｜DSML｜invoke name="f">` and
     /// `<｜DSML｜parameter name="a" string="false">1</｜DSML｜parameter>`:
     /// DeepSeek V3.2, every call of a turn in one block.
@@ -160,12 +165,17 @@ pub enum ToolCallFormat {
     /// `all\nTEXT>>>f\n{...}`: functionary v3.2's messages, each to a recipient
     /// (`all` the user, else a function).
     FunctionaryV32,
+    /// ``Action:\n```json\n[{"tool_name": "f", "parameters": {...}}]\n``` ``: Command R+.
+    CommandRPlus,
 }
 
 impl ToolCallFormat {
     /// The format a chat template renders tool calls in, when it is one of
     /// these (read from the template's text).
     pub fn detect(template: &str) -> Option<ToolCallFormat> {
+        if template.contains(crate::frontend::json_schema::MINIMAX_M3_TAG) {
+            return Some(ToolCallFormat::MiniMaxM3);
+        }
         if template.contains("<|channel|>commentary") && template.contains("<|call|>") {
             return Some(ToolCallFormat::Harmony);
         }
@@ -190,6 +200,9 @@ impl ToolCallFormat {
         }
         if template.contains(">>>${recipient}") {
             return Some(ToolCallFormat::FunctionaryV32);
+        }
+        if template.contains("directly-answer") && template.contains("Action:") {
+            return Some(ToolCallFormat::CommandRPlus);
         }
         if template.contains("<|tools_prefix|>") {
             return Some(ToolCallFormat::Apertus);
@@ -271,7 +284,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 28] = [
+    pub const ALL: [ToolCallFormat; 30] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -300,10 +313,12 @@ impl ToolCallFormat {
         ToolCallFormat::FunctionaryV31,
         ToolCallFormat::Apertus,
         ToolCallFormat::FunctionaryV32,
+        ToolCallFormat::MiniMaxM3,
+        ToolCallFormat::CommandRPlus,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 28] = [
+    pub const NAMES: [&'static str; 30] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -332,6 +347,8 @@ impl ToolCallFormat {
         "functionary-v3.1",
         "apertus",
         "functionary-v3.2",
+        "minimax-m3",
+        "command-r-plus",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -371,6 +388,8 @@ impl ToolCallFormat {
             "functionary-v3.1" => Some(ToolCallFormat::FunctionaryV31),
             "apertus" => Some(ToolCallFormat::Apertus),
             "functionary-v3.2" => Some(ToolCallFormat::FunctionaryV32),
+            "minimax-m3" => Some(ToolCallFormat::MiniMaxM3),
+            "command-r-plus" | "command-r" => Some(ToolCallFormat::CommandRPlus),
             _ => None,
         }
     }
@@ -422,6 +441,7 @@ impl ToolCallFormat {
             ToolCallFormat::GigaChat3 => Some(&named_list::GIGACHAT3),
             ToolCallFormat::GigaChat31 => Some(&named_list::GIGACHAT31),
             ToolCallFormat::Apertus => Some(&named_list::APERTUS),
+            ToolCallFormat::CommandRPlus => Some(&named_list::COMMAND_R_PLUS),
             _ => None,
         }
     }
@@ -444,6 +464,7 @@ impl ToolCallFormat {
             ToolCallFormat::Glm => Some(&xml::GLM),
             ToolCallFormat::SeedOss => Some(&xml::SEED),
             ToolCallFormat::MiniMax => Some(&xml::MINIMAX),
+            ToolCallFormat::MiniMaxM3 => Some(&xml::MINIMAX_M3),
             ToolCallFormat::DeepSeekDsml => Some(&xml::DSML_FUNCTION_CALLS),
             ToolCallFormat::DeepSeekV4 => Some(&xml::DSML_TOOL_CALLS),
             ToolCallFormat::MiniCpm => Some(&xml::MINICPM),

@@ -1,8 +1,10 @@
 //! Calls as `{"name": ..., "arguments": {...}}` objects after a tag: a JSON list
 //! of them (NVIDIA Nemotron Nano 2's `<TOOLCALL>[...]</TOOLCALL>`, Apriel's
 //! `<tool_calls>[...]</tool_calls>`, FireFunction's ` functools[...]`; Apertus's
-//! `<|tools_prefix|>[{"f": {...}}]<|tools_suffix|>` with the name as the key) or
-//! one object, one call per turn (GigaChat's `<|function_call|>{...}`),
+//! `<|tools_prefix|>[{"f": {...}}]<|tools_suffix|>` with the name as the key;
+//! Command R+'s fenced list of `{"tool_name": ..., "parameters": {...}}` after
+//! `Action:`) or one object, one call per turn (GigaChat's
+//! `<|function_call|>{...}`),
 //!
 //! ```text
 //! <TOOLCALL>[{"name": "f", "arguments": {"city": "Paris"}}, {"name": "g", "arguments": {}}]</TOOLCALL>
@@ -30,8 +32,9 @@ pub(crate) struct ListShape {
     pub close: &'static str,
     /// A JSON list of calls; else one call object.
     pub list: bool,
-    /// Each call is `{"f": {...}}` (else `{"name": "f", "arguments": {...}}`).
-    pub name_is_key: bool,
+    /// A call's fields (`{"name": "f", "arguments": {...}}`, or the name as
+    /// the key: `{"f": {...}}`).
+    pub keys: &'static CallKeys,
 }
 
 /// Nemotron Nano 2's.
@@ -39,7 +42,7 @@ pub(crate) const NEMOTRON: ListShape = ListShape {
     open: "<TOOLCALL>",
     close: "</TOOLCALL>",
     list: true,
-    name_is_key: false,
+    keys: &KEYS,
 };
 
 /// Apriel 1.5's and 1.6's.
@@ -47,7 +50,7 @@ pub(crate) const APRIEL: ListShape = ListShape {
     open: "<tool_calls>",
     close: "</tool_calls>",
     list: true,
-    name_is_key: false,
+    keys: &KEYS,
 };
 
 /// Apertus's: the name is each call's key.
@@ -55,7 +58,20 @@ pub(crate) const APERTUS: ListShape = ListShape {
     open: "<|tools_prefix|>",
     close: "<|tools_suffix|>",
     list: true,
-    name_is_key: true,
+    keys: &CallKeys::NameIsKey,
+};
+
+/// Command R+'s: a fenced JSON list after `Action:` (as the model writes it;
+/// its template indents the list).
+pub(crate) const COMMAND_R_PLUS: ListShape = ListShape {
+    open: "Action:\n```json\n",
+    close: "\n```",
+    list: true,
+    keys: &CallKeys::Fields {
+        id: None,
+        name: "tool_name",
+        arguments: "parameters",
+    },
 };
 
 /// FireFunction v2's (its list right after the word).
@@ -63,7 +79,7 @@ pub(crate) const FIREFUNCTION: ListShape = ListShape {
     open: " functools",
     close: "",
     list: true,
-    name_is_key: false,
+    keys: &KEYS,
 };
 
 /// GigaChat 3's: the call is a message of the `function call` role.
@@ -71,7 +87,7 @@ pub(crate) const GIGACHAT3: ListShape = ListShape {
     open: "<|message_sep|>\n\nfunction call<|role_sep|>\n",
     close: "",
     list: false,
-    name_is_key: false,
+    keys: &KEYS,
 };
 
 /// GigaChat 3.1's.
@@ -79,7 +95,7 @@ pub(crate) const GIGACHAT31: ListShape = ListShape {
     open: "<|function_call|>",
     close: "",
     list: false,
-    name_is_key: false,
+    keys: &KEYS,
 };
 
 impl ListShape {
@@ -94,17 +110,16 @@ impl ListShape {
     /// One item up to its arguments.
     pub(crate) fn item_head(&self, name: &str) -> String {
         let quoted = serde_json::to_string(name).expect("a string");
-        match self.name_is_key {
-            true => format!("{{{quoted}: "),
-            false => format!("{{\"name\": {quoted}, \"arguments\": "),
+        match self.keys {
+            CallKeys::NameIsKey => format!("{{{quoted}: "),
+            CallKeys::Fields {
+                name, arguments, ..
+            } => format!("{{\"{name}\": {quoted}, \"{arguments}\": "),
         }
     }
 
     fn keys(&self) -> &'static CallKeys {
-        match self.name_is_key {
-            true => &CallKeys::NameIsKey,
-            false => &KEYS,
-        }
+        self.keys
     }
 }
 
@@ -132,8 +147,10 @@ pub(crate) fn parse(text: &str, shape: &ListShape) -> ParsedReply {
             true => call_objects(value.as_array()?, shape.keys())?,
             false => call_objects(std::slice::from_ref(&value), shape.keys())?,
         };
+        // (Command R+'s close starts with the newline trimmed here.)
         let after = body[used..].trim_start();
-        Some((calls, after.strip_prefix(shape.close).unwrap_or(after)))
+        let close = shape.close.trim_start();
+        Some((calls, after.strip_prefix(close).unwrap_or(after)))
     })();
     match read {
         Some((calls, tail)) => ParsedReply {

@@ -58,6 +58,7 @@ pub fn calls_in_progress<'a>(
 }
 
 /// How a call written as one JSON object names its parts.
+#[derive(Debug)]
 pub(crate) enum CallKeys {
     /// Fields, in the order it writes them: its id (where it has one), its
     /// name, its arguments (`{"name": "f", "arguments": {...}}`).

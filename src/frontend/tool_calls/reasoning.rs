@@ -30,7 +30,8 @@ pub struct Reasoning {
 
 impl Reasoning {
     /// The span a chat template's model writes (`[THINK]` for Mistral's
-    /// reasoning models, `<seed:think>` for Seed-OSS, `<|channel>thought` up to
+    /// reasoning models, `<seed:think>` for Seed-OSS, `<mm:think>` for
+    /// MiniMax-M3, `<|channel>thought` up to
     /// `<channel|>` for Gemma 4, `<|START_THINKING|>` for Cohere, an analysis
     /// message for gpt-oss, the thinking block for Kimi K3, up to `[BEGIN FINAL
     /// RESPONSE]` for Apriel 1.6, else
@@ -42,6 +43,8 @@ impl Reasoning {
             ("[THINK]", "[/THINK]")
         } else if template.contains("<seed:think>") {
             ("<seed:think>", "</seed:think>")
+        } else if template.contains("<mm:think>") {
+            ("<mm:think>", "</mm:think>")
         } else if template.contains("<|START_THINKING|>") {
             ("<|START_THINKING|>", "<|END_THINKING|>")
         } else if template.contains("<|open|>") && template.contains("open_tag('think')") {

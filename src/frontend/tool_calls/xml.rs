@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::Tool;
+use super::{minimax_m3, Tool};
 use crate::frontend::json_schema::{ParameterStyle, CDATA};
 
 /// How a family writes one call: what opens it (the function's name follows),
@@ -160,6 +160,21 @@ pub(crate) const KIMI_K3: CallShape = CallShape {
     head_newline: false,
 };
 
+/// MiniMax-M3's calls, all inside one `]<]minimax[>[<tool_call>`, every tag
+/// opened by `]<]minimax[>[` (its values read in [`super::minimax_m3`]).
+pub(crate) const MINIMAX_M3: CallShape = CallShape {
+    open: "]<]minimax[>[<invoke name=\"",
+    name_close: Some("\">"),
+    close: "]<]minimax[>[</invoke>",
+    style: ParameterStyle::MiniMaxM3,
+    wrapper: ("]<]minimax[>[<tool_call>", "]<]minimax[>[</tool_call>"),
+    wraps_each_call: false,
+    ends: &["]<]minimax[>[</invoke>\n"],
+    lead_in: "",
+    head_close: "",
+    head_newline: false,
+};
+
 /// A way a value's tag may open after its key, and what it says of the value:
 /// raw text (`Some(true)`), JSON (`Some(false)`) or nothing (the schema decides).
 type ValueOpen = (&'static str, Option<bool>);
@@ -214,6 +229,12 @@ impl CallShape {
             ParameterStyle::Glm => format!("{prefix}{key}</arg_key><arg_value>{text}{end}"),
             ParameterStyle::Python => format!("{key}={value}"),
             ParameterStyle::Gemma => format!("{key}:{}", super::gemma::value_text(value)),
+            ParameterStyle::MiniMaxM3 => {
+                format!(
+                    "{prefix}{key}>{}{end}{key}>",
+                    super::minimax_m3::value_text(value)
+                )
+            }
             ParameterStyle::KimiK3 => {
                 let kind = match value {
                     Value::String(_) => "string",
@@ -242,7 +263,9 @@ impl CallShape {
                     ("string=\"false\">", Some(false)),
                 ],
             ),
-            ParameterStyle::Qwen | ParameterStyle::QwenCoder => (">", &[("", None)]),
+            ParameterStyle::Qwen | ParameterStyle::QwenCoder | ParameterStyle::MiniMaxM3 => {
+                (">", &[("", None)])
+            }
             ParameterStyle::Python => ("=", &[("", None)]),
             ParameterStyle::Gemma => (":", &[("", None)]),
             ParameterStyle::KimiK3 => (
@@ -350,6 +373,19 @@ pub(crate) fn function_block<'a>(
                 }
             }
         };
+        if shape.style == ParameterStyle::MiniMaxM3 {
+            // Values tagged at every depth, the closing tag naming the key.
+            let no_schema = Value::Null;
+            let root = tool.map_or(&no_schema, |t| &t.parameters);
+            let typing = minimax_m3::Typing { root };
+            let schema = tool.and_then(|t| typing.property(&t.parameters, key));
+            let Some((value, next)) = minimax_m3::element(value, key, schema, typing) else {
+                return Some(block);
+            };
+            block.parameters.push((key, value));
+            rest = next;
+            continue;
+        }
         if let Some(inside) = value.strip_prefix(CDATA.0) {
             // Raw text that may hold the closing tag (MiniCPM's).
             let Some(end) = inside.find(CDATA.1) else {
