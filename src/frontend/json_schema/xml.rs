@@ -271,6 +271,14 @@ fn not_open_angle() -> Hir {
     ])))
 }
 
+/// Raw text matching every one of `regexes` and none of `negated`, of
+/// `min..=max` characters, none of them `<` (see the module docs).
+fn bounded_raw_text(regexes: &[Hir], negated: &[Hir], (min, max): (u64, Option<u64>)) -> Expr {
+    StringBody::intersection(regexes, negated, (min, max), not_open_angle(), |h| {
+        Some(h.clone())
+    })
+}
+
 /// An undeclared parameter name: an identifier other than the declared `names`.
 pub(crate) fn undeclared_name(names: &[String]) -> Expr {
     if names.is_empty() {
@@ -451,9 +459,7 @@ impl<'a> SchemaCompiler<'a> {
                 min,
                 max,
             }) => seq(vec![
-                StringBody::intersection(&regexes, &negated, (min, max), not_open_angle(), |h| {
-                    Some(h.clone())
-                }),
+                bounded_raw_text(&regexes, &negated, (min, max)),
                 close_expr,
             ]),
             Some(StringBody::Chars { min, max: None }) => {
@@ -526,9 +532,7 @@ impl<'a> SchemaCompiler<'a> {
                 negated,
                 min,
                 max,
-            }) => StringBody::intersection(&regexes, &negated, (min, max), not_open_angle(), |h| {
-                Some(h.clone())
-            }),
+            }) => bounded_raw_text(&regexes, &negated, (min, max)),
             Some(StringBody::Chars { min, max: None }) => seq(vec![
                 Expr::Repeat {
                     expr: Box::new(Expr::Regex(not_open_angle())),
@@ -566,9 +570,7 @@ impl<'a> SchemaCompiler<'a> {
                 negated,
                 min,
                 max,
-            }) => StringBody::intersection(&regexes, &negated, (min, max), not_open_angle(), |h| {
-                Some(h.clone())
-            }),
+            }) => bounded_raw_text(&regexes, &negated, (min, max)),
             Some(StringBody::Chars { min, max }) => {
                 // Identifiers of min..=max characters.
                 let h = super::string::restrict_length(&identifier(), min, max)
