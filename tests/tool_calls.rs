@@ -288,8 +288,9 @@ fn real_outputs_parse_back_into_the_expected_calls() {
         let input = without_end_of_turn(case["input"].as_str().unwrap());
         let tools = tool_calls::read_tools(&case["tools"]).unwrap();
         let (reasoning, parsed) = match format {
-            // Harmony's reasoning is a channel of its own: the reader's.
-            ToolCallFormat::Harmony => {
+            // Harmony's and Muse Glimmer's reasoning is a message of its own:
+            // the reader's.
+            ToolCallFormat::Harmony | ToolCallFormat::MuseGlimmer => {
                 let parsed = tool_calls::parse_reply(format, input, &tools);
                 (parsed.reasoning.clone(), parsed)
             }
@@ -461,7 +462,7 @@ fn delimiters_that_are_special_tokens_are_written_as_those_tokens() {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
     .unwrap();
     // Pieces of the output: `<...|>`-like pieces in `specials` are one token.
-    let cases: [(ToolCallFormat, &[&str], &[&str]); 7] = [
+    let cases: [(ToolCallFormat, &[&str], &[&str]); 8] = [
         (
             ToolCallFormat::Pythonic,
             &["<|tool_call_start|>", "<|tool_call_end|>"],
@@ -502,6 +503,15 @@ fn delimiters_that_are_special_tokens_are_written_as_those_tokens() {
                 "Sure.", "]<]minimax[>[", "<tool_call>\n", "]<]minimax[>[",
                 "<invoke name=\"get_weather\">", "]<]minimax[>[", "<city>Paris", "]<]minimax[>[",
                 "</city>", "]<]minimax[>[", "</invoke>\n", "]<]minimax[>[", "</tool_call>",
+            ],
+        ),
+        (
+            ToolCallFormat::MuseGlimmer,
+            &["<|message|>", "<|eom|>", "<|start|>"],
+            &[
+                " to=self", "<|message|>", "The user wants the weather.", "<|eom|>", "<|start|>",
+                "assistant to=get_weather", "<|message|>",
+                "<atem:function_calls>\n<atem:invoke name=\"get_weather\">\n<atem:parameter name=\"city\">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls>",
             ],
         ),
         (

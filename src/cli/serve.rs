@@ -54,7 +54,7 @@ pub struct ServeArgs {
     /// kimi-k2, llama3-json, mistral-nemo, mistral-args, mistral-call-id, pythonic, gemma4,
     /// cohere, harmony, kimi-k3, nemotron-nano-v2, apriel, minicpm, firefunction,
     /// gigachat3, gigachat3.1, functionary-v3.1, apertus, functionary-v3.2,
-    /// minimax-m3, command-r-plus.
+    /// minimax-m3, command-r-plus, muse-glimmer.
     #[arg(long)]
     tool_format: Option<String>,
 }

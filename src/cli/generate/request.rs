@@ -171,7 +171,7 @@ pub struct GenerateArgs {
     /// kimi-k2, llama3-json, mistral-nemo, mistral-args, mistral-call-id, pythonic, gemma4,
     /// cohere, harmony, kimi-k3, nemotron-nano-v2, apriel, minicpm, firefunction,
     /// gigachat3, gigachat3.1, functionary-v3.1, apertus, functionary-v3.2,
-    /// minimax-m3, command-r-plus).
+    /// minimax-m3, command-r-plus, muse-glimmer).
     #[arg(long, value_name = "NAME", requires = "tools")]
     pub(super) tool_format: Option<String>,
     /// A reasoning span first (`<think>...</think>`, or the chat template's own),

@@ -14,9 +14,11 @@
 //! <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>  kimi_k3_xml
 //! <param name="city">Paris</param>, <param name="t"><![CDATA[a<b]]></param>      minicpm_xml
 //! NS<city>Paris NS</city>NS<tags>NS<item>a NS</item>NS</tags>                  minimax_m3_xml
+//! <atem:parameter name="city">Paris</atem:parameter>                    atem_xml
 //! ```
 //!
-//! The first four are XGrammar's styles of those names. `python` writes every
+//! The first four are XGrammar's styles of those names; `atem_xml` is
+//! `minimax_xml` under Muse Glimmer's tag names. `python` writes every
 //! value as JSON (a JSON string is a Python string) whose `true`, `false` and
 //! `null` may also be spelled `True`, `False`, `None`, at any depth: Python's
 //! spelling, and the JSON one LFM2's template renders inside dicts. `gemma`
@@ -103,6 +105,8 @@ pub enum ParameterStyle {
     /// `NS<NAME>VALUE NS</NAME>` at every depth, an array's items as
     /// `NS<item>VALUE NS</item>`, where `NS` is [`MINIMAX_M3_TAG`] (MiniMax-M3).
     MiniMaxM3,
+    /// `<atem:parameter name="NAME">VALUE</atem:parameter>` (Muse Glimmer).
+    Atem,
 }
 
 /// What opens every tag of MiniMax-M3's calls and arguments.
@@ -110,7 +114,7 @@ pub const MINIMAX_M3_TAG: &str = "]<]minimax[>[";
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 10] = [
+    pub const ALL: [ParameterStyle; 11] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
@@ -121,6 +125,7 @@ impl ParameterStyle {
         ParameterStyle::KimiK3,
         ParameterStyle::MiniCpm,
         ParameterStyle::MiniMaxM3,
+        ParameterStyle::Atem,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -141,6 +146,7 @@ impl ParameterStyle {
             ParameterStyle::KimiK3 => "kimi_k3_xml",
             ParameterStyle::MiniCpm => "minicpm_xml",
             ParameterStyle::MiniMaxM3 => "minimax_m3_xml",
+            ParameterStyle::Atem => "atem_xml",
         }
     }
 
@@ -154,6 +160,7 @@ impl ParameterStyle {
             ParameterStyle::KimiK3 => "<|open|>argument key=\"",
             ParameterStyle::MiniCpm => "<param name=\"",
             ParameterStyle::MiniMaxM3 => "]<]minimax[>[<",
+            ParameterStyle::Atem => "<atem:parameter name=\"",
             ParameterStyle::Python | ParameterStyle::Gemma => "",
         }
     }
@@ -181,6 +188,7 @@ impl ParameterStyle {
             ParameterStyle::KimiK3 => "<|close|>argument<|sep|>",
             ParameterStyle::MiniCpm => "</param>",
             ParameterStyle::MiniMaxM3 => "]<]minimax[>[</",
+            ParameterStyle::Atem => "</atem:parameter>",
             ParameterStyle::Python => "",
             // What closes a string (which opens with it too).
             ParameterStyle::Gemma => "<|\"|>",
@@ -431,7 +439,7 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::Qwen => text(">"),
             ParameterStyle::QwenCoder if raw => text(">\n"),
             ParameterStyle::QwenCoder => text(">"),
-            ParameterStyle::MiniMax | ParameterStyle::MiniCpm => text("\">"),
+            ParameterStyle::MiniMax | ParameterStyle::MiniCpm | ParameterStyle::Atem => text("\">"),
             ParameterStyle::DeepSeek if raw => text("\" string=\"true\">"),
             ParameterStyle::DeepSeek => text("\" string=\"false\">"),
             ParameterStyle::Glm => seq(vec![text("</arg_key>"), self.ws(), text("<arg_value>")]),

@@ -137,19 +137,12 @@ fn messages(text: &str) -> (Vec<Message<'_>>, &str) {
             return (out, rest);
         };
         let after = &message[header_end + MESSAGE.len()..];
-        let end = BODY_ENDS
-            .iter()
-            .filter_map(|stop| after.find(stop).map(|at| (at, stop.len())))
-            .min();
-        let (body, next) = match end {
-            Some((at, len)) => (&after[..at], &after[at + len..]),
-            None => (after, ""),
-        };
+        let (body, next, closed) = super::parse::message_body(after, &BODY_ENDS);
         out.push(Message {
             recipient,
             channel,
             body,
-            closed: end.is_some(),
+            closed,
         });
         if next.is_empty() {
             return (out, next);
@@ -206,18 +199,10 @@ pub(crate) fn content_so_far(text: &str) -> String {
         if m.recipient.is_some() || m.channel == "analysis" {
             continue;
         }
-        let mut body = m.body;
-        if !m.closed {
-            let held = BODY_ENDS
-                .iter()
-                .flat_map(|stop| (1..stop.len()).map(move |n| &stop[..n]))
-                .filter(|prefix| body.ends_with(prefix))
-                .map(str::len)
-                .max()
-                .unwrap_or(0);
-            body = &body[..body.len() - held];
-        }
-        out.push_str(body);
+        out.push_str(match m.closed {
+            true => m.body,
+            false => super::progress::without_partial_end(m.body, &BODY_ENDS),
+        });
     }
     // As the reader trims it.
     out.trim_start().to_string()

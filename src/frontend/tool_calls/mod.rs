@@ -34,8 +34,9 @@
 //! blocks (`kimi_k3.rs`); a JSON list of named calls between tags (Nemotron
 //! Nano 2, Apriel, Apertus, Command R+'s fenced list after `Action:`:
 //! `named_list.rs`); MiniCPM 5's `<function name="f">` (an XML shape);
-//! functionary v3.2's messages to a recipient (`functionary.rs`). Not built
-//! yet: muse-glimmer. A reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
+//! functionary v3.2's messages to a recipient (`functionary.rs`); Muse
+//! Glimmer's messages, a call an `<atem:function_calls>` block (`muse.rs`). A
+//! reasoning span before the reply ([`Reasoning`], [`with_reasoning`],
 //! [`grammar_with_reasoning`]) is free text up to its close.
 //!
 //! Delimiters are written as text; where the vocabulary has a special token
@@ -51,6 +52,7 @@ mod json_calls;
 mod kimi_k3;
 mod literals;
 mod minimax_m3;
+mod muse;
 mod named_list;
 mod parse;
 mod progress;
@@ -167,6 +169,9 @@ pub enum ToolCallFormat {
     FunctionaryV32,
     /// ``Action:\n```json\n[{"tool_name": "f", "parameters": {...}}]\n``` ``: Command R+.
     CommandRPlus,
+    /// ` to=f<|message|><atem:function_calls>\n<atem:invoke name="f">\n<atem:parameter name="a">1</atem:parameter>\n</atem:invoke>\n</atem:function_calls>`:
+    /// Muse Glimmer's messages, `to=self` the reasoning, `to=user` the answer.
+    MuseGlimmer,
 }
 
 impl ToolCallFormat {
@@ -200,6 +205,9 @@ impl ToolCallFormat {
         }
         if template.contains(">>>${recipient}") {
             return Some(ToolCallFormat::FunctionaryV32);
+        }
+        if template.contains("<atem:function_calls>") {
+            return Some(ToolCallFormat::MuseGlimmer);
         }
         if template.contains("directly-answer") && template.contains("Action:") {
             return Some(ToolCallFormat::CommandRPlus);
@@ -284,7 +292,7 @@ impl ToolCallFormat {
     }
 
     /// Every format, in the order of [`ToolCallFormat::NAMES`].
-    pub const ALL: [ToolCallFormat; 30] = [
+    pub const ALL: [ToolCallFormat; 31] = [
         ToolCallFormat::Hermes,
         ToolCallFormat::QwenXml,
         ToolCallFormat::Glm,
@@ -315,10 +323,11 @@ impl ToolCallFormat {
         ToolCallFormat::FunctionaryV32,
         ToolCallFormat::MiniMaxM3,
         ToolCallFormat::CommandRPlus,
+        ToolCallFormat::MuseGlimmer,
     ];
 
     /// Each format's name, as [`ToolCallFormat::by_name`] reads it.
-    pub const NAMES: [&'static str; 30] = [
+    pub const NAMES: [&'static str; 31] = [
         "hermes",
         "qwen-xml",
         "glm",
@@ -349,6 +358,7 @@ impl ToolCallFormat {
         "functionary-v3.2",
         "minimax-m3",
         "command-r-plus",
+        "muse-glimmer",
     ];
 
     /// The format by name: one of [`ToolCallFormat::NAMES`], or a model's
@@ -390,6 +400,7 @@ impl ToolCallFormat {
             "functionary-v3.2" => Some(ToolCallFormat::FunctionaryV32),
             "minimax-m3" => Some(ToolCallFormat::MiniMaxM3),
             "command-r-plus" | "command-r" => Some(ToolCallFormat::CommandRPlus),
+            "muse-glimmer" => Some(ToolCallFormat::MuseGlimmer),
             _ => None,
         }
     }
@@ -411,6 +422,7 @@ impl ToolCallFormat {
             ToolCallFormat::Harmony => harmony::TRIGGER,
             ToolCallFormat::KimiK3 => kimi_k3::TRIGGER,
             ToolCallFormat::FunctionaryV32 => functionary::TRIGGER,
+            ToolCallFormat::MuseGlimmer => muse::TRIGGER,
             ToolCallFormat::MiniCpm => xml::MINICPM.open,
             ToolCallFormat::DeepSeekV3 | ToolCallFormat::DeepSeekR1 | ToolCallFormat::KimiK2 => {
                 self.json_shape().expect("a JSON format").block.0

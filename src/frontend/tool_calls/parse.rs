@@ -89,6 +89,20 @@ fn call(name: &str, arguments: &Value, id: Option<String>) -> Option<ParsedCall>
     })
 }
 
+/// A message's body at the start of `after`, up to the first of `ends`: the
+/// body, the text after that end, and whether an end was there (else the
+/// text ends inside the body). For the formats whose replies are messages.
+pub(crate) fn message_body<'a>(after: &'a str, ends: &[&str]) -> (&'a str, &'a str, bool) {
+    let end = ends
+        .iter()
+        .filter_map(|stop| after.find(stop).map(|at| (at, stop.len())))
+        .min();
+    match end {
+        Some((at, len)) => (&after[..at], &after[at + len..], true),
+        None => (after, "", false),
+    }
+}
+
 /// Splits `text` into content and calls as `format` writes them. `tools` type
 /// the parameters of formats whose text does not (Qwen's XML: `42` is a string
 /// where the tool's schema says so).
@@ -113,6 +127,7 @@ pub fn parse_reply(format: ToolCallFormat, text: &str, tools: &[Tool]) -> Parsed
         ToolCallFormat::Harmony => super::harmony::parse(text),
         ToolCallFormat::KimiK3 => super::kimi_k3::parse(text, tools),
         ToolCallFormat::FunctionaryV32 => super::functionary::parse(text),
+        ToolCallFormat::MuseGlimmer => super::muse::parse(text, tools),
         _ => parse_hermes(text),
     }
 }
@@ -298,6 +313,7 @@ pub fn content_so_far(format: ToolCallFormat, text: &str) -> Cow<'_, str> {
     match format {
         ToolCallFormat::Harmony => Cow::Owned(super::harmony::content_so_far(text)),
         ToolCallFormat::FunctionaryV32 => Cow::Borrowed(super::functionary::content_so_far(text)),
+        ToolCallFormat::MuseGlimmer => Cow::Owned(super::muse::content_so_far(text)),
         _ => Cow::Borrowed(&text[..content_prefix_len(format, text)]),
     }
 }
@@ -308,6 +324,7 @@ pub fn calls_region(format: ToolCallFormat, text: &str) -> Option<&str> {
     match format {
         ToolCallFormat::Harmony => super::harmony::in_call(text).then_some(text),
         ToolCallFormat::FunctionaryV32 => super::functionary::in_call(text).then_some(text),
+        ToolCallFormat::MuseGlimmer => super::muse::in_call(text).then_some(text),
         _ => {
             let end = content_prefix_len(format, text);
             text[end..]
@@ -326,7 +343,9 @@ pub fn final_content<'a>(
     parsed: &'a ParsedReply,
 ) -> &'a str {
     match format {
-        ToolCallFormat::Harmony | ToolCallFormat::FunctionaryV32 => &parsed.content,
+        ToolCallFormat::Harmony | ToolCallFormat::FunctionaryV32 | ToolCallFormat::MuseGlimmer => {
+            &parsed.content
+        }
         _ => text,
     }
 }

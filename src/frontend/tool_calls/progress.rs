@@ -53,6 +53,7 @@ pub fn calls_in_progress<'a>(
         ToolCallFormat::Harmony => super::harmony::calls_in_progress(text),
         ToolCallFormat::KimiK3 => xml_calls(text, &super::xml::KIMI_K3, tools),
         ToolCallFormat::FunctionaryV32 => super::functionary::calls_in_progress(text),
+        ToolCallFormat::MuseGlimmer => super::muse::calls_in_progress(text, tools),
         _ => named_objects(text, "<tool_call>", "arguments"),
     }
 }
@@ -258,6 +259,19 @@ pub(crate) fn json_string(text: &str) -> Option<(&str, &str)> {
     let end = text.find('"')?;
     let value = &text[..end];
     (!value.contains('\\')).then(|| (value, &text[end + 1..]))
+}
+
+/// `body` (a message's body still being written) without a tail that may be
+/// the start of one of `ends`: text that can go out now.
+pub(crate) fn without_partial_end<'a>(body: &'a str, ends: &[&str]) -> &'a str {
+    let held = ends
+        .iter()
+        .flat_map(|stop| (1..stop.len()).map(move |n| &stop[..n]))
+        .filter(|prefix| body.ends_with(prefix))
+        .map(|prefix| prefix.len())
+        .max()
+        .unwrap_or(0);
+    &body[..body.len() - held]
 }
 
 /// The JSON object at the start of `text` as far as it is written: up to its

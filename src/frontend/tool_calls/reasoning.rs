@@ -53,6 +53,9 @@ impl Reasoning {
         } else if template.contains("[BEGIN FINAL RESPONSE]") {
             // Apriel 1.6's prompt opens its reasoning with this line.
             ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
+        } else if template.contains("to=self") && template.contains("<atem:") {
+            // Muse Glimmer's message to itself, up to the next message.
+            super::muse::REASONING
         } else if template.contains("<|channel|>analysis") {
             // gpt-oss's analysis message, up to the next message.
             super::harmony::REASONING

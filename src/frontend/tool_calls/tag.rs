@@ -9,8 +9,8 @@
 use serde_json::{json, Value};
 
 use super::{
-    cohere, error, functionary, gemma, harmony, kimi_k3, named_list, one_of, pythonic, repeated,
-    seq, text, FrontendError, Tool, ToolCallFormat, ToolChoice,
+    cohere, error, functionary, gemma, harmony, kimi_k3, muse, named_list, one_of, pythonic,
+    repeated, seq, text, FrontendError, Tool, ToolCallFormat, ToolChoice,
 };
 
 /// What opens a Hermes call, up to its arguments, as the templates render it
@@ -57,6 +57,7 @@ pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str
         ToolCallFormat::Harmony => harmony::call_text(name, arguments),
         ToolCallFormat::KimiK3 => kimi_k3::call_text(name, arguments),
         ToolCallFormat::FunctionaryV32 => functionary::call_text(name, arguments),
+        ToolCallFormat::MuseGlimmer => muse::call_text(name, arguments),
         ToolCallFormat::Cohere => {
             // Its ids are numbers (the templates renumber them).
             let digits = !id.is_empty() && id.len() <= 4 && id.bytes().all(|b| b.is_ascii_digit());
@@ -104,7 +105,10 @@ pub fn structural_tag(
     // Formats that frame the whole reply (its text too) build their own.
     let frames_reply = matches!(
         format,
-        ToolCallFormat::Harmony | ToolCallFormat::KimiK3 | ToolCallFormat::FunctionaryV32
+        ToolCallFormat::Harmony
+            | ToolCallFormat::KimiK3
+            | ToolCallFormat::FunctionaryV32
+            | ToolCallFormat::MuseGlimmer
     );
     if frames_reply {
         if chosen.is_empty() && !matches!(choice, ToolChoice::None | ToolChoice::Auto) {
@@ -116,6 +120,7 @@ pub fn structural_tag(
         let format = match format {
             ToolCallFormat::Harmony => harmony::format(&chosen, choice),
             ToolCallFormat::FunctionaryV32 => functionary::format(&chosen, choice, parallel),
+            ToolCallFormat::MuseGlimmer => muse::format(&chosen, choice, parallel),
             _ => kimi_k3::format(&chosen, choice, parallel),
         };
         return Ok(json!({"type": "structural_tag", "format": format}));

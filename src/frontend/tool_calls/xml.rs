@@ -175,6 +175,21 @@ pub(crate) const MINIMAX_M3: CallShape = CallShape {
     head_newline: false,
 };
 
+/// Muse Glimmer's call, in an `<atem:function_calls>` block of its own (the
+/// body of a message to the function: [`super::muse`]).
+pub(crate) const ATEM: CallShape = CallShape {
+    open: "<atem:invoke name=\"",
+    name_close: Some("\">"),
+    close: "</atem:invoke>",
+    style: ParameterStyle::Atem,
+    wrapper: ("<atem:function_calls>", "</atem:function_calls>"),
+    wraps_each_call: true,
+    ends: &["</atem:invoke>\n</atem:function_calls>"],
+    lead_in: "",
+    head_close: "",
+    head_newline: true,
+};
+
 /// A way a value's tag may open after its key, and what it says of the value:
 /// raw text (`Some(true)`), JSON (`Some(false)`) or nothing (the schema decides).
 type ValueOpen = (&'static str, Option<bool>);
@@ -216,7 +231,9 @@ impl CallShape {
         match style {
             ParameterStyle::QwenCoder => format!("{prefix}{key}>\n{text}\n{end}\n"),
             ParameterStyle::Qwen => format!("{prefix}{key}>{text}{end}\n"),
-            ParameterStyle::MiniMax => format!("{prefix}{key}\">{text}{end}\n"),
+            ParameterStyle::MiniMax | ParameterStyle::Atem => {
+                format!("{prefix}{key}\">{text}{end}\n")
+            }
             ParameterStyle::MiniCpm => {
                 // As the template writes it: raw text that may be misread, in CDATA.
                 let text = match raw && text.contains(['<', '&', '\n']) {
@@ -255,7 +272,9 @@ impl CallShape {
     fn key_close(&self) -> (&'static str, &'static [ValueOpen]) {
         match self.style {
             ParameterStyle::Glm => ("</arg_key>", &[("<arg_value>", None)]),
-            ParameterStyle::MiniMax | ParameterStyle::MiniCpm => ("\">", &[("", None)]),
+            ParameterStyle::MiniMax | ParameterStyle::MiniCpm | ParameterStyle::Atem => {
+                ("\">", &[("", None)])
+            }
             ParameterStyle::DeepSeek => (
                 "\"",
                 &[
