@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value};
 
-use super::xml::typed_value;
+use super::xml::{typed_value, Typing};
 use crate::frontend::json_schema::MINIMAX_M3_TAG as TAG;
 
 /// The text of `value` as the template's `to_xml` writes it.
@@ -38,86 +38,6 @@ pub(crate) fn value_text(value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
-    }
-}
-
-/// The schemas values are typed by: a tool's `parameters`, the root its local
-/// `$ref`s point into.
-#[derive(Clone, Copy)]
-pub(crate) struct Typing<'a> {
-    pub root: &'a Value,
-}
-
-impl<'a> Typing<'a> {
-    /// `schema` with a local `$ref` followed (a few times, never in a loop).
-    fn resolve(&self, mut schema: &'a Value) -> &'a Value {
-        for _ in 0..8 {
-            match schema.get("$ref").and_then(Value::as_str) {
-                Some(r) if r.starts_with('#') => match self.root.pointer(&r[1..]) {
-                    Some(target) => schema = target,
-                    None => break,
-                },
-                _ => break,
-            }
-        }
-        schema
-    }
-
-    /// `schema` and, one level down, the branches of its `anyOf`, `oneOf` and
-    /// `allOf`: where a key or an item's schema is looked for.
-    fn branches(&self, schema: &'a Value) -> Vec<&'a Value> {
-        let schema = self.resolve(schema);
-        let mut out = vec![schema];
-        for k in ["anyOf", "oneOf", "allOf"] {
-            for branch in schema
-                .get(k)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                out.push(self.resolve(branch));
-            }
-        }
-        out
-    }
-
-    /// The schema of property `key` (its `properties` entry, else
-    /// `additionalProperties`) in the first branch that has one.
-    pub(crate) fn property(&self, schema: &'a Value, key: &str) -> Option<&'a Value> {
-        let branches = self.branches(schema);
-        let declared = branches
-            .iter()
-            .find_map(|b| b.get("properties").and_then(|p| p.get(key)));
-        declared
-            .or_else(|| {
-                branches
-                    .iter()
-                    .find_map(|b| b.get("additionalProperties").filter(|a| a.is_object()))
-            })
-            .map(|s| self.resolve(s))
-    }
-
-    /// The schema of an array's items, where the schema allows arrays.
-    fn items(&self, schema: &'a Value) -> Option<&'a Value> {
-        self.branches(schema)
-            .into_iter()
-            .find_map(|b| b.get("items").filter(|i| i.is_object()))
-            .map(|s| self.resolve(s))
-    }
-
-    /// Whether `schema` names `kind` among its types (in some branch).
-    fn allows(&self, schema: &'a Value, kind: &str) -> bool {
-        self.branches(schema)
-            .into_iter()
-            .any(|b| match b.get("type") {
-                Some(Value::String(t)) => t == kind,
-                Some(Value::Array(ts)) => ts.iter().any(|t| t == kind),
-                _ => match kind {
-                    "array" => b.get("items").is_some() || b.get("prefixItems").is_some(),
-                    "object" => b.get("properties").is_some(),
-                    _ => false,
-                },
-            })
     }
 }
 

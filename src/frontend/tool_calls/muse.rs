@@ -46,12 +46,7 @@ pub(crate) const TRIGGER: &str = ATEM.wrapper.0;
 
 /// A call as the template writes it.
 pub(crate) fn call_text(name: &str, arguments: &Value) -> String {
-    let mut text = format!("{TO}{name}{MESSAGE}{}", ATEM.call_begin(name));
-    for (key, value) in arguments.as_object().into_iter().flatten() {
-        text.push_str(&ATEM.parameter_text(key, value));
-    }
-    text.push_str(ATEM.ends[0]);
-    text
+    format!("{TO}{name}{MESSAGE}{}", ATEM.call_text(name, arguments))
 }
 
 /// The reply's format: messages to itself (reasoning), then the answer or the

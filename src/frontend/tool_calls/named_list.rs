@@ -117,10 +117,6 @@ impl ListShape {
             } => format!("{{\"{name}\": {quoted}, \"{arguments}\": "),
         }
     }
-
-    fn keys(&self) -> &'static CallKeys {
-        self.keys
-    }
 }
 
 /// A whole list holding one call.
@@ -144,8 +140,8 @@ pub(crate) fn parse(text: &str, shape: &ListShape) -> ParsedReply {
     let read = (|| {
         let (value, used) = leading_json(body)?;
         let calls = match shape.list {
-            true => call_objects(value.as_array()?, shape.keys())?,
-            false => call_objects(std::slice::from_ref(&value), shape.keys())?,
+            true => call_objects(value.as_array()?, shape.keys)?,
+            false => call_objects(std::slice::from_ref(&value), shape.keys)?,
         };
         // (Command R+'s close starts with the newline trimmed here.)
         let after = body[used..].trim_start();
@@ -173,7 +169,7 @@ pub(crate) fn calls_in_progress<'a>(text: &'a str, shape: &ListShape) -> Vec<Cal
         false => Some(body),
     };
     rest.map_or_else(Vec::new, |rest| {
-        progress::call_objects(rest, shape.keys(), shape.list)
+        progress::call_objects(rest, shape.keys, shape.list)
     })
 }
 

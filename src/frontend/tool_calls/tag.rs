@@ -25,11 +25,7 @@ fn hermes_head(name: &str) -> String {
 /// Mistral's formats take `id` (nine letters and digits), Cohere's (a number).
 pub fn call_text(format: ToolCallFormat, name: &str, arguments: &Value, id: &str) -> String {
     if let Some(shape) = format.xml_shape() {
-        let mut text = shape.call_begin(name);
-        for (key, value) in arguments.as_object().into_iter().flatten() {
-            text.push_str(&shape.parameter_text(key, value));
-        }
-        text.push_str(shape.ends[0]);
+        let text = shape.call_text(name, arguments);
         return match shape.calls_share_a_block() {
             true => format!("{}{text}{}", shape.block_open(), shape.wrapper.1),
             false => text,

@@ -209,6 +209,17 @@ impl CallShape {
         }
     }
 
+    /// A whole call to `name` as the templates render it, its wrapper included
+    /// when there is one per call.
+    pub(crate) fn call_text(&self, name: &str, arguments: &Value) -> String {
+        let mut text = self.call_begin(name);
+        for (key, value) in arguments.as_object().into_iter().flatten() {
+            text.push_str(&self.parameter_text(key, value));
+        }
+        text.push_str(self.ends[0]);
+        text
+    }
+
     /// Whether one wrapper holds all the calls of a turn (MiniMax, DeepSeek's
     /// DSML).
     pub(crate) fn calls_share_a_block(&self) -> bool {
@@ -392,12 +403,12 @@ pub(crate) fn function_block<'a>(
                 }
             }
         };
+        let typing = Typing {
+            root: tool.map_or(&NO_SCHEMA, |t| &t.parameters),
+        };
+        let schema = typing.property(typing.root, key);
         if shape.style == ParameterStyle::MiniMaxM3 {
             // Values tagged at every depth, the closing tag naming the key.
-            let no_schema = Value::Null;
-            let root = tool.map_or(&no_schema, |t| &t.parameters);
-            let typing = minimax_m3::Typing { root };
-            let schema = tool.and_then(|t| typing.property(&t.parameters, key));
             let Some((value, next)) = minimax_m3::element(value, key, schema, typing) else {
                 return Some(block);
             };
@@ -423,7 +434,6 @@ pub(crate) fn function_block<'a>(
         let Some(close) = value.find(value_close) else {
             return Some(block);
         };
-        let schema = tool.and_then(|t| property_schema(&t.parameters, key));
         let text = strip_margin(&value[..close], shape.style.raw_margin());
         block.parameters.push((key, typed_value(text, schema, raw)));
         rest = &value[close + value_close.len()..];
@@ -448,22 +458,87 @@ pub(crate) fn typed_value(text: &str, schema: Option<&Value>, raw: Option<bool>)
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
-/// The schema of parameter `key` in a tool's `parameters`: its `properties`
-/// entry, else `additionalProperties` (one local `$ref` followed).
-fn property_schema<'a>(parameters: &'a Value, key: &str) -> Option<&'a Value> {
-    let schema = parameters
-        .pointer(&format!(
-            "/properties/{}",
-            key.replace('~', "~0").replace('/', "~1")
-        ))
-        .or_else(|| {
-            parameters
-                .get("additionalProperties")
-                .filter(|a| a.is_object())
-        })?;
-    match schema.get("$ref").and_then(Value::as_str) {
-        Some(r) if r.starts_with('#') => parameters.pointer(&r[1..]).or(Some(schema)),
-        _ => Some(schema),
+/// The parameters of a call to a function that is no tool: nothing types them.
+static NO_SCHEMA: Value = Value::Null;
+
+/// The schemas values are typed by: a tool's `parameters`, the root its local
+/// `$ref`s point into. Every XML format's reader looks parameters up here.
+#[derive(Clone, Copy)]
+pub(crate) struct Typing<'a> {
+    pub root: &'a Value,
+}
+
+impl<'a> Typing<'a> {
+    /// `schema` with a local `$ref` followed (a few times, never in a loop).
+    fn resolve(&self, mut schema: &'a Value) -> &'a Value {
+        for _ in 0..8 {
+            match schema.get("$ref").and_then(Value::as_str) {
+                Some(r) if r.starts_with('#') => match self.root.pointer(&r[1..]) {
+                    Some(target) => schema = target,
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        schema
+    }
+
+    /// `schema` and, one level down, the branches of its `anyOf`, `oneOf` and
+    /// `allOf`: where a key or an item's schema is looked for.
+    fn branches(&self, schema: &'a Value) -> Vec<&'a Value> {
+        let schema = self.resolve(schema);
+        let mut out = vec![schema];
+        for k in ["anyOf", "oneOf", "allOf"] {
+            for branch in schema
+                .get(k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.push(self.resolve(branch));
+            }
+        }
+        out
+    }
+
+    /// The schema of property `key` (its `properties` entry, else
+    /// `additionalProperties`) in the first branch that has one, local `$ref`s
+    /// followed.
+    pub(crate) fn property(&self, schema: &'a Value, key: &str) -> Option<&'a Value> {
+        let branches = self.branches(schema);
+        let declared = branches
+            .iter()
+            .find_map(|b| b.get("properties").and_then(|p| p.get(key)));
+        declared
+            .or_else(|| {
+                branches
+                    .iter()
+                    .find_map(|b| b.get("additionalProperties").filter(|a| a.is_object()))
+            })
+            .map(|s| self.resolve(s))
+    }
+
+    /// The schema of an array's items, where the schema allows arrays.
+    pub(crate) fn items(&self, schema: &'a Value) -> Option<&'a Value> {
+        self.branches(schema)
+            .into_iter()
+            .find_map(|b| b.get("items").filter(|i| i.is_object()))
+            .map(|s| self.resolve(s))
+    }
+
+    /// Whether `schema` names `kind` among its types (in some branch).
+    pub(crate) fn allows(&self, schema: &'a Value, kind: &str) -> bool {
+        self.branches(schema)
+            .into_iter()
+            .any(|b| match b.get("type") {
+                Some(Value::String(t)) => t == kind,
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == kind),
+                _ => match kind {
+                    "array" => b.get("items").is_some() || b.get("prefixItems").is_some(),
+                    "object" => b.get("properties").is_some(),
+                    _ => false,
+                },
+            })
     }
 }
 
