@@ -194,18 +194,10 @@ pub(crate) fn parse(text: &str) -> ParsedReply {
 /// end. It only grows as the reply does.
 pub(crate) fn content_so_far(text: &str) -> String {
     let (messages, _) = messages(text);
-    let mut out = String::new();
-    for m in &messages {
-        if m.recipient.is_some() || m.channel == "analysis" {
-            continue;
-        }
-        out.push_str(match m.closed {
-            true => m.body,
-            false => super::progress::without_partial_end(m.body, &BODY_ENDS),
-        });
-    }
-    // As the reader trims it.
-    out.trim_start().to_string()
+    let bodies = messages
+        .iter()
+        .filter(|m| m.recipient.is_none() && m.channel != "analysis");
+    super::progress::answer_so_far(bodies.map(|m| (m.body, m.closed)), &BODY_ENDS)
 }
 
 /// Whether a call has begun in `text` (a reply so far).

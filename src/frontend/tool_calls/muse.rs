@@ -176,15 +176,8 @@ pub(crate) fn parse(text: &str, tools: &[Tool]) -> ParsedReply {
 /// grows as the reply does.
 pub(crate) fn content_so_far(text: &str) -> String {
     let (messages, _) = messages(text);
-    let mut out = String::new();
-    for m in messages.iter().filter(|m| m.to == "user") {
-        out.push_str(match m.closed {
-            true => m.body,
-            false => super::progress::without_partial_end(m.body, &BODY_ENDS),
-        });
-    }
-    // As the reader trims it.
-    out.trim_start().to_string()
+    let bodies = messages.iter().filter(|m| m.to == "user");
+    super::progress::answer_so_far(bodies.map(|m| (m.body, m.closed)), &BODY_ENDS)
 }
 
 /// Whether a call has begun in `text` (a reply so far).

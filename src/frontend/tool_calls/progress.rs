@@ -274,6 +274,23 @@ pub(crate) fn without_partial_end<'a>(body: &'a str, ends: &[&str]) -> &'a str {
     &body[..body.len() - held]
 }
 
+/// The answer so far from the bodies of the messages that carry it, in order,
+/// each with whether it is closed: an open one less a tail that may begin one
+/// of `ends`. Trimmed at the start, as the readers trim the answer.
+pub(crate) fn answer_so_far<'a>(
+    bodies: impl IntoIterator<Item = (&'a str, bool)>,
+    ends: &[&str],
+) -> String {
+    let mut out = String::new();
+    for (body, closed) in bodies {
+        out.push_str(match closed {
+            true => body,
+            false => without_partial_end(body, ends),
+        });
+    }
+    out.trim_start().to_string()
+}
+
 /// The JSON object at the start of `text` as far as it is written: up to its
 /// closing brace (then complete) or all of `text`. Empty when `text` does not
 /// start with `{`.
