@@ -24,7 +24,7 @@ use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
 use crate::grammar::{
     describe_expr, expr_productive, Excluding, Expr, FreeText, Grammar, Intersection, RuleId,
-    TokenSet,
+    TokenBudget, TokenSet,
 };
 
 /// What a terminal's automaton is built from.
@@ -113,6 +113,24 @@ impl Fused {
     }
 }
 
+/// The keys terminals are deduplicated by, for the leaves that are not regexes.
+fn excluding_key(excluding: &Excluding) -> u128 {
+    fingerprint_of(&(
+        "excluding",
+        hir_fingerprint(&excluding.regex),
+        &excluding.excluded,
+    ))
+}
+
+fn intersection_key(both: &Intersection) -> u128 {
+    let prints = |hirs: &[Hir]| hirs.iter().map(hir_fingerprint).collect::<Vec<u128>>();
+    fingerprint_of(&("intersection", prints(&both.regexes), prints(&both.negated)))
+}
+
+fn text_key(text: &FreeText) -> u128 {
+    fingerprint_of(&("text", &text.excludes, &text.stops))
+}
+
 /// Whether `hir` matches exactly one string (a literal, or the empty string).
 fn is_literal(hir: &Hir) -> bool {
     matches!(hir.kind(), HirKind::Literal(_) | HirKind::Empty)
@@ -181,6 +199,8 @@ pub(super) struct Lowered {
     /// The augmented start symbol: one production `start -> root`.
     pub start: NonTerminalId,
     pub permutations: Vec<Permutation>,
+    /// The terminals with a token budget ([`TokenBudget`]), each once.
+    pub budgets: Vec<(TerminalId, u32)>,
 }
 
 pub(super) fn lower(
@@ -205,6 +225,7 @@ pub(super) fn lower(
             productions: Vec::new(),
             start: NonTerminalId(0),
             permutations: Vec::new(),
+            budgets: Vec::new(),
         },
         terminal_index: HashMap::default(),
         productive_rules: None,
@@ -498,23 +519,52 @@ impl Lowering<'_> {
     }
 
     fn excluding_terminal(&mut self, excluding: &Excluding, label: String) -> TerminalId {
-        let key = fingerprint_of(&(
-            "excluding",
-            hir_fingerprint(&excluding.regex),
-            &excluding.excluded,
-        ));
+        let key = excluding_key(excluding);
         self.terminal_from(key, label, || TerminalSource::Excluding(excluding.clone()))
     }
 
     fn intersection_terminal(&mut self, both: &Intersection, label: String) -> TerminalId {
-        let prints = |hirs: &[Hir]| hirs.iter().map(hir_fingerprint).collect::<Vec<u128>>();
-        let key = fingerprint_of(&("intersection", prints(&both.regexes), prints(&both.negated)));
+        let key = intersection_key(both);
         self.terminal_from(key, label, || TerminalSource::Intersection(both.clone()))
     }
 
     fn text_terminal(&mut self, text: &FreeText, label: String) -> TerminalId {
-        let key = fingerprint_of(&("text", &text.excludes, &text.stops));
+        let key = text_key(text);
         self.terminal_from(key, label, || TerminalSource::Text(text.clone()))
+    }
+
+    /// A budgeted lexeme: its body's terminal under a key of its own, so that
+    /// the budget stays with this occurrence (the automaton is still shared
+    /// through the cache, and so are its token tables).
+    fn budget_terminal(&mut self, budget: &TokenBudget, label: String) -> TerminalId {
+        let (key, source) = match &budget.body {
+            Expr::Regex(hir) => {
+                let key = hir_fingerprint(hir);
+                (key, TerminalSource::Regex(hir.clone(), key))
+            }
+            Expr::Excluding(e) => (
+                excluding_key(e),
+                TerminalSource::Excluding(e.as_ref().clone()),
+            ),
+            Expr::Intersection(both) => (
+                intersection_key(both),
+                TerminalSource::Intersection(both.as_ref().clone()),
+            ),
+            Expr::Text(text) => (text_key(text), TerminalSource::Text(text.as_ref().clone())),
+            // `Grammar::validate` lets only leaves through; the empty one is
+            // left.
+            _ => {
+                let key = hir_fingerprint(&Hir::empty());
+                (key, TerminalSource::Regex(Hir::empty(), key))
+            }
+        };
+        let key = fingerprint_of(&("budget", budget.max_tokens, key));
+        let known = self.out.terminals.len();
+        let id = self.terminal_from(key, label, || source);
+        if id.0 as usize == known {
+            self.out.budgets.push((id, budget.max_tokens));
+        }
+        id
     }
 
     fn token_terminal(&mut self, set: &TokenSet) -> TerminalId {
@@ -610,7 +660,8 @@ impl Lowering<'_> {
             | Expr::Excluding(_)
             | Expr::Intersection(_)
             | Expr::Tokens(_)
-            | Expr::Text(_) => None,
+            | Expr::Text(_)
+            | Expr::Budget(_) => None,
         }
     }
 
@@ -794,6 +845,10 @@ impl Lowering<'_> {
             Expr::Text(text) => {
                 let label = text.describe();
                 vec![vec![Symbol::Terminal(self.text_terminal(text, label))]]
+            }
+            Expr::Budget(budget) => {
+                let label = describe_expr(expr, self.grammar);
+                vec![vec![Symbol::Terminal(self.budget_terminal(budget, label))]]
             }
             // Regular leaves were handled by `expr_hir` above.
             Expr::Empty | Expr::Regex(_) => vec![vec![]],

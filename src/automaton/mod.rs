@@ -123,6 +123,9 @@ pub struct CompiledGrammar {
     predicted_items: PredictedItems,
     /// Shortest strings, built on first use (budget steering).
     shortest: std::sync::OnceLock<shortest::ShortestStrings>,
+    /// Per terminal, its token budget ([`TokenBudget`](crate::grammar::TokenBudget));
+    /// empty when no terminal has one, so the matcher's check is one test.
+    token_budgets: Vec<Option<u32>>,
 }
 
 impl fmt::Debug for CompiledGrammar {
@@ -259,6 +262,13 @@ impl CompiledGrammar {
         };
         let (predicted_items, prediction_closure) =
             predictions(n_nonterminals, &productions, &permutations, symbol_nullable);
+        let mut token_budgets = Vec::new();
+        if !lowered.budgets.is_empty() {
+            token_budgets = vec![None; terminals.len()];
+            for &(terminal, budget) in &lowered.budgets {
+                token_budgets[terminal.0 as usize] = Some(budget);
+            }
+        }
         Ok(CompiledGrammar {
             terminals,
             table_terminals,
@@ -271,7 +281,23 @@ impl CompiledGrammar {
             prediction_closure,
             predicted_items,
             shortest: std::sync::OnceLock::new(),
+            token_budgets,
         })
+    }
+
+    /// Whether some terminal has a token budget.
+    #[inline]
+    pub fn has_token_budgets(&self) -> bool {
+        !self.token_budgets.is_empty()
+    }
+
+    /// How many tokens a lexeme of `terminal` may spend, if it has a budget.
+    #[inline]
+    pub fn token_budget(&self, terminal: TerminalId) -> Option<u32> {
+        self.token_budgets
+            .get(terminal.0 as usize)
+            .copied()
+            .flatten()
     }
 
     /// Shortest strings of terminals and nonterminals (built on first call).

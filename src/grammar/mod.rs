@@ -116,6 +116,29 @@ pub enum Expr {
     Tokens(TokenSet),
     /// Free text up to a delimiter: see [`FreeText`].
     Text(Box<FreeText>),
+    /// One lexeme that may spend at most so many tokens: see [`TokenBudget`].
+    Budget(Box<TokenBudget>),
+}
+
+/// One lexeme that ends, wherever it is, once it has spent `max_tokens` tokens
+/// (llguidance's `max_tokens=` on a rule, XGrammar's `any_text.max_tokens`): a
+/// token counts when it carries at least one byte of the lexeme, so a token that
+/// straddles the lexeme's start or end counts. The cut is made by the matcher at
+/// a token boundary, so what the lexeme holds then may be a prefix of its
+/// language: a truncated lexeme is complete by definition.
+///
+/// `body` is one leaf, never a context-free part ([`Grammar::validate`] checks):
+/// the budget needs one lexer state to count over. Bytes consumed outside tokens
+/// (a byte-level check of a text) spend nothing: budgets are about tokens. Masks
+/// are those of the body: a token that keeps the lexeme going is allowed either
+/// way, the budget only decides what may come after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenBudget {
+    /// A leaf: [`Expr::Empty`], [`Expr::Regex`], [`Expr::Excluding`],
+    /// [`Expr::Intersection`] or [`Expr::Text`].
+    pub body: Expr,
+    /// At least 1 (a budget of 0 is the empty string: front-ends write that).
+    pub max_tokens: u32,
 }
 
 /// The strings of `regex` except the `excluded` ones: a JSON object's undeclared
@@ -257,7 +280,8 @@ impl Expr {
             | Expr::Excluding(_)
             | Expr::Intersection(_)
             | Expr::Tokens(_)
-            | Expr::Text(_) => {}
+            | Expr::Text(_)
+            | Expr::Budget(_) => {}
             Expr::Ref(r) => f(*r),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|e| e.for_each_ref(f)),
             Expr::Repeat { expr, .. } => expr.for_each_ref(f),
@@ -273,7 +297,8 @@ impl Expr {
             | Expr::Excluding(_)
             | Expr::Intersection(_)
             | Expr::Tokens(_)
-            | Expr::Text(_) => {}
+            | Expr::Text(_)
+            | Expr::Budget(_) => {}
             Expr::Ref(r) => r.0 += by,
             Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(|e| e.shift_refs(by)),
             Expr::Repeat { expr, .. } => expr.shift_refs(by),
@@ -296,7 +321,8 @@ impl Expr {
             | Expr::Excluding(_)
             | Expr::Intersection(_)
             | Expr::Ref(_)
-            | Expr::Text(_) => {}
+            | Expr::Text(_)
+            | Expr::Budget(_) => {}
             Expr::Seq(items) | Expr::Alt(items) => {
                 items.iter().for_each(|e| e.for_each_token_set(f))
             }
@@ -316,7 +342,8 @@ impl Expr {
             | Expr::Excluding(_)
             | Expr::Intersection(_)
             | Expr::Ref(_)
-            | Expr::Text(_) => Ok(()),
+            | Expr::Text(_)
+            | Expr::Budget(_) => Ok(()),
             Expr::Seq(items) | Expr::Alt(items) => items
                 .iter_mut()
                 .try_for_each(|e| e.try_each_token_set_mut(f)),
@@ -371,6 +398,11 @@ pub enum GrammarError {
         rule: String,
         location: Option<Location>,
     },
+    #[error("rule `{rule}`{at}: a token budget needs a regular body that is one lexeme (a regex, free text, or a leaf minus strings) and at least one token", at = at(location))]
+    BudgetNotALexeme {
+        rule: String,
+        location: Option<Location>,
+    },
     #[error("the grammar names the token `{name}`{at}, but is not bound to a vocabulary (token names need a tokenizer)", at = at(location))]
     UnboundTokenName {
         name: String,
@@ -408,6 +440,7 @@ impl GrammarError {
             GrammarError::RepeatMinAboveMax { location, .. }
             | GrammarError::PermutationShape { location, .. }
             | GrammarError::ExcludingFromFinite { location, .. }
+            | GrammarError::BudgetNotALexeme { location, .. }
             | GrammarError::UnboundTokenName { location, .. }
             | GrammarError::UnknownTokenName { location, .. }
             | GrammarError::TokenOutOfVocabulary { location, .. }
@@ -610,6 +643,23 @@ fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
             })
         }
         Expr::Excluding(_) | Expr::Intersection(_) => Ok(()),
+        Expr::Budget(budget) => {
+            let leaf = matches!(
+                budget.body,
+                Expr::Empty
+                    | Expr::Regex(_)
+                    | Expr::Excluding(_)
+                    | Expr::Intersection(_)
+                    | Expr::Text(_)
+            );
+            if !leaf || budget.max_tokens == 0 {
+                return Err(GrammarError::BudgetNotALexeme {
+                    rule: rule.name.clone(),
+                    location: rule.location,
+                });
+            }
+            check_bounds(&budget.body, rule)
+        }
         Expr::Seq(items) | Expr::Alt(items) => items.iter().try_for_each(|e| check_bounds(e, rule)),
         Expr::Repeat { expr, min, max } => {
             if let Some(max) = *max {
@@ -708,6 +758,7 @@ pub fn expr_productive(expr: &Expr, productive_rules: &[bool]) -> bool {
         Expr::Intersection(i) => i.regexes.iter().all(hir_matches_something),
         Expr::Tokens(set) => !set.is_empty(),
         Expr::Text(text) => text.is_productive(),
+        Expr::Budget(budget) => expr_productive(&budget.body, productive_rules),
         Expr::Ref(r) => productive_rules[r.index()],
         Expr::Seq(items) => items.iter().all(|e| expr_productive(e, productive_rules)),
         Expr::Alt(items) => items.iter().any(|e| expr_productive(e, productive_rules)),
@@ -755,6 +806,10 @@ fn write_expr(expr: &Expr, grammar: &Grammar, out: &mut String, nested: bool) {
         Expr::Ref(r) => out.push_str(&grammar.rule(*r).name),
         Expr::Tokens(set) => out.push_str(&set.to_string()),
         Expr::Text(text) => out.push_str(&text.describe()),
+        Expr::Budget(budget) => {
+            write_expr(&budget.body, grammar, out, true);
+            out.push_str(&format!("[max_tokens={}]", budget.max_tokens));
+        }
         Expr::Excluding(e) => {
             // The excluded strings first: the leaf is often long and opaque.
             out.push_str("except(");

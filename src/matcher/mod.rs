@@ -99,6 +99,10 @@ pub struct Matcher {
     /// keeps its items, so a [future signature](Matcher::future_signature)
     /// over the same sets is the same but for the lexemes' states.
     chart_truncations: u64,
+    /// The position after each token consumed as a token
+    /// ([`Matcher::consume_token_bytes`]), ascending: what a lexeme's token
+    /// budget is counted against. Kept only for a grammar with budgets.
+    token_ends: Vec<u32>,
 }
 
 impl fmt::Debug for Matcher {
@@ -127,6 +131,7 @@ impl Matcher {
             }],
             completed: Vec::new(),
             chart_truncations: 0,
+            token_ends: Vec::new(),
         };
         let grammar = Arc::clone(&matcher.grammar);
         let start = grammar.start();
@@ -315,21 +320,52 @@ impl Matcher {
     /// Consumes one byte; on rejection nothing changes.
     pub fn consume_byte(&mut self, byte: u8) -> Result<(), MatchError> {
         self.completed.clear();
-        self.step(Some(byte), false)
+        self.step(Some(byte), false, false)
+    }
+
+    /// Consumes the bytes of one token: as [`Matcher::consume_bytes`], and
+    /// then the token counts against every [token budget](crate::grammar::TokenBudget)
+    /// it touched: a lexeme that has spent its budget ends here, whatever its
+    /// state. On error the state holds the prefix consumed before it.
+    pub fn consume_token_bytes(&mut self, bytes: &[u8]) -> Result<(), MatchError> {
+        let last = bytes.len().saturating_sub(1);
+        for (i, &byte) in bytes.iter().enumerate() {
+            self.completed.clear();
+            self.step(Some(byte), false, i == last)?;
+        }
+        self.end_token();
+        Ok(())
+    }
+
+    /// Records that a token ends here (for token budgets).
+    fn end_token(&mut self) {
+        if self.grammar.has_token_budgets() {
+            self.token_ends.push(self.position() as u32);
+        }
+    }
+
+    /// How many tokens a lexeme that started at `start` has spent once the
+    /// token under way (which it reads) ends: that one and every earlier token
+    /// that ended after `start`.
+    fn tokens_spent(token_ends: &[u32], start: usize) -> u32 {
+        let before = token_ends.partition_point(|&end| end as usize <= start);
+        1 + (token_ends.len() - before) as u32
     }
 
     /// Enters the next position: the active lexemes step over `byte` (none
     /// does for `None`, a token without bytes), joined by the terminals already
     /// in `self.completed` (token terminals ending here). `riding`: a token
     /// terminal is under way, so the position is viable even if no lexeme
-    /// survives. On rejection nothing changes.
-    fn step(&mut self, byte: Option<u8>, riding: bool) -> Result<(), MatchError> {
+    /// survives. `token_end`: a token ends with this byte, so a lexeme whose
+    /// token budget is spent ends too. On rejection nothing changes.
+    fn step(&mut self, byte: Option<u8>, riding: bool, token_end: bool) -> Result<(), MatchError> {
         let offset = self.position();
         let active = self.frames[offset].lexemes_start as usize..self.lexemes.len();
         let new_start = self.lexemes.len();
         // Disjoint field borrows: no Arc clone on this per-byte path.
         let grammar = &*self.grammar;
         let lexemes = &mut self.lexemes;
+        let budgets = token_end && grammar.has_token_budgets();
         if let Some(byte) = byte {
             for i in active {
                 let lexeme = lexemes[i];
@@ -338,10 +374,23 @@ impl Matcher {
                 if terminal.is_dead(state) {
                     continue;
                 }
-                lexemes.push(Lexeme { state, ..lexeme });
-                if terminal.is_match(state) {
+                let matched = terminal.is_match(state);
+                if matched {
                     self.completed.push((lexeme.terminal, lexeme.set));
                 }
+                if budgets {
+                    if let Some(max) = grammar.token_budget(lexeme.terminal) {
+                        let start = self.chart.sets[lexeme.set as usize].position;
+                        if Matcher::tokens_spent(&self.token_ends, start) >= max {
+                            // Spent: the lexeme ends here, cut where it is.
+                            if !matched {
+                                self.completed.push((lexeme.terminal, lexeme.set));
+                            }
+                            continue;
+                        }
+                    }
+                }
+                lexemes.push(Lexeme { state, ..lexeme });
             }
         }
         if self.lexemes.len() == new_start && self.completed.is_empty() && !riding {
@@ -398,7 +447,7 @@ impl Matcher {
                     offset: self.position(),
                 });
             }
-            return self.consume_bytes(bytes).map(|()| bytes.len());
+            return self.consume_token_bytes(bytes).map(|()| bytes.len());
         }
         let positions = bytes.len().max(1);
         for i in 0..positions {
@@ -407,8 +456,9 @@ impl Matcher {
             if last {
                 self.completed.extend_from_slice(&riders);
             }
-            self.step(bytes.get(i).copied(), !last)?;
+            self.step(bytes.get(i).copied(), !last, last)?;
         }
+        self.end_token();
         Ok(positions)
     }
 
@@ -501,6 +551,10 @@ impl Matcher {
                 self.chart.truncate(frame.sets_before as usize);
                 self.chart_truncations += 1;
             }
+        }
+        let position = self.position() as u32;
+        while self.token_ends.last().is_some_and(|&end| end > position) {
+            self.token_ends.pop();
         }
     }
 

@@ -334,7 +334,7 @@ impl TokenMatcher {
                 self.push_step(Step::Bytes(positions as u32));
                 return Ok(());
             }
-        } else if !bytes.is_empty() && self.bytes.consume_bytes(bytes).is_ok() {
+        } else if !bytes.is_empty() && self.bytes.consume_token_bytes(bytes).is_ok() {
             self.push_step(Step::Bytes(bytes.len() as u32));
             return Ok(());
         }
@@ -364,7 +364,8 @@ impl TokenMatcher {
             });
         }
         let before = self.bytes.position();
-        match self.bytes.consume_bytes(bytes) {
+        // One step, one token: a token budget counts it once.
+        match self.bytes.consume_token_bytes(bytes) {
             Ok(()) => {
                 self.push_step(Step::Bytes(bytes.len() as u32));
                 Ok(())

@@ -532,6 +532,8 @@ impl Reference {
             Expr::Tokens(_) => Node::Leaf(self.leaf(&Hir::fail(), &[])),
             Expr::Text(_) => panic!("reference: free text (Expr::Text) is not modelled"),
             Expr::Intersection(_) => panic!("reference: intersections are not modelled"),
+            // Over bytes, with no tokens, a budget spends nothing: the body.
+            Expr::Budget(budget) => return self.add(&budget.body),
             Expr::Ref(rule) => Node::Ref(rule.0 as usize),
             Expr::Seq(items) => Node::Seq(items.iter().map(|e| self.add(e)).collect(), Vec::new()),
             Expr::Alt(items) => Node::Alt(items.iter().map(|e| self.add(e)).collect()),

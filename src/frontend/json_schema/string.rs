@@ -235,7 +235,8 @@ pub(crate) fn expr_hir(e: &Expr) -> Option<Hir> {
         | Expr::Excluding(_)
         | Expr::Intersection(_)
         | Expr::Tokens(_)
-        | Expr::Text(_) => return None,
+        | Expr::Text(_)
+        | Expr::Budget(_) => return None,
         Expr::Seq(items) => Hir::concat(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Alt(items) => Hir::alternation(items.iter().map(expr_hir).collect::<Option<_>>()?),
         Expr::Repeat { expr, min, max } => Hir::repetition(regex_syntax::hir::Repetition {

@@ -95,7 +95,8 @@ impl Transform<'_> {
             | Expr::Intersection(_)
             | Expr::Permutation(_)
             | Expr::Tokens(_)
-            | Expr::Text(_) => Shape::Lexeme,
+            | Expr::Text(_)
+            | Expr::Budget(_) => Shape::Lexeme,
             Expr::Seq(items) if items.len() == 2 => match (&items[0], &items[1]) {
                 (Expr::Ref(r), lexeme)
                     if self.ignores.contains(r) && !has_structure(lexeme, self) =>

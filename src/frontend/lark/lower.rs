@@ -13,9 +13,12 @@
 //! * A rule with `lazy`, `suffix=` or `stop=` is a terminal too (its body must be
 //!   regular); it matches the shortest strings of its language
 //!   ([`Dfa::shortest_matches`]), or, when it is any text up to a literal (the
-//!   tool-calling shape), one free-text terminal ([`FreeText`]). `max_tokens=`
-//!   above 0 is refused with its location; `capture`, `stop_capture`,
-//!   `temperature=` and stop text to hide are reported as annotations.
+//!   tool-calling shape), one free-text terminal ([`FreeText`]).
+//! * A rule with `max_tokens=N` is one lexeme with a token budget
+//!   ([`TokenBudget`]): its body must be regular (a nested grammar cannot be
+//!   counted as one lexeme; refused with its location). `max_tokens=0` is the
+//!   empty string. `capture`, `stop_capture`, `temperature=` and stop text to
+//!   hide are reported as annotations.
 //! * Names are resolved lazily from `start`, as llguidance does: a rule nobody
 //!   reaches is parsed but not lowered.
 //!
@@ -44,7 +47,7 @@ use super::terminal::{self, Rx, TermId};
 use super::{LarkOptions, LarkReport, LarkWarning, RuleAnnotation};
 use crate::frontend::json_schema::{self, PatternCache};
 use crate::frontend::{regex, FrontendError};
-use crate::grammar::{Expr, FreeText, Grammar, Location, Rule, RuleId};
+use crate::grammar::{Expr, FreeText, Grammar, Location, Rule, RuleId, TokenBudget};
 
 type Result<T> = std::result::Result<T, FrontendError>;
 
@@ -196,6 +199,8 @@ enum Mode {
     Lazy,
     /// The `%ignore` rule: its terminals repeated (at most once with `once`).
     Ignore { once: bool },
+    /// A rule with `max_tokens=`: one lexeme with that token budget.
+    Budget(u32),
 }
 
 impl<'a> Lowering<'a> {
@@ -406,14 +411,6 @@ impl<'a> Lowering<'a> {
             return Ok(());
         };
         let a = &def.attributes;
-        if let Some((at, n)) = &a.max_tokens {
-            if *n > 0 {
-                return Err(self.map.unsupported(
-                    *at,
-                    "the `max_tokens` attribute above 0 (a token budget per rule)",
-                ));
-            }
-        }
         if let Some((at, _)) = &a.stop_capture {
             if a.stop.is_none() && a.suffix.is_none() {
                 return Err(self.error(*at, "stop_capture requires stop= or suffix="));
@@ -432,13 +429,29 @@ impl<'a> Lowering<'a> {
         // empty stop is no stop at all: the body alone, greedy.
         let stop = a.stop.as_ref().or(a.suffix.as_ref()).map(|(_, v)| v);
         let empty_stop = matches!(stop, Some(Value::Literal { text, .. }) if text.is_empty());
+        let budget = a
+            .max_tokens
+            .map(|(at, n)| (at, n.min(u32::MAX as u64) as u32));
         if a.lazy.is_some() || (stop.is_some() && !empty_stop) {
             let body = self
                 .term_expansions(scope, &def.body)
                 .map_err(|e| self.lexeme_rule_error(e, &def.name))?;
             if let Some(text) = self.free_text(&body, stop, def.at)? {
-                self.rules[id.index()].expr = Expr::Text(Box::new(text));
+                let text = Expr::Text(Box::new(text));
+                self.rules[id.index()].expr = match budget {
+                    Some((_, max_tokens)) => Expr::Budget(Box::new(TokenBudget {
+                        body: text,
+                        max_tokens,
+                    })),
+                    None => text,
+                };
                 return Ok(());
+            }
+            if let Some((at, _)) = budget {
+                return Err(self.map.unsupported(
+                    at,
+                    "`max_tokens=` beside `lazy`, `stop=` or `suffix=` unless the body is any text up to a literal stop",
+                ));
             }
             let rx = match stop {
                 Some(stop) if !empty_stop => Rx::Seq(vec![body, self.term_value(scope, stop)?]),
@@ -448,6 +461,20 @@ impl<'a> Lowering<'a> {
                 rule: id,
                 rx,
                 mode: Mode::Lazy,
+                at: def.at,
+            });
+            return Ok(());
+        }
+        // A token budget: the body is one lexeme (greedy, as with an empty
+        // stop), built once every terminal it names is known.
+        if let Some((_, max_tokens)) = budget {
+            let rx = self
+                .term_expansions(scope, &def.body)
+                .map_err(|e| self.lexeme_rule_error(e, &def.name))?;
+            self.pending.push(Pending {
+                rule: id,
+                rx,
+                mode: Mode::Budget(max_tokens),
                 at: def.at,
             });
             return Ok(());
@@ -550,7 +577,7 @@ impl<'a> Lowering<'a> {
             FrontendError::Syntax { location, message } => FrontendError::Syntax {
                 location,
                 message: format!(
-                    "{message} (the body of `{rule}` must be a terminal: `lazy`, `stop=` and `suffix=` apply to terminals only)"
+                    "{message} (the body of `{rule}` must be a terminal: `lazy`, `stop=`, `suffix=` and `max_tokens=` apply to terminals only)"
                 ),
             },
             other => other,
@@ -706,6 +733,7 @@ impl<'a> Lowering<'a> {
                     let dfa = self.rx_to_dfa(&p.rx, p.at)?.shortest_matches();
                     dfa.to_rules(&name, location, &mut self.rules)
                 }
+                Mode::Budget(max_tokens) => self.budget_body(&p.rx, p.at, max_tokens)?,
                 Mode::Ignore { once } => {
                     let max = if once { Some(1) } else { None };
                     match self.rx_to_hir(&p.rx, p.at, 0)? {
@@ -726,6 +754,20 @@ impl<'a> Lowering<'a> {
             self.rules[p.rule.index()].expr = expr;
         }
         Ok(())
+    }
+
+    /// A budgeted rule's body as one leaf: its regex (`&` and `~` make an
+    /// automaton of rules, which no budget can count over).
+    fn budget_body(&mut self, rx: &Rx, at: usize, max_tokens: u32) -> Result<Expr> {
+        match self.rx_to_hir(rx, at, 0)? {
+            Some(hir) => Ok(Expr::Budget(Box::new(TokenBudget {
+                body: Expr::Regex(hir),
+                max_tokens,
+            }))),
+            None => Err(self
+                .map
+                .unsupported(at, "`max_tokens=` on a terminal built with `&` or `~`")),
+        }
     }
 }
 

@@ -20,7 +20,9 @@
 //! (`<|eot_id|>`, `<[128010]>`, bound to a vocabulary when compiled).
 //!
 //! Rule attributes: those that shape the language are enforced (`lazy`,
-//! `suffix=`, `stop=`, `max_tokens=0`); those that ask something of the caller
+//! `suffix=`, `stop=`, `max_tokens=`: a rule whose body is a terminal becomes
+//! one lexeme that ends once it has spent that many tokens, see
+//! [`TokenBudget`](crate::grammar::TokenBudget)); those that ask something of the caller
 //! (`capture`, `stop_capture`, `temperature=`, and that `stop=`'s text be hidden
 //! from the output) cannot be, by a mask, and are reported as
 //! [`RuleAnnotation`]s in the [`LarkReport`].
@@ -29,7 +31,8 @@
 //! (`document`): several grammars, `@name` linking them.
 //!
 //! What is refused, each with its `line:column` and the feature named: `@name`
-//! outside a grammars document, `max_tokens=` above 0, parametric
+//! outside a grammars document, `max_tokens=` above 0 on a rule that is not one
+//! terminal (a `%json` or nested grammar, `&`/`~`), parametric
 //! rules (`name::_`, `%if`), templates, priorities, `%override`, `%declare`,
 //! imports other than `common`.
 //!

@@ -148,7 +148,18 @@ fn errors_name_line_and_column() {
         ),
         ("start: <[1-2-3]>", 1, 8, "invalid token range"),
         ("start: @sub", 1, 8, "needs a grammars document"),
-        ("start: x\nx[max_tokens=3]: /.*/", 2, 3, "`max_tokens`"),
+        (
+            "start: x\nx[max_tokens=3]: %json {\"type\": \"array\"}",
+            2,
+            18,
+            "must be a terminal",
+        ),
+        (
+            "start: x\nx[max_tokens=3]: /a/ & /b/",
+            2,
+            1,
+            "`max_tokens=` on a terminal built with `&` or `~`",
+        ),
         (
             "start: x\nx[stop_capture=\"s\"]: /.*/",
             2,
@@ -159,7 +170,7 @@ fn errors_name_line_and_column() {
             "start: x y\nx[stop=\"a\"]: /b/ y\ny: \"c\"",
             2,
             18,
-            "`stop=` and `suffix=` apply to terminals only",
+            "`suffix=` and `max_tokens=` apply to terminals only",
         ),
         ("start: x\nx[foo=1]: \"a\"", 2, 3, "Unknown attribute"),
         ("start: x::1", 1, 9, "parametric rules"),
@@ -270,6 +281,13 @@ fn rule_attributes_shape_the_language_or_are_annotated() {
     language("start: x\nx[stop=\"\"]: /[a-z]*/", &["", "abc"], &["1"]);
     // max_tokens=0 leaves only the empty string.
     language("start: x \"!\"\nx[max_tokens=0]: /.*/", &["!"], &["a!"]);
+    // Above 0, bytes read outside tokens spend nothing: the body's language
+    // (tests/lark.rs counts tokens).
+    language(
+        "start: x \"!\"\nx[max_tokens=1]: /[a-z]*/",
+        &["!", "abc!"],
+        &["1!"],
+    );
 
     let text = "start: x y z\nx[capture, stop=/\\n/, stop_capture=\"nl\"]: /.*/\ny[capture=\"why\", temperature=0.5]: \"y\"\nz[suffix=\"s\"]: /z*/";
     let (_, report) =

@@ -33,7 +33,9 @@ use crate::frontend::json_schema::{
     self, JsonSchemaOptions, ParameterStyle, PatternCache, PropertyOrder, Whitespace,
 };
 use crate::frontend::{gbnf, lark, regex};
-use crate::grammar::{Expr, FreeText, Grammar, Rule, RuleId, TokenItem, TokenSet};
+use crate::grammar::{
+    Expr, FreeText, Grammar, Intersection, Rule, RuleId, TokenBudget, TokenItem, TokenSet,
+};
 
 type Result<T> = std::result::Result<T, StructuralTagError>;
 
@@ -85,6 +87,48 @@ fn star(expr: Expr) -> Expr {
         expr: Box::new(expr),
         min: 0,
         max: None,
+    }
+}
+
+/// `any_text` holding none of `excludes`: free text, or, with `max_chars`, the
+/// strings of at most that many characters that contain no exclude (regular:
+/// one intersection terminal); with `max_tokens`, one lexeme with that token
+/// budget. A budget of 0 leaves only the empty text.
+fn any_text(excludes: Vec<Vec<u8>>, max_tokens: Option<u32>, max_chars: Option<u32>) -> Expr {
+    use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
+    if max_tokens == Some(0) || max_chars == Some(0) {
+        return Expr::Empty;
+    }
+    let body = match max_chars {
+        None => Expr::Text(Box::new(FreeText::excluding(excludes))),
+        Some(max) => {
+            let any_char = || {
+                Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
+                    '\0',
+                    char::MAX,
+                )])))
+            };
+            let repeat = |min, max| {
+                Hir::repetition(Repetition {
+                    min,
+                    max,
+                    greedy: true,
+                    sub: Box::new(any_char()),
+                })
+            };
+            let negated = excludes
+                .into_iter()
+                .map(|e| Hir::concat(vec![repeat(0, None), Hir::literal(e), repeat(0, None)]))
+                .collect();
+            Expr::Intersection(Box::new(Intersection {
+                regexes: vec![repeat(0, Some(max))],
+                negated,
+            }))
+        }
+    };
+    match max_tokens {
+        None => body,
+        Some(max_tokens) => Expr::Budget(Box::new(TokenBudget { body, max_tokens })),
     }
 }
 
@@ -174,10 +218,16 @@ impl<'a> Lowering<'a> {
                     .map_err(|e| error(pointer, format!("invalid regex: {e}")))?;
                 self.splice(pointer, grammar)
             }
-            Format::AnyText { excludes } => {
+            Format::AnyText {
+                excludes,
+                max_tokens,
+                max_chars,
+            } => {
                 let mut excludes = bytes(excludes);
                 excludes.extend(ends.texts.iter().cloned());
-                Expr::Text(Box::new(FreeText::excluding(excludes)))
+                excludes.sort();
+                excludes.dedup();
+                any_text(excludes, *max_tokens, *max_chars)
             }
             Format::Sequence(elements) => {
                 let last = elements.len() - 1;
@@ -272,16 +322,21 @@ impl<'a> Lowering<'a> {
                 tokens,
                 negated,
                 repeated,
+                max_tokens,
             } => {
                 let mut tokens = tokens.clone();
                 if *negated {
                     tokens.extend(ends.tokens.iter().cloned());
                 }
                 let one = Expr::Tokens(token_set(&tokens, *negated));
-                if *repeated {
-                    star(one)
-                } else {
-                    one
+                match (*repeated, *max_tokens) {
+                    (false, _) => one,
+                    (true, None) => star(one),
+                    (true, Some(max)) => Expr::Repeat {
+                        expr: Box::new(one),
+                        min: 0,
+                        max: Some(max),
+                    },
                 }
             }
             Format::TokenTriggeredTags {
@@ -459,8 +514,14 @@ impl<'a> Lowering<'a> {
                 Delimiter::Token(token) => ends.tokens.push(token.clone()),
             }
         }
-        // Free text right before string ends: one terminal, the ends its stops.
-        if let Format::AnyText { excludes } = &*tag.content {
+        // Free text right before string ends: one terminal, the ends its stops
+        // (not with a budget: that counts the content's tokens, not the end's).
+        if let Format::AnyText {
+            excludes,
+            max_tokens: None,
+            max_chars: None,
+        } = &*tag.content
+        {
             if !no_end && ends.tokens.is_empty() {
                 return Ok(Expr::Text(Box::new(FreeText {
                     excludes: bytes(excludes),
