@@ -336,6 +336,7 @@ fn reasoning_budget_forces_the_close() {
         open: Some("<think>".into()),
         close: "</think>".into(),
         optional: false,
+        close_alone: false,
     };
     let tag = with_reasoning(
         &json!({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": schema}}),

@@ -112,14 +112,19 @@ fn real_outputs_are_accepted_in_their_models_format() {
         {
             continue;
         }
-        // A reasoning span first: opened by the model (`[THINK]`) or by the prompt.
+        // A reasoning span first: opened by the model (`[THINK]`) or by the prompt;
+        // MiniMax-M3's model may also write the close alone (`Reasoning::for_template`).
         let reasoning = REASONING_SPANS
             .into_iter()
             .find(|(_, close)| input.contains(close))
-            .map(|(open, close)| Reasoning {
-                open: input.starts_with(open).then(|| open.to_string()),
-                close: close.to_string(),
-                optional: false,
+            .map(|(open, close)| {
+                let close_alone = close == "</mm:think>";
+                Reasoning {
+                    open: (close_alone || input.starts_with(open)).then(|| open.to_string()),
+                    close: close.to_string(),
+                    optional: false,
+                    close_alone,
+                }
             });
         let tools = tool_calls::read_tools(&case["tools"]).unwrap();
         // OpenAI's default (llama.cpp's is false, but its parser reads text
@@ -850,6 +855,7 @@ fn xgrammar_builtin_model_cases_under_stencils_formats() {
                     open: None,
                     close: "</think>".into(),
                     optional: false,
+                    close_alone: false,
                 },
             ),
             false => tag,

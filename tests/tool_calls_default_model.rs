@@ -196,6 +196,7 @@ fn checked_calls(set: &ToolSet, mode: &Mode, g: &Generation) -> usize {
             open: Some("<think>".into()),
             close: "</think>".into(),
             optional: false,
+            close_alone: false,
         };
         tool_calls::split_reasoning(&g.text, &span).1
     } else {

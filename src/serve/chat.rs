@@ -360,9 +360,21 @@ fn reasoning_delta(span: Option<&Reasoning>, c: &mut ChoiceText, done: bool) -> 
         (None, None) => 0,
         (None, Some(open)) => {
             let lead = text.len() - text.trim_start().len();
+            let close = span.close.as_str();
             if text[lead..].starts_with(open.as_str()) {
                 lead + open.len()
-            } else if open.starts_with(&text[lead..]) && !done {
+            } else if (open.starts_with(&text[lead..])
+                || span.close_alone && close.starts_with(&text[lead..]))
+                && !done
+            {
+                return None;
+            } else if span.close_alone && text[lead..].starts_with(close) {
+                // The close alone: no reasoning, the reply after it.
+                let after = lead + close.len();
+                let blank = text[after..].len() - text[after..].trim_start().len();
+                if after + blank < text.len() || done {
+                    c.reply_from = Some(after + blank);
+                }
                 return None;
             } else {
                 // The model wrote no span: all of it is the reply.
@@ -550,19 +562,44 @@ mod tests {
             open: Some("<think>".into()),
             close: "</think>".into(),
             optional: false,
+            close_alone: false,
         }
     }
 
     /// Feeds `pieces` one at a time; the reasoning deltas and where the reply starts.
     fn stream(pieces: &[&str], done: bool) -> (Vec<String>, Option<usize>) {
+        stream_span(&think(), pieces, done)
+    }
+
+    fn stream_span(span: &Reasoning, pieces: &[&str], done: bool) -> (Vec<String>, Option<usize>) {
         let mut c = ChoiceText::default();
         let mut deltas = Vec::new();
         for (i, piece) in pieces.iter().enumerate() {
             c.text.push_str(piece);
             let last = done && i + 1 == pieces.len();
-            deltas.extend(reasoning_delta(Some(&think()), &mut c, last));
+            deltas.extend(reasoning_delta(Some(span), &mut c, last));
         }
         (deltas, c.reply_from)
+    }
+
+    #[test]
+    fn a_close_alone_skips_the_reasoning_where_the_model_may_write_it() {
+        let m3 = Reasoning {
+            open: Some("<mm:think>".into()),
+            close: "</mm:think>".into(),
+            optional: false,
+            close_alone: true,
+        };
+        let (deltas, from) = stream_span(&m3, &["</mm:", "think>", "\n", "Hi"], false);
+        assert!(deltas.is_empty());
+        assert_eq!(from, Some("</mm:think>\n".len()));
+        let (deltas, from) = stream_span(&m3, &["<mm:think>a", "</mm:think>", "Hi"], false);
+        assert_eq!(
+            (deltas, from),
+            (vec!["a".to_string()], Some("<mm:think>a</mm:think>".len()))
+        );
+        // Elsewhere the close alone is text of the reply.
+        assert_eq!(stream(&["</think>Hi"], false), (vec![], Some(0)));
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub struct Reasoning {
     pub close: String,
     /// The model may skip the span (only where it writes `open` itself).
     pub optional: bool,
+    /// The model may skip its reasoning by writing `close` alone (MiniMax-M3's
+    /// adaptive thinking: `</mm:think>` then the reply); only where it writes
+    /// `open` itself.
+    pub close_alone: bool,
 }
 
 impl Reasoning {
@@ -70,6 +74,9 @@ impl Reasoning {
             open: (!opened).then(|| open.to_string()),
             close: close.to_string(),
             optional: false,
+            // MiniMax-M3's template, thinking adaptive (its default), opens
+            // nothing: the model thinks, or closes at once.
+            close_alone: close == "</mm:think>",
         }
     }
 }
@@ -82,6 +89,12 @@ pub fn with_reasoning(tag: &Value, reasoning: &Reasoning) -> Value {
         "content": {"type": "any_text"},
         "end": reasoning.close,
     });
+    let span = if reasoning.close_alone && reasoning.open.is_some() {
+        json!({"type": "or", "elements": [span,
+            {"type": "const_string", "value": reasoning.close}]})
+    } else {
+        span
+    };
     let span = if reasoning.optional && reasoning.open.is_some() {
         json!({"type": "optional", "content": span})
     } else {
@@ -129,7 +142,14 @@ pub fn split_reasoning<'a>(text: &'a str, reasoning: &Reasoning) -> (Option<&'a 
     let inside = match &reasoning.open {
         Some(open) => match text.trim_start().strip_prefix(open.as_str()) {
             Some(inside) => inside,
-            None => return (None, text),
+            None => {
+                // The close alone: no reasoning, the reply after it.
+                let skipped = text.trim_start().strip_prefix(reasoning.close.as_str());
+                return match skipped.filter(|_| reasoning.close_alone) {
+                    Some(reply) => (None, reply.trim_start()),
+                    None => (None, text),
+                };
+            }
         },
         None => text,
     };
@@ -162,6 +182,7 @@ mod tests {
             open: Some("<think>".into()),
             close: "</think>".into(),
             optional: false,
+            close_alone: false,
         };
         let grammar = grammar_with_reasoning(answer, &span, &[]);
         assert!(accepts(&grammar, "<think>1 + 1 is not [0-9]</think>\n\n2"));
@@ -187,5 +208,24 @@ mod tests {
         );
         let mistral = Reasoning::for_template(Some("[THINK]"), "");
         assert_eq!(mistral.close, "[/THINK]");
+        assert!(!mistral.close_alone);
+    }
+
+    #[test]
+    fn minimax_m3_may_close_at_once() {
+        let template = "{%- set think_begin_token = '<mm:think>' -%}";
+        let span = Reasoning::for_template(Some(template), "<]~b]ai\n");
+        assert!(span.close_alone);
+        let answer = crate::frontend::regex::parse("[0-9]+", &Default::default()).unwrap();
+        let grammar = grammar_with_reasoning(answer, &span, &[]);
+        assert!(accepts(&grammar, "<mm:think>x</mm:think>\n2"));
+        assert!(accepts(&grammar, "</mm:think>2"));
+        assert!(!accepts(&grammar, "2"), "the span or its close comes first");
+        assert!(!accepts(&grammar, "</mm:think>x</mm:think>2"));
+        assert_eq!(split_reasoning("</mm:think>\n2", &span), (None, "2"));
+        assert_eq!(
+            split_reasoning("<mm:think>x</mm:think>2", &span),
+            (Some("x"), "2")
+        );
     }
 }
