@@ -35,7 +35,7 @@ pub struct Reasoning {
 impl Reasoning {
     /// The span a chat template's model writes (`[THINK]` for Mistral's
     /// reasoning models, `<seed:think>` for Seed-OSS, `<mm:think>` for
-    /// MiniMax-M3, `<|channel>thought` up to
+    /// MiniMax-M3, `<|inner_prefix|>` for Apertus, `<|channel>thought` up to
     /// `<channel|>` for Gemma 4, `<|START_THINKING|>` for Cohere, an analysis
     /// message for gpt-oss, the thinking block for Kimi K3, up to `[BEGIN FINAL
     /// RESPONSE]` for Apriel 1.6, else
@@ -49,6 +49,9 @@ impl Reasoning {
             ("<seed:think>", "</seed:think>")
         } else if template.contains("<mm:think>") {
             ("<mm:think>", "</mm:think>")
+        } else if template.contains("<|inner_prefix|>") {
+            // Apertus's inner monologue.
+            ("<|inner_prefix|>", "<|inner_suffix|>")
         } else if template.contains("<|START_THINKING|>") {
             ("<|START_THINKING|>", "<|END_THINKING|>")
         } else if template.contains("<|open|>") && template.contains("open_tag('think')") {
@@ -209,6 +212,14 @@ mod tests {
         let mistral = Reasoning::for_template(Some("[THINK]"), "");
         assert_eq!(mistral.close, "[/THINK]");
         assert!(!mistral.close_alone);
+        let apertus = Reasoning::for_template(
+            Some("{%- set inner_token = '<|inner_prefix|>' -%}"),
+            "<|assistant_start|>",
+        );
+        assert_eq!(
+            split_reasoning("<|inner_prefix|>hm<|inner_suffix|>Hi", &apertus),
+            (Some("hm"), "Hi")
+        );
     }
 
     #[test]
