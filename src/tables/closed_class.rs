@@ -257,6 +257,12 @@ impl Terminal {
                 .max_by_key(|&(_, bytes)| bytes.count_ones());
             let ending = groups.iter().copied().find(|&(t, _)| t == DEAD);
             let (target, bytes) = continuing.or(ending.filter(big_enough))?;
+            // Dying at the first byte is no counter: a loop of match states
+            // (`[a-z]*`, a key without a digit) has none, and its closed class
+            // is the shortcut to take.
+            if target == DEAD && chain.len() == 1 {
+                return None;
+            }
             class = bytes;
             if target == DEAD {
                 break;
