@@ -572,6 +572,12 @@ impl<'a> SchemaCompiler<'a> {
             Ok(sets) => sets,
             Err(e) => return Ok(Err(e.to_string())),
         };
+        // A pattern every name matches (`.*`), or none does, tells no set
+        // apart: left out of the names' products, which are then often the
+        // plain string body (its tables shared with every other string's).
+        let constant: Vec<bool> = (0..encoded.len())
+            .map(|i| sets.iter().all(|set| set[i]) || sets.iter().all(|set| !set[i]))
+            .collect();
         // Group the pattern sets by the schemas a value then has to satisfy.
         let mut groups: Vec<(Vec<Subschema<'a>>, Vec<Vec<bool>>)> = Vec::new();
         'sets: for set in sets {
@@ -626,13 +632,21 @@ impl<'a> SchemaCompiler<'a> {
                         .then(|| declared.clone())
                         .into_iter()
                         .collect();
-                    for (pattern, &matched) in encoded.iter().zip(set) {
+                    for ((pattern, &matched), _) in encoded
+                        .iter()
+                        .zip(set)
+                        .zip(&constant)
+                        .filter(|(_, &constant)| !constant)
+                    {
                         match matched {
                             true => regexes.push(pattern.clone()),
                             false => negated.push(pattern.clone()),
                         }
                     }
-                    Expr::Intersection(Box::new(Intersection { regexes, negated }))
+                    match (regexes.len(), negated.is_empty()) {
+                        (1, true) => Expr::Regex(body.clone()),
+                        _ => Expr::Intersection(Box::new(Intersection { regexes, negated })),
+                    }
                 })
                 .collect());
             let key = self.new_rule(
