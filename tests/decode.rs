@@ -180,6 +180,31 @@ fn chunked_prefill_is_batch_independent() {
 }
 
 #[test]
+fn jump_forward_commits_a_token_alone_allowed() {
+    // Token terminals by id: no byte spells them for the grammar, so only the
+    // token terminal's one id is allowed there.
+    let g = generator();
+    let compiler = stencil::Compiler::new(Arc::clone(g.tokenizer().vocab()));
+    let tables = compiler.compile_lark("start: <[50]> <[60]> \"!\"").unwrap();
+    let mut r = request(&schemas()[0], None, "reference");
+    r.grammar = Some(Arc::clone(&tables));
+    let with = run(r);
+    let mut r = request(&schemas()[0], None, "reference");
+    r.grammar = Some(tables);
+    r.jump_forward = false;
+    let without = run(r);
+    for g in [&with, &without] {
+        assert_eq!(g.finish_reason, FinishReason::Stop, "{:?}", g.text);
+        assert_eq!(&g.tokens[..2], &[50, 60], "{:?}", g.tokens);
+    }
+    assert_eq!(with.tokens, without.tokens);
+    // Both ids, and `!`, then EOS: nothing is left to sample.
+    assert!(with.timings.forced_tokens >= 2, "{:?}", with.timings);
+    assert_eq!(without.timings.forced_tokens, 0);
+    assert!(with.timings.forward_passes < without.timings.forward_passes);
+}
+
+#[test]
 fn jump_forward_saves_forward_passes() {
     let schema = &schemas()[0];
     let with = run(request(schema, None, "reference"));

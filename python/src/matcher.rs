@@ -206,14 +206,16 @@ impl Matcher {
     /// Jump-forward: the canonical tokens of the bytes the grammar forces next, as
     /// the decode loop commits them: the forced bytes' longest valid UTF-8 prefix
     /// encoded by the tokenizer, without the last token (it could merge with what
-    /// follows), cut where the grammar would refuse one. Not consumed.
+    /// follows), cut where the grammar would refuse one; where no byte may come,
+    /// the one special token the grammar allows, if it allows one. Not consumed.
     fn forced_tokens(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
         guard(|| {
             py.detach(|| {
                 let mut state = self.state()?;
                 let bytes = state.forced_bytes();
                 if bytes.is_empty() {
-                    return Ok(Vec::new());
+                    // No byte forced: perhaps one special token, alone allowed.
+                    return Ok(state.forced_token().into_iter().collect());
                 }
                 let valid = match std::str::from_utf8(&bytes) {
                     Ok(s) => s,

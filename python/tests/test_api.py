@@ -212,6 +212,11 @@ def test_forced_tokens(gpt2, gpt2_compiler):
     assert m.forced_tokens() == []  # accepting: nothing is forced
     free = stencil.Matcher(gpt2_compiler.compile_regex(r"[a-z]+"))
     assert free.forced_tokens() == []
+    # A token named by id, alone allowed where no byte may come: forced too.
+    by_id = stencil.Matcher(gpt2_compiler.compile_lark("start: <[50]> <[60]> | <[50]> <[70]>"))
+    assert by_id.forced_tokens() == [50]
+    assert by_id.accept_token(50)
+    assert by_id.forced_tokens() == []  # 60 or 70
 
 
 def test_bitmask_rows_and_shapes(gpt2, gpt2_compiler):

@@ -779,7 +779,8 @@ impl Generator {
         Ok(())
     }
 
-    /// Commits the canonical tokens of the bytes the grammar forces next; ends the
+    /// Commits the canonical tokens of the bytes the grammar forces next (or the one
+    /// special token it allows, [`TokenMatcher::forced_token`]); ends the
     /// request when the grammar accepts and nothing may follow.
     fn jump_forward(
         &self,
@@ -787,6 +788,17 @@ impl Generator {
         index: usize,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), DecodeError> {
+        // A special token no byte spells, alone allowed: what sampling would
+        // pick, without the forward pass; the text it forces next follows.
+        loop {
+            let Some(m) = &mut r.matcher else {
+                return Ok(());
+            };
+            match m.forced_token() {
+                Some(token) if r.done.is_none() => self.commit_forced(r, token, index, on_event)?,
+                _ => break,
+            }
+        }
         let budget = Self::budget(r);
         let Some(m) = &mut r.matcher else {
             return Ok(());

@@ -412,6 +412,35 @@ impl TokenMatcher {
         }
     }
 
+    /// The one token the grammar allows next where no byte may come and one
+    /// token terminal holds a single id (a tool call's `<tool_call>` after a
+    /// required choice, `<|eot_id|>` closing a turn): certain, as forced bytes
+    /// are, though no byte spells it. `None` where the grammar accepts (EOS may
+    /// come instead) or anything else may come.
+    pub fn forced_token(&self) -> Option<u32> {
+        if !self.tables.has_token_sets()
+            || self.is_terminated()
+            || self.released()
+            || self.trailing()
+            || self.is_accepting()
+            || !self.bytes.allowed_bytes().is_empty()
+        {
+            return None;
+        }
+        let mut only = None;
+        for terminal in self.bytes.token_lexemes() {
+            let bits = self.tables.token_set_mask(terminal)?;
+            for id in crate::bits::ones(bits) {
+                match only {
+                    None => only = Some(id as u32),
+                    Some(known) if known == id as u32 => {}
+                    Some(_) => return None,
+                }
+            }
+        }
+        only
+    }
+
     /// Bytes the grammar forces next: while exactly one byte is allowed and the
     /// grammar does not accept, that byte is certain.
     pub fn forced_bytes(&mut self) -> Vec<u8> {
