@@ -370,11 +370,7 @@ fn reasoning_delta(span: Option<&Reasoning>, c: &mut ChoiceText, done: bool) -> 
                 return None;
             } else if span.close_alone && text[lead..].starts_with(close) {
                 // The close alone: no reasoning, the reply after it.
-                let after = lead + close.len();
-                let blank = text[after..].len() - text[after..].trim_start().len();
-                if after + blank < text.len() || done {
-                    c.reply_from = Some(after + blank);
-                }
+                c.reply_from = reply_after(text, lead + close.len(), done);
                 return None;
             } else {
                 // The model wrote no span: all of it is the reply.
@@ -389,11 +385,7 @@ fn reasoning_delta(span: Option<&Reasoning>, c: &mut ChoiceText, done: bool) -> 
     let inside = &text[start..];
     let end = match inside.find(close) {
         Some(at) => {
-            let after = start + at + close.len();
-            let blank = text[after..].len() - text[after..].trim_start().len();
-            if after + blank < text.len() || done {
-                c.reply_from = Some(after + blank);
-            }
+            c.reply_from = reply_after(text, start + at + close.len(), done);
             start + at
         }
         None if done => {
@@ -414,6 +406,13 @@ fn reasoning_delta(span: Option<&Reasoning>, c: &mut ChoiceText, done: bool) -> 
     let delta = text[c.reasoning_sent..end].to_string();
     c.reasoning_sent = end;
     Some(delta)
+}
+
+/// Where the reply starts after a span's close at `after`: past the blanks
+/// that follow, once something does (or the text is whole).
+fn reply_after(text: &str, after: usize, done: bool) -> Option<usize> {
+    let blank = text[after..].len() - text[after..].trim_start().len();
+    (after + blank < text.len() || done).then_some(after + blank)
 }
 
 /// One choice's text so far in a stream.

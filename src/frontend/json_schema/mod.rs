@@ -60,6 +60,7 @@ use serde_json::Value;
 
 pub use documents::{DocumentsError, SchemaDocuments, DEFAULT_DOCUMENTS_BASE};
 pub use draft::Draft;
+pub(crate) use pattern::any_char_hir;
 pub use pattern_cache::{PatternCache, DEFAULT_PATTERN_CACHE_BYTES};
 pub use source::{parse_schema_text, SchemaTextError, DEFAULT_MAX_NESTING};
 pub(crate) use xml::CDATA;

@@ -337,7 +337,8 @@ fn translate_escape(
     Ok(i)
 }
 
-fn any_char_hir() -> Hir {
+/// Any one character (a Unicode scalar value).
+pub(crate) fn any_char_hir() -> Hir {
     Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
         '\0',
         char::MAX,

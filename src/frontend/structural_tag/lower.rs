@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use super::format::{Delimiter, Format, Tag, TokenRef};
 use super::{StructuralTagError, StructuralTagOptions};
 use crate::frontend::json_schema::{
-    self, JsonSchemaOptions, ParameterStyle, PatternCache, PropertyOrder, Whitespace,
+    self, any_char_hir, JsonSchemaOptions, ParameterStyle, PatternCache, PropertyOrder, Whitespace,
 };
 use crate::frontend::{gbnf, lark, regex};
 use crate::grammar::{
@@ -95,25 +95,19 @@ fn star(expr: Expr) -> Expr {
 /// one intersection terminal); with `max_tokens`, one lexeme with that token
 /// budget. A budget of 0 leaves only the empty text.
 fn any_text(excludes: Vec<Vec<u8>>, max_tokens: Option<u32>, max_chars: Option<u32>) -> Expr {
-    use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
+    use regex_syntax::hir::{Hir, Repetition};
     if max_tokens == Some(0) || max_chars == Some(0) {
         return Expr::Empty;
     }
     let body = match max_chars {
         None => Expr::Text(Box::new(FreeText::excluding(excludes))),
         Some(max) => {
-            let any_char = || {
-                Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
-                    '\0',
-                    char::MAX,
-                )])))
-            };
             let repeat = |min, max| {
                 Hir::repetition(Repetition {
                     min,
                     max,
                     greedy: true,
-                    sub: Box::new(any_char()),
+                    sub: Box::new(any_char_hir()),
                 })
             };
             let negated = excludes
