@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use lark_cases::{compile, strings, verdict};
 use serde_json::{json, Value};
+use stencil::bits::has_bit;
 use stencil::frontend::json_schema::PatternCache;
 use stencil::frontend::structural_tag::{self, StructuralTagOptions};
 use stencil::matcher::TokenMatcher;
@@ -225,7 +226,7 @@ fn replay(case: &Value) -> Result<bool, String> {
             let first = id(chunk.split('‧').next().unwrap_or_default())?;
             m.fill_next_token_bitmask(&mut mask);
             let allowed: u32 = mask.iter().map(|w| w.count_ones()).sum();
-            let only_first = allowed == 1 && mask[first as usize / 32] >> (first % 32) & 1 == 1;
+            let only_first = allowed == 1 && has_bit(&mask, first as usize);
             if want.is_empty() || !(got.starts_with(want.as_bytes()) || only_first) {
                 return Err(format!(
                     "chunk {k}: forces {:?} ({allowed} tokens allowed), the trace {want:?}",
@@ -245,7 +246,7 @@ fn replay(case: &Value) -> Result<bool, String> {
                 let t = id(token)?;
                 if k > 0 {
                     m.fill_next_token_bitmask(&mut mask);
-                    if mask[t as usize / 32] >> (t % 32) & 1 == 0 {
+                    if !has_bit(&mask, t as usize) {
                         return Err(format!("chunk {k}: masks {token:?}"));
                     }
                 }
@@ -255,7 +256,7 @@ fn replay(case: &Value) -> Result<bool, String> {
             for banned in parts {
                 let t = id(banned)?;
                 m.fill_next_token_bitmask(&mut mask);
-                if mask[t as usize / 32] >> (t % 32) & 1 == 1 {
+                if has_bit(&mask, t as usize) {
                     return Err(format!("chunk {k}: allows {banned:?}"));
                 }
             }

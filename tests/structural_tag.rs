@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
+use stencil::bits::has_bit;
 use stencil::frontend::json_schema::PatternCache;
 use stencil::frontend::structural_tag::{parse, StructuralTagOptions};
 use stencil::grammar::TokenItem;
@@ -123,7 +124,7 @@ fn run(case: &Value) -> Result<(), String> {
             for t in seq {
                 let t = id(t.as_str().unwrap());
                 m.fill_next_token_bitmask(&mut mask);
-                if mask[t as usize / 32] >> (t % 32) & 1 == 0 || m.consume_token(t).is_err() {
+                if !has_bit(&mask, t as usize) || m.consume_token(t).is_err() {
                     return false;
                 }
             }
@@ -146,7 +147,7 @@ fn run(case: &Value) -> Result<(), String> {
             let t = id(check["token"].as_str().unwrap());
             let mut mask = vec![0u32; vocab.len().div_ceil(32)];
             m.fill_next_token_bitmask(&mut mask);
-            let allowed = mask[t as usize / 32] >> (t % 32) & 1 == 1;
+            let allowed = has_bit(&mask, t as usize);
             if allowed != (check["allowed"] == true) || allowed != m.is_token_allowed(t) {
                 return Err(format!("mask check {check}: allowed = {allowed}"));
             }

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use stencil::bits::has_bit;
 use stencil::matcher::TokenMatcher;
 use stencil::tables::TokenTables;
 use stencil::vocab::Vocabulary;
@@ -47,7 +48,7 @@ fn allowed(m: &mut TokenMatcher) -> Vec<&'static str> {
     m.fill_next_token_bitmask(&mut mask);
     let mut out = Vec::new();
     for (i, token) in TOKENS.iter().enumerate() {
-        let in_mask = mask[i / 32] >> (i % 32) & 1 == 1;
+        let in_mask = has_bit(&mask, i);
         assert_eq!(in_mask, m.is_token_allowed(i as u32), "token {token:?}");
         if in_mask {
             out.push(*token);
