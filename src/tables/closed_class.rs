@@ -257,10 +257,12 @@ impl Terminal {
                 .max_by_key(|&(_, bytes)| bytes.count_ones());
             let ending = groups.iter().copied().find(|&(t, _)| t == DEAD);
             let (target, bytes) = continuing.or(ending.filter(big_enough))?;
-            // Dying at the first byte is no counter: a loop of match states
-            // (`[a-z]*`, a key without a digit) has none, and its closed class
-            // is the shortcut to take.
-            if target == DEAD && chain.len() == 1 {
+            // Dying at the first byte is no counter where the state loops (a
+            // loop of match states: `[a-z]*`, a key without a digit): its
+            // closed class is the shortcut to take. Without a loop (an int64's
+            // digits, each a match until the count's end) there is none to
+            // find, and exploring the count for it costs more than its walk.
+            if target == DEAD && chain.len() == 1 && groups.iter().any(|&(t, _)| t == q) {
                 return None;
             }
             class = bytes;
