@@ -437,7 +437,47 @@ impl<'a> SchemaCompiler<'a> {
                 out.push(a);
             }
         }
-        for w in &obj.witnesses {
+        self.without_witnesses(&obj.witnesses, &base, out)?;
+        for names in obj.names.iter().filter(|s| !s.accepts_all()) {
+            // A property whose name `names` rejects, one witness per way to reject.
+            let mut strings = Node::any();
+            strings.types = TypeSet::STRING;
+            let mut rejected = Vec::new();
+            for n in self.negate(strings, names)? {
+                self.expand(n, &mut rejected, 1)?;
+            }
+            for n in rejected {
+                if !n.types.intersects(TypeSet::STRING) {
+                    continue;
+                }
+                match name_witness(&n, &names.ptr) {
+                    Some(w) => {
+                        let mut a = base.clone();
+                        a.obj.witnesses.push(w);
+                        out.push(a);
+                    }
+                    None => self.unsupported(
+                        "propertyNames",
+                        &names.ptr,
+                        "not of propertyNames whose rejected names need a format",
+                    )?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What violates each of the negated object's `witnesses` (a property some
+    /// name or pattern picks, whose value a schema takes): no such property has
+    /// such a value, an `additionalProperties` or `patternProperties` part
+    /// again, added to `base`.
+    fn without_witnesses(
+        &mut self,
+        witnesses: &[Witness<'a>],
+        base: &Node<'a>,
+        out: &mut Vec<Node<'a>>,
+    ) -> Result<()> {
+        for w in witnesses {
             // No property `w` names has a value `w.values` takes: an
             // `additionalProperties` or `patternProperties` part again.
             let anything = |names: &[(String, String)]| {
@@ -478,32 +518,6 @@ impl<'a> SchemaCompiler<'a> {
             let mut a = base.clone();
             a.obj.parts.push(part);
             out.push(a);
-        }
-        for names in obj.names.iter().filter(|s| !s.accepts_all()) {
-            // A property whose name `names` rejects, one witness per way to reject.
-            let mut strings = Node::any();
-            strings.types = TypeSet::STRING;
-            let mut rejected = Vec::new();
-            for n in self.negate(strings, names)? {
-                self.expand(n, &mut rejected, 1)?;
-            }
-            for n in rejected {
-                if !n.types.intersects(TypeSet::STRING) {
-                    continue;
-                }
-                match name_witness(&n, &names.ptr) {
-                    Some(w) => {
-                        let mut a = base.clone();
-                        a.obj.witnesses.push(w);
-                        out.push(a);
-                    }
-                    None => self.unsupported(
-                        "propertyNames",
-                        &names.ptr,
-                        "not of propertyNames whose rejected names need a format",
-                    )?,
-                }
-            }
         }
         Ok(())
     }

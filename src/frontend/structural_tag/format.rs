@@ -240,45 +240,13 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
     let Some(kind) = kind.as_str() else {
         return Err(error(&format!("{pointer}/type"), "must be a string"));
     };
+    if kind == "tag" {
+        return Ok(Format::Tag(read_tag(value, pointer)?));
+    }
     let mut f = Fields::new(value, pointer, "a format")?;
     let format = match kind {
         "const_string" => Format::ConstString(f.string("value")?),
-        "json_schema" | "qwen_xml_parameter" => {
-            let schema = f.required("json_schema")?.clone();
-            if !schema.is_object() && !schema.is_boolean() {
-                return Err(error(&f.at("json_schema"), "must be a JSON Schema (an object or a boolean)"));
-            }
-            // `qwen_xml_parameter` is XGrammar's older name for the `qwen_xml` style.
-            let mut style = (kind == "qwen_xml_parameter").then_some(ParameterStyle::Qwen);
-            let style_field = if kind == "json_schema" { f.get("style") } else { None };
-            if let Some(value) = style_field {
-                style = match value.as_str() {
-                    Some("json") => None,
-                    Some(name) => match ParameterStyle::from_name(name) {
-                        Some(style) => Some(style),
-                        None if name == "cohere_xml" => {
-                            return Err(error(&f.at("style"), format!("the `{name}` style is not supported yet")))
-                        }
-                        None => {
-                            let known: Vec<&str> = ParameterStyle::ALL.iter().map(|s| s.name()).collect();
-                            return Err(error(&f.at("style"), format!("unknown style (known: json, {})", known.join(", "))));
-                        }
-                    },
-                    None => return Err(error(&f.at("style"), "must be a string")),
-                };
-            }
-            let max_whitespace = match f.get("max_whitespace_cnt") {
-                Some(value) => count(value, &f.at("max_whitespace_cnt"), false)?,
-                None => None,
-            };
-            Format::JsonSchema {
-                schema,
-                any_order: f.flag("any_order")?,
-                style,
-                max_whitespace,
-                pointer: f.at("json_schema"),
-            }
-        }
+        "json_schema" | "qwen_xml_parameter" => read_json_schema(&mut f, kind)?,
         "grammar" => Format::Grammar {
             text: f.string("grammar")?,
             pointer: f.at("grammar"),
@@ -287,137 +255,17 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
             pattern: f.string("pattern")?,
             pointer: f.at("pattern"),
         },
-        "any_text" => {
-            let max_chars = length_budget(&mut f, "max_chars")?;
-            if max_chars.is_some_and(|n| n > MAX_CHARS) {
-                return Err(error(
-                    &f.at("max_chars"),
-                    format!("above {MAX_CHARS} is not supported yet: the bounded text is one automaton, about 8 states per character"),
-                ));
-            }
-            Format::AnyText {
-                excludes: f.strings("excludes")?,
-                max_tokens: length_budget(&mut f, "max_tokens")?,
-                max_chars,
-            }
-        }
-        "sequence" | "or" => {
-            let at = f.at("elements");
-            let elements = match f.required("elements")? {
-                Value::Array(items) if !items.is_empty() => items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| read(v, &format!("{at}/{i}")))
-                    .collect::<Result<Vec<_>>>()?,
-                Value::Array(_) => return Err(error(&at, "must not be empty")),
-                _ => return Err(error(&at, "must be an array of formats")),
-            };
-            if kind == "sequence" {
-                Format::Sequence(elements)
-            } else {
-                Format::Or(elements)
-            }
-        }
-        "optional" | "plus" | "star" | "repeat" => {
-            let at = f.at("content");
-            let content = Box::new(read(f.required("content")?, &at)?);
-            let (min, max) = match kind {
-                "optional" => (0, Some(1)),
-                "plus" => (1, None),
-                "star" => (0, None),
-                _ => {
-                    let min = count(f.required("min")?, &f.at("min"), false)?
-                        .ok_or_else(|| error(&f.at("min"), "must be a count (>= 0)"))?;
-                    let max = count(f.required("max")?, &f.at("max"), true)?;
-                    if max.is_some_and(|max| max < min) {
-                        return Err(error(&f.at("max"), format!("must be at least `min` ({min}), or -1 for no bound")));
-                    }
-                    (min, max)
-                }
-            };
-            Format::Repeat { content, min, max }
-        }
-        "tag" => {
-            drop(f);
-            return Ok(Format::Tag(read_tag(value, pointer)?));
-        }
-        "triggered_tags" => {
-            let triggers = f.strings("triggers")?;
-            if triggers.is_empty() || triggers.iter().any(String::is_empty) {
-                return Err(error(&f.at("triggers"), "needs at least one trigger, none empty"));
-            }
-            let tags = tags(&mut f)?;
-            for (i, tag) in tags.iter().enumerate() {
-                let Delimiter::Text(begin) = &tag.begin else {
-                    return Err(error(&format!("{}/{i}/begin", f.at("tags")), "a tag of `triggered_tags` begins with a string"));
-                };
-                let starting: Vec<&String> = triggers.iter().filter(|t| begin.starts_with(t.as_str())).collect();
-                if starting.len() != 1 {
-                    return Err(error(
-                        &format!("{}/{i}/begin", f.at("tags")),
-                        format!("the begin {begin:?} must start with exactly one trigger (it starts with {})", starting.len()),
-                    ));
-                }
-            }
-            Format::TriggeredTags {
-                triggers,
-                tags,
-                excludes: f.strings("excludes")?,
-                at_least_one: f.flag("at_least_one")?,
-                stop_after_first: f.flag("stop_after_first")?,
-            }
-        }
+        "any_text" => read_any_text(&mut f)?,
+        "sequence" | "or" => read_elements(&mut f, kind)?,
+        "optional" | "plus" | "star" | "repeat" => read_repeat(&mut f, kind)?,
+        "triggered_tags" => read_triggered_tags(&mut f)?,
         "tags_with_separator" => Format::TagsWithSeparator {
             tags: tags(&mut f)?,
             separator: f.string("separator")?,
             at_least_one: f.flag("at_least_one")?,
             stop_after_first: f.flag("stop_after_first")?,
         },
-        "dispatch" | "token_dispatch" => {
-            let at = f.at("rules");
-            let Value::Array(items) = f.required("rules")? else {
-                return Err(error(&at, "must be an array of [pattern, format] pairs"));
-            };
-            let looping = match f.get("loop") {
-                None => true,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => return Err(error(&f.at("loop"), "must be true or false")),
-            };
-            if kind == "dispatch" {
-                let mut rules = Vec::new();
-                for (i, item) in items.iter().enumerate() {
-                    let at = format!("{at}/{i}");
-                    match item.as_array().map(Vec::as_slice) {
-                        Some([Value::String(p), format]) if !p.is_empty() => {
-                            rules.push((p.clone(), read(format, &format!("{at}/1"))?))
-                        }
-                        _ => return Err(error(&at, "must be a pair [pattern (a non-empty string), format]")),
-                    }
-                }
-                Format::Dispatch {
-                    rules,
-                    looping,
-                    excludes: f.strings("excludes")?,
-                }
-            } else {
-                let mut rules = Vec::new();
-                for (i, item) in items.iter().enumerate() {
-                    let at = format!("{at}/{i}");
-                    match item.as_array().map(Vec::as_slice) {
-                        Some([token, format]) => rules.push((
-                            token_ref(token, &format!("{at}/0"))?,
-                            read(format, &format!("{at}/1"))?,
-                        )),
-                        _ => return Err(error(&at, "must be a pair [token, format]")),
-                    }
-                }
-                Format::TokenDispatch {
-                    rules,
-                    looping,
-                    excludes: f.tokens("exclude_tokens")?,
-                }
-            }
-        }
+        "dispatch" | "token_dispatch" => read_dispatch(&mut f, kind)?,
         "token" => Format::Tokens {
             tokens: vec![token_ref(f.required("token")?, &f.at("token"))?],
             negated: false,
@@ -436,25 +284,7 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
             repeated: true,
             max_tokens: length_budget(&mut f, "max_tokens")?,
         },
-        "token_triggered_tags" => {
-            let triggers = f.tokens("trigger_tokens")?;
-            if triggers.is_empty() {
-                return Err(error(&f.at("trigger_tokens"), "needs at least one trigger token"));
-            }
-            let tags = tags(&mut f)?;
-            for (i, tag) in tags.iter().enumerate() {
-                if !matches!(&tag.begin, Delimiter::Token(t) if triggers.contains(t)) {
-                    return Err(error(&format!("{}/{i}/begin", f.at("tags")), "a tag of `token_triggered_tags` begins with one of the trigger tokens"));
-                }
-            }
-            Format::TokenTriggeredTags {
-                triggers,
-                tags,
-                excludes: f.tokens("exclude_tokens")?,
-                at_least_one: f.flag("at_least_one")?,
-                stop_after_first: f.flag("stop_after_first")?,
-            }
-        }
+        "token_triggered_tags" => read_token_triggered_tags(&mut f)?,
         other => {
             return Err(error(
                 &format!("{pointer}/type"),
@@ -466,7 +296,229 @@ pub(crate) fn read(value: &Value, pointer: &str) -> Result<Format> {
     Ok(format)
 }
 
-/// `min`/`max` of `repeat`: a count, or `-1` for no bound where `unbounded`.
+/// `json_schema` (with its `style`), or XGrammar's older `qwen_xml_parameter`
+/// (the `qwen_xml` style).
+fn read_json_schema(f: &mut Fields<'_>, kind: &str) -> Result<Format> {
+    let schema = f.required("json_schema")?.clone();
+    if !schema.is_object() && !schema.is_boolean() {
+        return Err(error(
+            &f.at("json_schema"),
+            "must be a JSON Schema (an object or a boolean)",
+        ));
+    }
+    let mut style = (kind == "qwen_xml_parameter").then_some(ParameterStyle::Qwen);
+    let style_field = if kind == "json_schema" {
+        f.get("style")
+    } else {
+        None
+    };
+    if let Some(value) = style_field {
+        style = match value.as_str() {
+            Some("json") => None,
+            Some(name) => match ParameterStyle::from_name(name) {
+                Some(style) => Some(style),
+                None if name == "cohere_xml" => {
+                    return Err(error(
+                        &f.at("style"),
+                        format!("the `{name}` style is not supported yet"),
+                    ))
+                }
+                None => {
+                    let known: Vec<&str> = ParameterStyle::ALL.iter().map(|s| s.name()).collect();
+                    return Err(error(
+                        &f.at("style"),
+                        format!("unknown style (known: json, {})", known.join(", ")),
+                    ));
+                }
+            },
+            None => return Err(error(&f.at("style"), "must be a string")),
+        };
+    }
+    let max_whitespace = match f.get("max_whitespace_cnt") {
+        Some(value) => count(value, &f.at("max_whitespace_cnt"), false)?,
+        None => None,
+    };
+    Ok(Format::JsonSchema {
+        schema,
+        any_order: f.flag("any_order")?,
+        style,
+        max_whitespace,
+        pointer: f.at("json_schema"),
+    })
+}
+
+fn read_any_text(f: &mut Fields<'_>) -> Result<Format> {
+    let max_chars = length_budget(f, "max_chars")?;
+    if max_chars.is_some_and(|n| n > MAX_CHARS) {
+        return Err(error(
+            &f.at("max_chars"),
+            format!("above {MAX_CHARS} is not supported yet: the bounded text is one automaton, about 8 states per character"),
+        ));
+    }
+    Ok(Format::AnyText {
+        excludes: f.strings("excludes")?,
+        max_tokens: length_budget(f, "max_tokens")?,
+        max_chars,
+    })
+}
+
+/// `sequence` or `or`: a non-empty list of formats.
+fn read_elements(f: &mut Fields<'_>, kind: &str) -> Result<Format> {
+    let at = f.at("elements");
+    let elements = match f.required("elements")? {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| read(v, &format!("{at}/{i}")))
+            .collect::<Result<Vec<_>>>()?,
+        Value::Array(_) => return Err(error(&at, "must not be empty")),
+        _ => return Err(error(&at, "must be an array of formats")),
+    };
+    Ok(match kind {
+        "sequence" => Format::Sequence(elements),
+        _ => Format::Or(elements),
+    })
+}
+
+/// `optional`, `plus`, `star`, or `repeat` with its `min` and `max`.
+fn read_repeat(f: &mut Fields<'_>, kind: &str) -> Result<Format> {
+    let at = f.at("content");
+    let content = Box::new(read(f.required("content")?, &at)?);
+    let (min, max) = match kind {
+        "optional" => (0, Some(1)),
+        "plus" => (1, None),
+        "star" => (0, None),
+        _ => {
+            let min = count(f.required("min")?, &f.at("min"), false)?
+                .ok_or_else(|| error(&f.at("min"), "must be a count (>= 0)"))?;
+            let max = count(f.required("max")?, &f.at("max"), true)?;
+            if max.is_some_and(|max| max < min) {
+                return Err(error(
+                    &f.at("max"),
+                    format!("must be at least `min` ({min}), or -1 for no bound"),
+                ));
+            }
+            (min, max)
+        }
+    };
+    Ok(Format::Repeat { content, min, max })
+}
+
+/// `triggered_tags`: each tag's begin starts with exactly one trigger.
+fn read_triggered_tags(f: &mut Fields<'_>) -> Result<Format> {
+    let triggers = f.strings("triggers")?;
+    if triggers.is_empty() || triggers.iter().any(String::is_empty) {
+        return Err(error(
+            &f.at("triggers"),
+            "needs at least one trigger, none empty",
+        ));
+    }
+    let tags = tags(f)?;
+    for (i, tag) in tags.iter().enumerate() {
+        let at = format!("{}/{i}/begin", f.at("tags"));
+        let Delimiter::Text(begin) = &tag.begin else {
+            return Err(error(&at, "a tag of `triggered_tags` begins with a string"));
+        };
+        let starting = triggers
+            .iter()
+            .filter(|t| begin.starts_with(t.as_str()))
+            .count();
+        if starting != 1 {
+            return Err(error(
+                &at,
+                format!("the begin {begin:?} must start with exactly one trigger (it starts with {starting})"),
+            ));
+        }
+    }
+    Ok(Format::TriggeredTags {
+        triggers,
+        tags,
+        excludes: f.strings("excludes")?,
+        at_least_one: f.flag("at_least_one")?,
+        stop_after_first: f.flag("stop_after_first")?,
+    })
+}
+
+/// `dispatch` ([pattern, format] rules) or `token_dispatch` ([token, format]).
+fn read_dispatch(f: &mut Fields<'_>, kind: &str) -> Result<Format> {
+    let at = f.at("rules");
+    let Value::Array(items) = f.required("rules")? else {
+        return Err(error(&at, "must be an array of [pattern, format] pairs"));
+    };
+    let looping = match f.get("loop") {
+        None => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(error(&f.at("loop"), "must be true or false")),
+    };
+    let pairs = items.iter().enumerate().map(|(i, item)| {
+        let at = format!("{at}/{i}");
+        (item.as_array().map(Vec::as_slice), at)
+    });
+    if kind == "dispatch" {
+        let mut rules = Vec::new();
+        for (pair, at) in pairs {
+            match pair {
+                Some([Value::String(p), format]) if !p.is_empty() => {
+                    rules.push((p.clone(), read(format, &format!("{at}/1"))?))
+                }
+                _ => {
+                    return Err(error(
+                        &at,
+                        "must be a pair [pattern (a non-empty string), format]",
+                    ))
+                }
+            }
+        }
+        return Ok(Format::Dispatch {
+            rules,
+            looping,
+            excludes: f.strings("excludes")?,
+        });
+    }
+    let mut rules = Vec::new();
+    for (pair, at) in pairs {
+        match pair {
+            Some([token, format]) => rules.push((
+                token_ref(token, &format!("{at}/0"))?,
+                read(format, &format!("{at}/1"))?,
+            )),
+            _ => return Err(error(&at, "must be a pair [token, format]")),
+        }
+    }
+    Ok(Format::TokenDispatch {
+        rules,
+        looping,
+        excludes: f.tokens("exclude_tokens")?,
+    })
+}
+
+/// `token_triggered_tags`: each tag begins with one of the trigger tokens.
+fn read_token_triggered_tags(f: &mut Fields<'_>) -> Result<Format> {
+    let triggers = f.tokens("trigger_tokens")?;
+    if triggers.is_empty() {
+        return Err(error(
+            &f.at("trigger_tokens"),
+            "needs at least one trigger token",
+        ));
+    }
+    let tags = tags(f)?;
+    for (i, tag) in tags.iter().enumerate() {
+        if !matches!(&tag.begin, Delimiter::Token(t) if triggers.contains(t)) {
+            return Err(error(
+                &format!("{}/{i}/begin", f.at("tags")),
+                "a tag of `token_triggered_tags` begins with one of the trigger tokens",
+            ));
+        }
+    }
+    Ok(Format::TokenTriggeredTags {
+        triggers,
+        tags,
+        excludes: f.tokens("exclude_tokens")?,
+        at_least_one: f.flag("at_least_one")?,
+        stop_after_first: f.flag("stop_after_first")?,
+    })
+}
+
 /// Largest `any_text.max_chars` built: its text is a product automaton with
 /// the excludes' (8 states per character: 1024 builds in about 50 ms).
 const MAX_CHARS: u32 = 1024;
@@ -483,6 +535,7 @@ fn length_budget(f: &mut Fields<'_>, key: &'static str) -> Result<Option<u32>> {
     }
 }
 
+/// `min`/`max` of `repeat`: a count, or `-1` for no bound where `unbounded`.
 fn count(value: &Value, pointer: &str, unbounded: bool) -> Result<Option<u32>> {
     match value.as_i64() {
         Some(-1) if unbounded => Ok(None),

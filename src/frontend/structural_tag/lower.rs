@@ -252,34 +252,14 @@ impl<'a> Lowering<'a> {
                 excludes,
                 at_least_one,
                 stop_after_first,
-            } => {
-                let mut stretches = Vec::new();
-                for trigger in triggers {
-                    let mut rests = Vec::new();
-                    for tag in tags {
-                        let Delimiter::Text(begin) = &tag.begin else {
-                            unreachable!("checked when read")
-                        };
-                        if let Some(rest) = begin.strip_prefix(trigger.as_str()) {
-                            let rest = self.spelled(rest);
-                            rests.push(seq(vec![rest, self.content_and_end(tag)?]));
-                        }
-                    }
-                    if !rests.is_empty() {
-                        stretches.push((trigger.clone(), alt(rests)));
-                    }
-                }
-                let first = self.first_tag(tags)?;
-                self.free_dispatch(
-                    stretches,
-                    triggers,
-                    excludes,
-                    ends,
-                    first,
-                    *at_least_one,
-                    *stop_after_first,
-                )
-            }
+            } => self.triggered_tags(
+                triggers,
+                tags,
+                excludes,
+                ends,
+                *at_least_one,
+                *stop_after_first,
+            )?,
             Format::Dispatch {
                 rules,
                 looping,
@@ -317,22 +297,7 @@ impl<'a> Lowering<'a> {
                 negated,
                 repeated,
                 max_tokens,
-            } => {
-                let mut tokens = tokens.clone();
-                if *negated {
-                    tokens.extend(ends.tokens.iter().cloned());
-                }
-                let one = Expr::Tokens(token_set(&tokens, *negated));
-                match (*repeated, *max_tokens) {
-                    (false, _) => one,
-                    (true, None) => star(one),
-                    (true, Some(max)) => Expr::Repeat {
-                        expr: Box::new(one),
-                        min: 0,
-                        max: Some(max),
-                    },
-                }
-            }
+            } => tokens_expr(tokens, *negated, *repeated, *max_tokens, ends),
             Format::TokenTriggeredTags {
                 triggers,
                 tags,
@@ -351,22 +316,71 @@ impl<'a> Lowering<'a> {
                 rules,
                 looping,
                 excludes,
-            } => {
-                let mut blocked: Vec<TokenRef> = rules.iter().map(|(t, _)| t.clone()).collect();
-                blocked.extend(excludes.iter().cloned());
-                blocked.extend(ends.tokens.iter().cloned());
-                let free = star(Expr::Tokens(token_set(&blocked, true)));
-                let mut dispatched = Vec::new();
-                for (token, format) in rules {
-                    let then = self.lower(format, &Ends::default())?;
-                    dispatched.push(seq(vec![
-                        Expr::Tokens(token_set(std::slice::from_ref(token), false)),
-                        then,
-                    ]));
-                }
-                self.token_dispatch(free, alt(dispatched), false, !looping)
-            }
+            } => self.token_dispatch_rules(rules, *looping, excludes, ends)?,
         })
+    }
+
+    /// `triggered_tags`: free text until a trigger, then a tag that begins
+    /// with it (the trigger's rest, the content, the end).
+    fn triggered_tags(
+        &mut self,
+        triggers: &[String],
+        tags: &[Tag],
+        excludes: &[String],
+        ends: &Ends,
+        at_least_one: bool,
+        stop_after_first: bool,
+    ) -> Result<Expr> {
+        let mut stretches = Vec::new();
+        for trigger in triggers {
+            let mut rests = Vec::new();
+            for tag in tags {
+                let Delimiter::Text(begin) = &tag.begin else {
+                    unreachable!("checked when read")
+                };
+                if let Some(rest) = begin.strip_prefix(trigger.as_str()) {
+                    let rest = self.spelled(rest);
+                    rests.push(seq(vec![rest, self.content_and_end(tag)?]));
+                }
+            }
+            if !rests.is_empty() {
+                stretches.push((trigger.clone(), alt(rests)));
+            }
+        }
+        let first = self.first_tag(tags)?;
+        Ok(self.free_dispatch(
+            stretches,
+            triggers,
+            excludes,
+            ends,
+            first,
+            at_least_one,
+            stop_after_first,
+        ))
+    }
+
+    /// `token_dispatch`: tokens other than the rules' (and the excludes and
+    /// ends) are free; a rule's token is followed by its format.
+    fn token_dispatch_rules(
+        &mut self,
+        rules: &[(TokenRef, Format)],
+        looping: bool,
+        excludes: &[TokenRef],
+        ends: &Ends,
+    ) -> Result<Expr> {
+        let mut blocked: Vec<TokenRef> = rules.iter().map(|(t, _)| t.clone()).collect();
+        blocked.extend(excludes.iter().cloned());
+        blocked.extend(ends.tokens.iter().cloned());
+        let free = star(Expr::Tokens(token_set(&blocked, true)));
+        let mut dispatched = Vec::new();
+        for (token, format) in rules {
+            let then = self.lower(format, &Ends::default())?;
+            dispatched.push(seq(vec![
+                Expr::Tokens(token_set(std::slice::from_ref(token), false)),
+                then,
+            ]));
+        }
+        Ok(self.token_dispatch(free, alt(dispatched), false, !looping))
     }
 
     /// Any one of `tags`, whole (`None` for no tags).
@@ -655,5 +669,30 @@ impl<'a> Lowering<'a> {
         let root = grammar.splice_into(&format!("{pointer}/"), None, &mut self.rules);
         self.spliced.insert(pointer.to_string(), root);
         Expr::Ref(root)
+    }
+}
+
+/// `token`, `exclude_token` or `any_tokens`: one token of a set (the ends'
+/// tokens excluded too where the set is negated), or a run of them.
+fn tokens_expr(
+    tokens: &[TokenRef],
+    negated: bool,
+    repeated: bool,
+    max_tokens: Option<u32>,
+    ends: &Ends,
+) -> Expr {
+    let mut tokens = tokens.to_vec();
+    if negated {
+        tokens.extend(ends.tokens.iter().cloned());
+    }
+    let one = Expr::Tokens(token_set(&tokens, negated));
+    match (repeated, max_tokens) {
+        (false, _) => one,
+        (true, None) => star(one),
+        (true, Some(max)) => Expr::Repeat {
+            expr: Box::new(one),
+            min: 0,
+            max: Some(max),
+        },
     }
 }

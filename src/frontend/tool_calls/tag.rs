@@ -185,7 +185,6 @@ pub fn structural_tag(
 /// tool's `parameters` (names and keys spelled as the templates render them:
 /// `json.dumps`).
 fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
-    let arguments = |tool: &Tool| json!({"type": "json_schema", "json_schema": tool.parameters});
     if let Some(shape) = format.xml_shape() {
         let call = |tool: &Tool| {
             json!({
@@ -268,6 +267,17 @@ fn layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
             ends_reply: !shape.list,
         };
     }
+    named_layout(format, chosen)
+}
+
+/// A tool's arguments: its parameters' schema, as JSON.
+fn arguments(tool: &Tool) -> Value {
+    json!({"type": "json_schema", "json_schema": tool.parameters})
+}
+
+/// The layouts of the formats no shared shape describes (Mistral's, pythonic,
+/// Cohere's, Gemma 4's, Llama 3's JSON, and Hermes's `<tool_call>` otherwise).
+fn named_layout(format: ToolCallFormat, chosen: &[&Tool]) -> Layout {
     let quoted = |tool: &Tool| serde_json::to_string(&tool.name).expect("a string");
     let id = json!({"type": "regex", "pattern": "[a-zA-Z0-9]{9}"});
     let open = format.trigger().to_string();
