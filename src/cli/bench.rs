@@ -13,7 +13,6 @@
 //! across engines: differing steps are counted as disagreements.
 
 use std::cell::RefCell;
-use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,6 +29,9 @@ use stencil::vocab::Vocabulary;
 use stencil::{Compiler, CompilerOptions};
 
 use super::engine::{Engine, GrammarSpec, Session};
+#[cfg(feature = "peers")]
+use super::tally::ttfm_common;
+use super::tally::{fingerprint, summary, Tally};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -215,39 +217,6 @@ impl Session for StencilSession {
     }
 }
 
-/// Timings and verdicts of one engine over the whole run.
-#[derive(Default)]
-struct Tally {
-    ttfm_us: Vec<f64>,
-    /// Per workload: its time to first mask, `None` where it did not compile
-    /// (for the slowest compiles, and TTFM over what both engines compiled).
-    first_masks: Vec<Option<f64>>,
-    tbm_us: Vec<f64>,
-    compiled: usize,
-    failed: usize,
-    valid_rejected: usize,
-    invalid_accepted: usize,
-    memory: Vec<usize>,
-    /// What the engine kept for all grammars, after each instance.
-    shared_memory: Vec<usize>,
-    /// Per workload, per instance, per step: a fingerprint of the mask.
-    fingerprints: Vec<Vec<Vec<u64>>>,
-    /// Per mask: (microseconds, workload, instance, step), for `--slowest`.
-    steps: Vec<(f64, usize, usize, usize)>,
-    errors: Vec<String>,
-    /// Valid instances refused: (workload, instance, step of the refused token,
-    /// or the token count where the text was not accepted at its end).
-    refusals: Vec<(usize, usize, usize)>,
-}
-
-fn fingerprint(mask: &[u32], text_tokens: &[u32]) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    for (w, &bits) in mask.iter().enumerate().take(text_tokens.len()) {
-        (bits & text_tokens[w]).hash(&mut h);
-    }
-    h.finish()
-}
-
 fn run_engine(
     engine: &dyn Engine,
     workloads: &[Workload],
@@ -365,66 +334,6 @@ fn run_repeated(
         }
     }
     Ok(fastest)
-}
-
-fn percentile(values: &mut [f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(|a, b| a.total_cmp(b));
-    let rank = ((p * values.len() as f64).ceil() as usize).clamp(1, values.len());
-    values[rank - 1]
-}
-
-fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
-/// p50, p90, p99 and max of times to first mask.
-fn ttfm_percentiles(ttfm: &mut [f64]) -> Value {
-    json!({
-        "p50": round(percentile(ttfm, 0.5)), "p90": round(percentile(ttfm, 0.9)),
-        "p99": round(percentile(ttfm, 0.99)), "max": round(percentile(ttfm, 1.0)),
-    })
-}
-
-/// Times to first mask over the workloads both engines compiled: an engine that
-/// compiles more (harder) schemas carries them in its own tail, so this is the
-/// like-for-like comparison beside each engine's own.
-#[cfg(feature = "peers")]
-fn ttfm_common(ours: &Tally, peer: &Tally) -> Value {
-    let (mut a, mut b): (Vec<f64>, Vec<f64>) = ours
-        .first_masks
-        .iter()
-        .zip(&peer.first_masks)
-        .filter_map(|(a, b)| Some(((*a)?, (*b)?)))
-        .unzip();
-    json!({
-        "workloads": a.len(),
-        "stencil": ttfm_percentiles(&mut a),
-        "peer": ttfm_percentiles(&mut b),
-    })
-}
-
-fn summary(engine: &str, tokenizer: &str, tally: &mut Tally) -> Value {
-    let ttfm_json = ttfm_percentiles(&mut tally.ttfm_us);
-    let tbm = &mut tally.tbm_us;
-    let tbm_json = json!({
-        "p50": round(percentile(tbm, 0.5)), "p90": round(percentile(tbm, 0.9)),
-        "p99": round(percentile(tbm, 0.99)), "p999": round(percentile(tbm, 0.999)),
-        "max": round(percentile(tbm, 1.0)),
-    });
-    let memory_max = tally.memory.iter().copied().max().unwrap_or(0);
-    json!({
-        "engine": engine,
-        "tokenizer": tokenizer,
-        "ttfm_us": ttfm_json,
-        "tbm_us": tbm_json,
-        "masks": tally.tbm_us.len(),
-        "schemas": {"compiled": tally.compiled, "failed": tally.failed},
-        "instances": {"valid_rejected": tally.valid_rejected, "invalid_accepted": tally.invalid_accepted},
-        "memory_bytes_max": memory_max,
-    })
 }
 
 /// What the peers measured: a summary per peer run, their compile errors, and

@@ -16,6 +16,7 @@ mod memory;
 mod peers;
 #[cfg(feature = "serve")]
 mod serve;
+mod tally;
 
 use clap::{Parser, Subcommand};
 
