@@ -45,6 +45,7 @@ mod object;
 mod pattern;
 mod pattern_cache;
 mod refs;
+mod shape;
 mod source;
 mod string;
 mod unevaluated;

@@ -15,7 +15,7 @@ use regex_syntax::hir::Hir;
 use crate::grammar::{Expr, Intersection};
 
 use super::node::{Node, Witness};
-use super::object::{Entry, Shape};
+use super::shape::{Entry, Shape};
 use super::string::{canonical_encodings, canonical_string, encoded_hir};
 use super::{alt, Result, SchemaCompiler, Subschema};
 
@@ -139,7 +139,7 @@ impl<'a> SchemaCompiler<'a> {
         if shape.extra.is_none() {
             return Ok(());
         }
-        if has_pattern_schemas(sought.node) && shape.syntax != super::object::Syntax::Json {
+        if has_pattern_schemas(sought.node) && shape.syntax != super::shape::Syntax::Json {
             return self.unsupported(
                 "additionalProperties",
                 &w.ptr,

@@ -71,7 +71,7 @@ use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
 use serde_json::Value;
 
 use super::node::{Node, TypeSet};
-use super::object::Syntax;
+use super::shape::Syntax;
 use super::string::StringBody;
 use super::{alt, nothing, seq, JsonSchemaError, Result, SchemaCompiler, Subschema};
 use crate::grammar::{Excluding, Expr, FreeText, Intersection};
