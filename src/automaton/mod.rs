@@ -16,6 +16,7 @@
 //!    per-item work (the LR(0)-closure idea applied to Earley).
 
 mod cache;
+mod fused;
 mod lower;
 pub mod permutation;
 pub mod shortest;

@@ -1,0 +1,226 @@
+//! A regular part of a grammar as one regex ([`Fused`]), and what lowering asks
+//! of a regex before it fuses more into it: its weight (how large its automaton
+//! may grow), whether it is a literal, the counted repetition marked in it
+//! (built as a computed counter, never unrolled), and its ambiguous runs of
+//! counts (which make every DFA state pay for the splits between them).
+//!
+//! Apart from [`super::lower`] so the lowering reads as the walk over rules and
+//! this as the arithmetic over one regex it consults at every fusion.
+
+use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
+
+/// Names the capture group that marks a counted repetition inside a fused regex
+/// while lowering (never seen by a regex engine: `Lowering::terminal_symbols`
+/// takes it out).
+pub(super) const COUNTED_MARKER: &str = "stencil_counted";
+
+/// A regular part of the grammar as one regex: its weight (see [`hir_weight`])
+/// and whether it holds a counted repetition (marked, at its top level, after a
+/// literal at most), with the weight of its plain regex for where a counter
+/// cannot go (inside an alternation, after a non-literal).
+#[derive(Clone)]
+pub(super) struct Fused {
+    pub(super) hir: Hir,
+    pub(super) weight: usize,
+    pub(super) plain_weight: usize,
+    pub(super) counted: bool,
+    pub(super) runs: Runs,
+}
+
+impl Fused {
+    pub(super) fn regex(hir: Hir, weight: usize) -> Fused {
+        Fused {
+            runs: Runs::of(&hir),
+            hir,
+            weight,
+            plain_weight: weight,
+            counted: false,
+        }
+    }
+
+    /// The same language as a plain regex (no counter).
+    pub(super) fn plain(self) -> Fused {
+        if !self.counted {
+            return self;
+        }
+        Fused::regex(unmarked(&self.hir), self.plain_weight)
+    }
+}
+
+/// Whether `hir` matches exactly one string (a literal, or the empty string).
+pub(super) fn is_literal(hir: &Hir) -> bool {
+    matches!(hir.kind(), HirKind::Literal(_) | HirKind::Empty)
+}
+
+/// The counted repetition marked in `hir`: `(prefix literal, repetition, suffix)`.
+pub(super) fn counted_parts(hir: &Hir) -> Option<(Vec<u8>, &Repetition, Hir)> {
+    let items = match hir.kind() {
+        HirKind::Concat(items) => &items[..],
+        _ => std::slice::from_ref(hir),
+    };
+    let at = items.iter().position(|item| {
+        matches!(item.kind(), HirKind::Capture(c) if c.name.as_deref() == Some(COUNTED_MARKER))
+    })?;
+    let HirKind::Capture(capture) = items[at].kind() else {
+        return None;
+    };
+    let HirKind::Repetition(repetition) = capture.sub.kind() else {
+        return None;
+    };
+    let mut prefix = Vec::new();
+    for item in &items[..at] {
+        match item.kind() {
+            HirKind::Literal(literal) => prefix.extend_from_slice(&literal.0),
+            HirKind::Empty => {}
+            _ => return None,
+        }
+    }
+    Some((prefix, repetition, Hir::concat(items[at + 1..].to_vec())))
+}
+
+/// Whether `hir` holds a counted-repetition marker.
+pub(super) fn has_marker(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Capture(c) => c.name.as_deref() == Some(COUNTED_MARKER) || has_marker(&c.sub),
+        HirKind::Repetition(r) => has_marker(&r.sub),
+        HirKind::Concat(items) | HirKind::Alternation(items) => items.iter().any(has_marker),
+        _ => false,
+    }
+}
+
+/// `hir` with every counted-repetition marker taken out (the plain regex).
+pub(super) fn unmarked(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Capture(c) if c.name.as_deref() == Some(COUNTED_MARKER) => unmarked(&c.sub),
+        HirKind::Capture(c) => Hir::capture(Capture {
+            index: c.index,
+            name: c.name.clone(),
+            sub: Box::new(unmarked(&c.sub)),
+        }),
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            sub: Box::new(unmarked(&r.sub)),
+            ..r.clone()
+        }),
+        HirKind::Concat(items) => Hir::concat(items.iter().map(unmarked).collect()),
+        HirKind::Alternation(items) => Hir::alternation(items.iter().map(unmarked).collect()),
+        _ => hir.clone(),
+    }
+}
+
+/// A rough size of the automaton a regex needs: repetitions multiply.
+pub(super) fn hir_weight(hir: &Hir) -> usize {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(lit) => lit.0.len(),
+        HirKind::Class(regex_syntax::hir::Class::Unicode(c)) => 1 + c.ranges().len() * 2,
+        HirKind::Class(regex_syntax::hir::Class::Bytes(c)) => 1 + c.ranges().len(),
+        HirKind::Repetition(rep) => {
+            hir_weight(&rep.sub).saturating_mul(repeat_factor(rep.min, rep.max))
+        }
+        HirKind::Capture(cap) => hir_weight(&cap.sub),
+        HirKind::Concat(items) | HirKind::Alternation(items) => {
+            items.iter().map(hir_weight).fold(1, usize::saturating_add)
+        }
+    }
+}
+
+/// Contains a repetition whose count varies by more than a few (`x{0,15}`). Under
+/// an unbounded repetition that is the classic DFA blow-up (`([0-9]{0,15})*` tracks
+/// every combination of counter positions), so such parts are not fused.
+pub(super) fn has_variable_count(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            rep.max.is_some_and(|max| max - rep.min > 4) || has_variable_count(&rep.sub)
+        }
+        HirKind::Capture(cap) => has_variable_count(&cap.sub),
+        HirKind::Concat(items) | HirKind::Alternation(items) => {
+            items.iter().any(has_variable_count)
+        }
+        _ => false,
+    }
+}
+
+/// Ambiguous runs in a regex: two bounded repetitions of a varying count
+/// (`x{0,20}`, as in [`has_variable_count`]) with nothing but what may be
+/// empty between them, so that where one stops and the next starts is open
+/// (see `MAX_FUSED_AMBIGUOUS_RUNS` in [`super::lower`]). Kept per fused part, with what a
+/// concatenation needs to count the runs across its parts.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Runs {
+    pub(super) count: usize,
+    /// A varying repetition may come first (after parts that may be empty).
+    pub(super) leads: bool,
+    /// A varying repetition may come last (before parts that may be empty).
+    pub(super) trails: bool,
+    /// It matches the empty string.
+    pub(super) nullable: bool,
+}
+
+impl Runs {
+    pub(super) fn of(hir: &Hir) -> Runs {
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => Runs {
+                nullable: true,
+                ..Runs::default()
+            },
+            HirKind::Literal(_) | HirKind::Class(_) => Runs::default(),
+            HirKind::Capture(cap) => Runs::of(&cap.sub),
+            HirKind::Repetition(rep) => {
+                let sub = Runs::of(&rep.sub);
+                let varies = rep.max.is_some_and(|max| max - rep.min > 4);
+                Runs {
+                    count: sub.count,
+                    leads: varies,
+                    trails: varies,
+                    nullable: rep.min == 0 || sub.nullable,
+                }
+            }
+            HirKind::Concat(items) => items.iter().map(Runs::of).fold(Runs::EMPTY, Runs::then),
+            HirKind::Alternation(items) => {
+                items.iter().map(Runs::of).fold(Runs::default(), Runs::or)
+            }
+        }
+    }
+
+    pub(super) const EMPTY: Runs = Runs {
+        count: 0,
+        leads: false,
+        trails: false,
+        nullable: true,
+    };
+
+    /// `self` followed by `next`.
+    pub(super) fn then(self, next: Runs) -> Runs {
+        Runs {
+            count: self.count + next.count + usize::from(self.trails && next.leads),
+            leads: self.leads || (self.nullable && next.leads),
+            trails: next.trails || (next.nullable && self.trails),
+            nullable: self.nullable && next.nullable,
+        }
+    }
+
+    /// `self` or `other`.
+    pub(super) fn or(self, other: Runs) -> Runs {
+        Runs {
+            count: self.count + other.count,
+            leads: self.leads || other.leads,
+            trails: self.trails || other.trails,
+            nullable: self.nullable || other.nullable,
+        }
+    }
+}
+
+/// The weight of `sub{min,max}` unrolled: a copy of `sub` per iteration.
+pub(super) fn repeat_weight(sub: usize, min: u32, max: Option<u32>) -> usize {
+    sub.max(1).saturating_mul(repeat_factor(min, max))
+}
+
+/// How many copies of the repeated part a Thompson NFA holds.
+pub(super) fn repeat_factor(min: u32, max: Option<u32>) -> usize {
+    (max.unwrap_or(min.saturating_add(1)).max(1)) as usize
+}
+
+/// Matches nothing but the empty string.
+pub(super) fn only_empty(hir: &Hir) -> bool {
+    hir.properties().maximum_len() == Some(0)
+}
