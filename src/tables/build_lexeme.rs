@@ -14,7 +14,8 @@ use super::lexeme::{LexemeMasks, LexemeScratch};
 use super::walk::{walk_lexeme, LexemeWalk, Visit};
 use super::{
     MatchNode, TokenTables, MAX_CLASS_SLICE_EXITS, MAX_CONTROL_STATES, MAX_DIFFERING_SHARE,
-    MAX_SLICE_STATES, MIN_CLASS_SLICE_BYTES, MIN_CLOSED_CLASS_BYTES, MIN_COUNTED_SLICE_BUDGET,
+    MAX_SLICE_STATES, MIN_CLOSED_CLASS_BYTES, MIN_CLOSED_SLICE_BYTES, MIN_COUNTED_SLICE_BUDGET,
+    MIN_COUNTED_SLICE_BYTES,
 };
 use crate::automaton::terminal::{ExcludedRests, Terminal, LOOPED};
 use crate::automaton::DEAD;
@@ -183,7 +184,7 @@ impl TokenTables {
         // walk enters only subtrees holding a token that leaves it by such a byte.
         let closed_slice = closed
             .as_mut()
-            .filter(|(class, _)| class.count_ones() >= MIN_CLASS_SLICE_BYTES)
+            .filter(|(class, _)| class.count_ones() >= MIN_CLOSED_SLICE_BYTES)
             .and_then(|(class, states)| self.closed_class_slice(terminal, state, *class, states));
         // A counter's class likewise, its members allowed up to the budget: a
         // pattern's `[A-Za-z0-9 &'()*,-./@£]{1,32}` walks the tokens holding a
@@ -193,7 +194,7 @@ impl TokenTables {
             // the trie: cheaper than a first build of the slice.
             let budget = budgets.of(state);
             let small =
-                budget < MIN_COUNTED_SLICE_BUDGET || class.count_ones() < MIN_CLASS_SLICE_BYTES;
+                budget < MIN_COUNTED_SLICE_BUDGET || class.count_ones() < MIN_COUNTED_SLICE_BYTES;
             if budget == NO_BUDGET || small {
                 return None;
             }

@@ -178,10 +178,15 @@ type Cache<K, V> = RwLock<FxHashMap<K, Arc<V>>>;
 /// [`ClassSlice`] rather than walked.
 const MIN_COUNTED_SLICE_BUDGET: u32 = 4;
 
-/// The least class size for a [`ClassSlice`], counted or closed: a walk
-/// through a hex digit's subtrees (a UUID's `[0-9a-f]{8}`) or a number's
-/// digits stops after a byte or two, the slice is a scan of every token.
-const MIN_CLASS_SLICE_BYTES: u32 = 48;
+/// The least class size for the same: a walk through a hex digit's subtrees
+/// (a UUID's `[0-9a-f]{8}`) stops after a byte or two, the slice is a scan of
+/// every token.
+const MIN_COUNTED_SLICE_BYTES: u32 = 48;
+
+/// The least closed class size for a [`ClassSlice`]: a number's ten digits
+/// make few and short tokens, walked faster than the slice's first build (a
+/// scan of every token); a pattern's `[a-z0-9-.]+` (38 bytes) makes thousands.
+const MIN_CLOSED_SLICE_BYTES: u32 = 16;
 
 /// Most tokens holding an exit byte for a [`ClassSlice`] to be built (past it
 /// the plain walk with its closed class is as fast): Llama-3 has 5,200 holding
