@@ -22,7 +22,7 @@ use super::node::{Node, ObjectPart, TypeSet, Witness};
 use super::shape::{tagged_pair, Entry, Shape, Syntax};
 use super::string::{
     canonical_body, canonical_encodings, canonical_string, complement_of_set, encode_hir,
-    encoded_hir, literal_string,
+    encoded_hir, literal_string, quoted_hir, quoted_intersection,
 };
 use super::xml::ParameterStyle;
 use super::{alt, nothing, seq, Result, SchemaCompiler, Subschema};
@@ -606,8 +606,8 @@ impl<'a> SchemaCompiler<'a> {
                         }
                     }
                     match (regexes.len(), negated.is_empty()) {
-                        (1, true) => Expr::Regex(body.clone()),
-                        _ => Expr::Intersection(Box::new(Intersection { regexes, negated })),
+                        (1, true) => Expr::Regex(quoted_hir(body.clone())),
+                        _ => quoted_intersection(Intersection { regexes, negated }),
                     }
                 })
                 .collect());
@@ -617,7 +617,7 @@ impl<'a> SchemaCompiler<'a> {
                     o.parts[0].ptr,
                     sets.len()
                 ),
-                seq(vec![Expr::literal(b"\""), key, Expr::literal(b"\"")]),
+                key,
             )?;
             alts.push(self.pair(Syntax::Json, Expr::Ref(key), &conj)?);
         }

@@ -381,6 +381,26 @@ fn restrict_concat(items: &[Hir], min: u64, max: Option<u64>) -> Option<Hir> {
     Some(Hir::concat(out))
 }
 
+/// `h` (a string body in its encoding) between a JSON string's quotes.
+pub(crate) fn quoted_hir(h: Hir) -> Hir {
+    Hir::concat(vec![Hir::literal(*b"\""), h, Hir::literal(*b"\"")])
+}
+
+/// A string whose body is `both`, as one leaf from quote to quote: every
+/// operand quoted (the product is the quoted product, since no body holds a
+/// bare quote). Quoting the leaf from outside instead would make every state
+/// between the quotes a match, so a token leaving the body's class there
+/// would end a lexeme for the parser to refuse: the token tables would
+/// record thousands of such boundaries where the quoted leaf has a few
+/// hundred tokens that leave by its closing quote.
+pub(crate) fn quoted_intersection(both: Intersection) -> Expr {
+    let quote_all = |hirs: Vec<Hir>| hirs.into_iter().map(quoted_hir).collect();
+    Expr::Intersection(Box::new(Intersection {
+        regexes: quote_all(both.regexes),
+        negated: quote_all(both.negated),
+    }))
+}
+
 /// Every JSON string body in the canonical encoding (the universe
 /// [`complement_of_set`] and property-name languages are encoded in).
 pub(crate) fn canonical_body() -> Hir {
@@ -657,14 +677,18 @@ impl<'a> SchemaCompiler<'a> {
                     .or(s.not_formats.first().map(|(_, ptr)| ptr))
                     .or(s.length_ptr.as_ref())
                     .map_or("/", String::as_str);
-                let leaf = StringBody::intersection(
+                let leaf = match StringBody::intersection(
                     &regexes,
                     &negated,
                     (min, max),
                     encode_class(&any_class()),
                     encoded_hir,
-                );
-                Expr::Ref(self.new_rule(format!("{at} with its length bounds"), leaf)?)
+                ) {
+                    Expr::Intersection(both) => quoted_intersection(*both),
+                    none => return Ok(none),
+                };
+                let rule = self.new_rule(format!("{at} with its length bounds"), leaf)?;
+                return Ok(Expr::Ref(rule));
             }
             Some(StringBody::Regex(h)) => {
                 if contains_any_string(&h) && !self.cache.search_automaton_is_small(&h) {
