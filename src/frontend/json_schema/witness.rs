@@ -16,7 +16,7 @@ use crate::grammar::{Expr, Intersection};
 
 use super::node::{Node, Witness};
 use super::shape::{Entry, Shape};
-use super::string::{canonical_encodings, canonical_string, encoded_hir};
+use super::string::{canonical_encodings, canonical_string, encoded_hir, quoted_hir};
 use super::{alt, Result, SchemaCompiler, Subschema};
 
 /// What [`SchemaCompiler::seek`] looks for, in which object.
@@ -178,18 +178,17 @@ impl<'a> SchemaCompiler<'a> {
         names: &[String],
         allowed: Option<Hir>,
     ) -> Result<Expr> {
-        let quote = || Hir::literal(&b"\""[..]);
         let quoted = |c: &mut Self, (p, ptr): &(String, String)| -> Result<Hir> {
             let h = c.pattern_hir(p, ptr)?;
             let body = encoded_hir(&h).ok_or_else(|| c.limit(ptr, "pattern not regular"))?;
-            Ok(Hir::concat(vec![quote(), body, quote()]))
+            Ok(quoted_hir(body))
         };
         let mut regexes = Vec::new();
         for p in &w.matching {
             regexes.push(quoted(self, p)?);
         }
         if let Some(body) = allowed {
-            regexes.push(Hir::concat(vec![quote(), body, quote()]));
+            regexes.push(quoted_hir(body));
         }
         if regexes.is_empty() {
             regexes.push(canonical_string());
@@ -202,11 +201,9 @@ impl<'a> SchemaCompiler<'a> {
         for name in names {
             match canonical_encodings(name, 64) {
                 Some(encodings) => spelled.extend(encodings.iter().map(|e| Hir::literal(&e[..]))),
-                None => negated.push(Hir::concat(vec![
-                    quote(),
+                None => negated.push(quoted_hir(
                     encoded_hir(&Hir::literal(name.as_bytes())).expect("a literal is regular"),
-                    quote(),
-                ])),
+                )),
             }
         }
         if !spelled.is_empty() {
