@@ -55,7 +55,8 @@ pub struct CompilerOptions {
     /// Bytes the compiler may keep for the grammars it compiled (what each
     /// grammar holds on its own comes on top): a quarter for automata, a
     /// sixteenth for parsed patterns, the rest for token tables. Past its share,
-    /// a part is emptied and built again as grammars need it.
+    /// a part evicts its oldest entries not read lately (see [`crate::cache`]),
+    /// built again if a grammar needs them.
     pub memory_limit: usize,
     /// How grammars are compiled to automata.
     pub compile: CompileOptions,
