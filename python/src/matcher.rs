@@ -2,15 +2,17 @@
 //! ([`TokenMatcher`]), and the batch fill.
 //!
 //! The state sits behind a mutex in a frozen class, so a batch can reach every
-//! matcher with the GIL released and fill rows on the thread pool (rayon), each
-//! row a disjoint `&mut` of the caller's array. A matcher whose state panicked
+//! matcher with the GIL released and fill rows on the calling thread and, when
+//! the rows left are long enough to pay for waking it, the thread pool (rayon),
+//! each row a disjoint `&mut` of the caller's array. A matcher whose state panicked
 //! mid-call is poisoned: later calls raise `RuntimeError` until `reset()`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use rayon::prelude::*;
 use stencil::matcher::{StopPolicy, TokenMatcher};
 use stencil::tables::TokenTables;
 
@@ -270,7 +272,7 @@ pub(crate) fn fill_next_token_bitmask_batch(
             } else {
                 words.chunks_mut(width).map(Some).collect()
             };
-            let mut jobs: Vec<(&Matcher, &mut [u32])> = Vec::with_capacity(matchers.len());
+            let mut jobs: Vec<RowJob<'_>> = Vec::with_capacity(matchers.len());
             for (matcher, &index) in matchers.iter().zip(&indices) {
                 let matcher = matcher.get();
                 matcher.check_words(width)?;
@@ -287,15 +289,80 @@ pub(crate) fn fill_next_token_bitmask_batch(
                     })?;
                 jobs.push((matcher, row));
             }
-            py.detach(|| {
-                // Rayon's adaptive splitting: rows whose masks are cached take under
-                // a microsecond, a new position's can take milliseconds; idle
-                // threads steal what is left.
-                jobs.into_par_iter()
-                    .try_for_each(|(matcher, row)| matcher.fill_row(row))
-            })
+            py.detach(|| fill_rows(jobs))
         })
     })
+}
+
+/// One row of a batch: the matcher and the bitmask row it fills.
+type RowJob<'a> = (&'a Matcher, &'a mut [u32]);
+
+/// A sleeping pool worker takes about 10-30 us to wake on the 2-core VMs measured,
+/// and the caller as long again if it then waits for the worker: helpers are worth
+/// waking only while more than this much work is left.
+const HELP_WHEN_LEFT: Duration = Duration::from_micros(50);
+
+/// Fills every job's row, the calling thread first on its own, then with the pool
+/// once the rows left look long enough to pay for waking it.
+///
+/// Rows come off one shared counter. A batch of cached masks is a few tens of
+/// microseconds in all, about what waking a worker (and later the caller) costs,
+/// so handing every batch to the pool made such batches no faster than a serial
+/// loop; a new position's mask can take milliseconds, and then the pool pays. The
+/// caller estimates what is left from the rows it has filled and wakes the pool's
+/// other threads when that passes [`HELP_WHEN_LEFT`]; from then on every thread
+/// takes rows until none is left.
+fn fill_rows(jobs: Vec<RowJob<'_>>) -> PyResult<()> {
+    // Each job is taken once, by whichever thread draws its index.
+    let jobs: Vec<Mutex<Option<RowJob<'_>>>> =
+        jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
+    let next = AtomicUsize::new(0);
+    let first_error: Mutex<Option<PyErr>> = Mutex::new(None);
+    // Fills one row off the counter; false once none is left.
+    let fill_next = || {
+        let Some(slot) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
+            return false;
+        };
+        let job = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((matcher, row)) = job {
+            if let Err(error) = matcher.fill_row(row) {
+                first_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(error);
+            }
+        }
+        true
+    };
+    let helpers = rayon::current_num_threads().saturating_sub(1);
+    let started = Instant::now();
+    let mut help = false;
+    while fill_next() {
+        let filled = next.load(Ordering::Relaxed).min(jobs.len());
+        let left = jobs.len() - filled;
+        if helpers > 0
+            && left > 1
+            && started.elapsed() * left as u32 / filled as u32 > HELP_WHEN_LEFT
+        {
+            help = true;
+            break;
+        }
+    }
+    if help {
+        rayon::in_place_scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(|_| while fill_next() {});
+            }
+            while fill_next() {}
+        });
+    }
+    match first_error
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
 }
 
 /// For `benches/overhead.py`: the Rust call alone, `repeats` times on row 0 of

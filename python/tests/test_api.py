@@ -290,6 +290,33 @@ def test_batch_equals_serial(gpt2, gpt2_compiler):
     stencil.fill_next_token_bitmask_batch([], wide)  # nothing to do
 
 
+def test_batch_of_new_positions_equals_serial(gpt2):
+    """Rows whose masks no compiler has built yet take long enough for the batch to
+    wake the thread pool: the rows still equal a serial loop's."""
+
+    def fresh_matchers():
+        matchers = []
+        for i in range(16):
+            key = f"k{i}"
+            schema = {
+                "type": "object",
+                "properties": {key: {"type": "string", "maxLength": i + 3}},
+                "required": [key],
+            }
+            m = stencil.Matcher(stencil.Compiler(gpt2).compile_json_schema(schema))
+            prefix = gpt2.encode(f'{{"{key}":"ab')
+            assert m.accept_tokens(prefix) == len(prefix)
+            matchers.append(m)
+        return matchers
+
+    serial = stencil.allocate_token_bitmask(16, gpt2.vocab_size)
+    for i, m in enumerate(fresh_matchers()):
+        m.fill_next_token_bitmask(serial, i)
+    batch = stencil.allocate_token_bitmask(16, gpt2.vocab_size)
+    stencil.fill_next_token_bitmask_batch(fresh_matchers(), batch)
+    np.testing.assert_array_equal(batch, serial)
+
+
 def test_apply_token_bitmask_inplace_numpy(gpt2, gpt2_compiler):
     m = stencil.Matcher(gpt2_compiler.compile_regex("[0-9]+"))
     mask = stencil.allocate_token_bitmask(2, gpt2.vocab_size)
