@@ -59,6 +59,7 @@ use std::rc::Rc;
 use crate::grammar::{Expr, Grammar, GrammarError, Hir, Rule, RuleId};
 use serde_json::Value;
 
+use combinators::PropertyKey;
 pub use documents::{DocumentsError, SchemaDocuments, DEFAULT_DOCUMENTS_BASE};
 pub use draft::Draft;
 pub(crate) use pattern::any_char_hir;
@@ -292,6 +293,7 @@ fn compile_root<'a>(
         index,
         rules: Vec::new(),
         memo: HashMap::default(),
+        normalized_properties: HashMap::default(),
         warnings: Vec::new(),
         patterns: HashMap::default(),
         cache,
@@ -443,6 +445,9 @@ pub(crate) struct SchemaCompiler<'a> {
     pub rules: Vec<Rule>,
     /// Conjunction of subschema pointers -> rule generating its instances.
     pub memo: HashMap<Vec<Rc<str>>, RuleId>,
+    /// Property values normalized to compare `oneOf` branches
+    /// ([`SchemaCompiler::normalize_property`]).
+    pub normalized_properties: HashMap<PropertyKey, Rc<Vec<node::Node<'a>>>>,
     pub warnings: Vec<Warning>,
     /// Pattern text -> whole-string regex, and a matcher built on demand.
     pub patterns: HashMap<String, (Hir, Option<Rc<regex_automata::meta::Regex>>)>,
@@ -477,6 +482,7 @@ impl<'a> SchemaCompiler<'a> {
             index: refs::Index::build(&TRUE, Draft::Draft202012, &opts.documents),
             rules: Vec::new(),
             memo: HashMap::default(),
+            normalized_properties: HashMap::default(),
             warnings: Vec::new(),
             patterns: HashMap::default(),
             // One small cache per test compiler, kept for the test's lifetime.

@@ -132,7 +132,7 @@ pub(crate) static NULL: Value = Value::Null;
 /// property or item, which is another value). What a part evaluates counts for
 /// each scope it lists ([`super::unevaluated`]). Empty, the common case, is no
 /// allocation.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Scopes(Option<Rc<[u32]>>);
 
 impl Scopes {
