@@ -101,6 +101,36 @@ fn tokens_across_terminal_boundaries_match_the_oracle() {
     assert_masks_agree("gpt2/json-spaced", &json, &[text], text.len());
 }
 
+/// Arrays of `maxLength` strings: after the first item every item is one counted
+/// terminal repeated (`,"` + the counted body + `"`), whose count is reported in
+/// canonical form while it is far from the bound (long bounds) and as it is near
+/// it (short ones). Every prefix, through several items.
+#[test]
+fn repeated_counted_strings_match_the_oracle() {
+    let v = vocab("gpt2");
+    let compiler = stencil::Compiler::new(Arc::clone(&v));
+    let options = stencil::frontend::json_schema::JsonSchemaOptions::default();
+    for (max, text) in [
+        (
+            4096,
+            &br#"["class1","class two","a b c d e f g","","last one here"]"#[..],
+        ),
+        (6, &br#"["ab","abcdef","","x y z","abcde"]"#[..]),
+    ] {
+        let schema = serde_json::json!({
+            "type": "array",
+            "items": {"type": "string", "maxLength": max}
+        });
+        let tables = compiler.compile_json_schema(&schema, &options).unwrap();
+        assert_masks_agree(
+            &format!("gpt2/strings<={max}"),
+            &tables,
+            &[text],
+            text.len(),
+        );
+    }
+}
+
 #[test]
 fn mistral_masks_match_the_oracle() {
     let v = vocab("mistral-7b-v0.1");

@@ -218,11 +218,15 @@ impl Matcher {
         out.clear();
         let horizon = u32::try_from(horizon).unwrap_or(u32::MAX);
         for lexeme in self.active_lexemes() {
+            // A counted lexeme's count is canonical whether or not it loops: an
+            // array of long `maxLength` strings repeats one counted terminal, and
+            // with its raw count every step of an item built new tables (9 ms).
+            let terminal = self.grammar.terminal(lexeme.terminal);
+            let state = terminal.table_state(lexeme.state, horizon);
             let state = if self.repeats_far_from_max(lexeme, horizon) {
-                lexeme.state | crate::automaton::terminal::LOOPED
+                state | crate::automaton::terminal::LOOPED
             } else {
-                let terminal = self.grammar.terminal(lexeme.terminal);
-                terminal.table_state(lexeme.state, horizon)
+                state
             };
             out.push((self.grammar.table_terminal(lexeme.terminal, state), state));
         }
