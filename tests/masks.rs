@@ -554,6 +554,21 @@ fn closed_byte_classes_match_the_oracle() {
             let t = schema_tables(schema.clone(), &v);
             assert_masks_agree(&name, &t, &[sample.as_bytes()], sample.len());
         }
+        // A pattern string fused after a value's bounded leading blanks (a
+        // counted terminal: the class is in its suffix), as `%json` keeps the
+        // schema's property order.
+        let lark = r#"start: %json {"type": "object", "required": ["id", "n"],
+            "properties": {"id": {"type": "string", "pattern": "^[a-z\\d\\./-]+$"},
+                           "n": {"type": "integer"}}}"#;
+        let compiler = stencil::Compiler::new(Arc::clone(&v));
+        let t = compiler.compile_lark(lark).unwrap();
+        let sample = r#"{"id":"project-1.x/y","n":12}"#;
+        assert_masks_agree(
+            "pattern after blanks",
+            &t,
+            &[sample.as_bytes()],
+            sample.len(),
+        );
         // Without DEL among the exits (it is one in JSON strings), tokens that
         // split a character are walked for being non-ASCII non-members alone.
         let t = tables(compile_regex("[^0-9\\x7f\"]*\"!").unwrap(), &v);

@@ -12,6 +12,10 @@ use super::body::BodyBytes;
 use crate::automaton::terminal::{class_bytes, State, Terminal, DEAD, LOOPED};
 use crate::bits::ByteSet;
 
+/// Most states of a counted terminal whose suffix may have a closed class
+/// (the class's reached states are a flag per state of the terminal).
+const MAX_CLOSED_CLASS_MAP: usize = 1 << 16;
+
 /// "Not on the counter" in [`Terminal::counted_class`]'s budgets.
 pub const NO_BUDGET: u32 = u32::MAX;
 
@@ -129,10 +133,15 @@ impl Terminal {
     }
 
     /// A counter dies after its count: no closed class there, nor from the
-    /// states before it (which reach it); past it, in its suffix, a class is
-    /// rarely worth a map as large as the counter.
+    /// states before it (which reach it). Past it, in its suffix (which never
+    /// goes back), a class is worth a map of every state only where the counter
+    /// is short: a value's bounded leading blanks before a pattern string.
     pub(super) fn may_have_closed_class(&self, state: State) -> bool {
-        state != DEAD && state & LOOPED == 0 && self.counter().is_none()
+        state != DEAD
+            && state & LOOPED == 0
+            && self.counter().is_none_or(|counter| {
+                state >= counter.end && self.state_count() <= MAX_CLOSED_CLASS_MAP
+            })
     }
 
     /// A class of ASCII bytes (DEL excluded; bit `b` of a `u128`) that no text of

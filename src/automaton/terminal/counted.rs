@@ -24,7 +24,7 @@ use super::{State, Terminal, TerminalError, DEAD, LOOPED};
 pub(crate) struct Counter {
     pub(crate) first: State,
     /// One past `(max, 0)`.
-    pub(super) end: State,
+    pub(crate) end: State,
     pub(super) per_count: u32,
     pub(crate) shift: u32,
     pub(super) min: u32,
