@@ -7,7 +7,9 @@
 //! Apart from [`super::lower`] so the lowering reads as the walk over rules and
 //! this as the arithmetic over one regex it consults at every fusion.
 
-use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
+use regex_syntax::hir::{Capture, Class, Hir, HirKind, Repetition};
+
+use crate::bits::ByteSet;
 
 /// Names the capture group that marks a counted repetition inside a fused regex
 /// while lowering (never seen by a regex engine: `Lowering::terminal_symbols`
@@ -223,4 +225,78 @@ pub(super) fn repeat_factor(min: u32, max: Option<u32>) -> usize {
 /// Matches nothing but the empty string.
 pub(super) fn only_empty(hir: &Hir) -> bool {
     hir.properties().maximum_len() == Some(0)
+}
+
+/// Bytes that may start a match of `hir`: a superset of the first bytes of its
+/// nonempty matches (a class's UTF-8 leading bytes are taken as a range, and a
+/// concatenation that matches nothing still names its first item's bytes).
+/// Disjoint sets prove two regexes start apart without building either
+/// automaton. Returns whether `hir` may match the empty string.
+pub(super) fn first_bytes(hir: &Hir, out: &mut ByteSet) -> bool {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => true,
+        HirKind::Literal(literal) => match literal.0.first() {
+            Some(&b) => {
+                out.insert(b);
+                false
+            }
+            None => true,
+        },
+        HirKind::Class(Class::Bytes(class)) => {
+            for range in class.ranges() {
+                (range.start()..=range.end()).for_each(|b| out.insert(b));
+            }
+            false
+        }
+        HirKind::Class(Class::Unicode(class)) => {
+            let lead = |c: char| c.encode_utf8(&mut [0; 4]).as_bytes()[0];
+            for range in class.ranges() {
+                (lead(range.start())..=lead(range.end())).for_each(|b| out.insert(b));
+            }
+            false
+        }
+        HirKind::Repetition(repetition) => first_bytes(&repetition.sub, out) || repetition.min == 0,
+        HirKind::Capture(capture) => first_bytes(&capture.sub, out),
+        HirKind::Concat(items) => items.iter().all(|item| first_bytes(item, out)),
+        HirKind::Alternation(items) => items
+            .iter()
+            .fold(false, |empty, item| first_bytes(item, out) | empty),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::automaton::terminal::test_terminal;
+
+    /// Every byte that starts a match in the automaton is among `first_bytes`,
+    /// and the sets are as small as the regexes say.
+    #[test]
+    fn first_bytes_hold_every_byte_a_match_starts_with() {
+        for (pattern, expected, empty) in [
+            (r#"[ \t]{0,20}"x"#, &b" \t\""[..], false),
+            ("(?:a|)b*c", b"abc", false),
+            ("(?:a|b?)", b"ab", true),
+            ("(?u:é|[α-ω])x", b"\xc3\xce\xcf", false),
+            (r"(?:(?-u:\b)q)?[0-9]", b"q0123456789", false),
+            ("", b"", true),
+        ] {
+            let hir = regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .build()
+                .parse(pattern)
+                .unwrap();
+            let mut first = ByteSet::EMPTY;
+            assert_eq!(first_bytes(&hir, &mut first), empty, "{pattern}");
+            let mut want = ByteSet::EMPTY;
+            expected.iter().for_each(|&b| want.insert(b));
+            assert_eq!(first.words(), want.words(), "{pattern}");
+            let terminal = test_terminal(pattern);
+            for b in 0..=255u8 {
+                if !terminal.is_dead(terminal.next(terminal.start(), b)) {
+                    assert!(first.contains(b), "{pattern}: {b:#x}");
+                }
+            }
+        }
+    }
 }

@@ -20,12 +20,13 @@ use rustc_hash::FxHashMap as HashMap;
 use regex_syntax::hir::{Capture, Hir, Repetition};
 
 use super::fused::{
-    counted_parts, has_marker, has_variable_count, hir_weight, is_literal, only_empty,
+    counted_parts, first_bytes, has_marker, has_variable_count, hir_weight, is_literal, only_empty,
     repeat_weight, unmarked, Fused, Runs, COUNTED_MARKER,
 };
 use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits};
 use super::AutomatonCache;
 use super::{NonTerminalId, Permutation, PermutationId, Production, Symbol, TerminalId};
+use crate::bits::ByteSet;
 use crate::grammar::{
     describe_expr, expr_productive, Excluding, Expr, FreeText, Grammar, Intersection, RuleId,
     TokenBudget, TokenSet,
@@ -292,6 +293,14 @@ impl Lowering<'_> {
     /// Whether some byte may start both an iteration of `leaf` and `suffix` (or
     /// either automaton cannot be built: then say so, the safe answer).
     fn starts_like_an_iteration(&self, leaf: &Hir, suffix: &Hir) -> bool {
+        // Most suffixes start apart already by the regexes' first bytes (blanks,
+        // then a quote): no automaton to build for those.
+        let (mut leaf_first, mut suffix_first) = (ByteSet::EMPTY, ByteSet::EMPTY);
+        first_bytes(leaf, &mut leaf_first);
+        first_bytes(suffix, &mut suffix_first);
+        if leaf_first.intersection(&suffix_first).is_empty() {
+            return false;
+        }
         match (
             self.automata.regex(leaf, self.limits),
             self.automata.regex(suffix, self.limits),
