@@ -239,6 +239,7 @@ impl<'a> SchemaCompiler<'a> {
     pub(super) fn array_frame(&self) -> (Expr, Expr, Expr) {
         match self.value_style {
             Some(ParameterStyle::MiniMaxM3) => (Expr::Empty, Expr::Empty, Expr::Empty),
+            Some(ParameterStyle::Cohere) => (Expr::Empty, self.ws(), Expr::Empty),
             _ => (
                 seq(vec![Expr::literal(b"["), self.ws()]),
                 self.punct(b","),
@@ -256,6 +257,8 @@ impl<'a> SchemaCompiler<'a> {
                 value,
                 Expr::literal(format!("{MINIMAX_M3_TAG}</item>").as_bytes()),
             ]),
+            // The value writes the rest of its tag (`cohere_value`).
+            Some(ParameterStyle::Cohere) => seq(vec![Expr::literal(b"<cofl:value"), value]),
             _ => value,
         }
     }

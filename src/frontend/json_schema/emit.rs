@@ -26,6 +26,9 @@ impl<'a> SchemaCompiler<'a> {
         if node.types.is_empty() {
             return Ok(nothing());
         }
+        if self.value_style == Some(ParameterStyle::Cohere) {
+            return self.cohere_value(node);
+        }
         if !node.enums.is_empty() {
             return self.emit_enum(node);
         }

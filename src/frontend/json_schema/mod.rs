@@ -565,7 +565,13 @@ impl<'a> SchemaCompiler<'a> {
 
     /// A reference to the rule generating instances of the conjunction `conj`.
     pub fn value_rule(&mut self, conj: &[Subschema<'a>]) -> Result<Expr> {
-        self.memo_rule(conj, "", |c, conj| c.value_expr(conj))
+        // A style that writes values its own way may still ask for plain JSON
+        // (Cohere's `json` values): each under its own rule.
+        let variant = match self.value_style {
+            Some(style) => format!("values in {}", style.name()),
+            None => String::new(),
+        };
+        self.memo_rule(conj, &variant, |c, conj| c.value_expr(conj))
     }
 
     /// One rule per distinct conjunction and `variant` (how the value is

@@ -15,9 +15,10 @@
 //! <param name="city">Paris</param>, <param name="t"><![CDATA[a<b]]></param>      minicpm_xml
 //! NS<city>Paris NS</city>NS<tags>NS<item>a NS</item>NS</tags>                  minimax_m3_xml
 //! <atem:parameter name="city">Paris</atem:parameter>                    atem_xml
+//! <cofl:value name="city" type="raw">Paris</cofl:value>                 cohere_xml
 //! ```
 //!
-//! The first four are XGrammar's styles of those names; `atem_xml` is
+//! The first four and `cohere_xml` are XGrammar's styles of those names; `atem_xml` is
 //! `minimax_xml` under Muse Glimmer's tag names. `python` writes every
 //! value as JSON (a JSON string is a Python string) whose `true`, `false` and
 //! `null` may also be spelled `True`, `False`, `None`, at any depth: Python's
@@ -42,17 +43,25 @@
 //! out). A closing tag repeats its name, which no grammar can say of names it
 //! does not know, so objects take their declared properties only.
 //!
+//! `cohere_xml` is Cohere Command A's, every value at every depth a
+//! `<cofl:value>` tag naming its type: `raw` text, `json` for a number, boolean
+//! or null, `dict` for an object (its properties tagged inside), `list` for an
+//! array (its items tagged without a name). A node allowing several types has a
+//! tag per type, each with that type's values; `enum`/`const` objects and arrays,
+//! and the values of undeclared names without a schema, are JSON (`json`), as
+//! XGrammar writes them.
+//!
 //! `kimi_k3_xml` names each value's JSON type in its tag (`string` for raw text,
 //! `number` for any number, as Kimi K3's template writes them), so a parser
 //! reads the type back from the tag.
 //!
-//! Only the root object changes shape; inside a value everything is JSON again.
-//! The root keeps every object keyword (`required`, `additionalProperties`,
-//! `propertyNames`, `minProperties`/`maxProperties`, either property order): it
-//! is the JSON object emitter's, with [`Syntax::Parameters`] for keys, pairs and
-//! separators (whitespace). A value is its raw text (no quotes, no escapes) when
-//! the schema makes it a string, and JSON with whitespace around it otherwise; an
-//! undeclared name is an XML identifier.
+//! In the other styles only the root object changes shape; inside a value
+//! everything is JSON again. The root keeps every object keyword (`required`,
+//! `additionalProperties`, `propertyNames`, `minProperties`/`maxProperties`, either
+//! property order): it is the JSON object emitter's, with [`Syntax::Parameters`]
+//! for keys, pairs and separators (whitespace). A value is its raw text (no quotes,
+//! no escapes) when the schema makes it a string, and JSON with whitespace around
+//! it otherwise; an undeclared name is an XML identifier.
 //!
 //! XGrammar's `json_schema` styles of the same names are the reference. Two
 //! deliberate differences, both so that the text parses back into the values
@@ -107,6 +116,9 @@ pub enum ParameterStyle {
     MiniMaxM3,
     /// `<atem:parameter name="NAME">VALUE</atem:parameter>` (Muse Glimmer).
     Atem,
+    /// `<cofl:value name="NAME" type="TYPE">VALUE</cofl:value>` at every depth,
+    /// an array's items without a name (Cohere Command A).
+    Cohere,
 }
 
 /// What opens every tag of MiniMax-M3's calls and arguments.
@@ -114,7 +126,7 @@ pub const MINIMAX_M3_TAG: &str = "]<]minimax[>[";
 
 impl ParameterStyle {
     /// Every style, in the order of [`ParameterStyle::name`]'s list.
-    pub const ALL: [ParameterStyle; 11] = [
+    pub const ALL: [ParameterStyle; 12] = [
         ParameterStyle::Qwen,
         ParameterStyle::MiniMax,
         ParameterStyle::DeepSeek,
@@ -126,6 +138,7 @@ impl ParameterStyle {
         ParameterStyle::MiniCpm,
         ParameterStyle::MiniMaxM3,
         ParameterStyle::Atem,
+        ParameterStyle::Cohere,
     ];
 
     /// The style XGrammar's structural tags name `name` (`qwen_xml`, ...).
@@ -147,6 +160,7 @@ impl ParameterStyle {
             ParameterStyle::MiniCpm => "minicpm_xml",
             ParameterStyle::MiniMaxM3 => "minimax_m3_xml",
             ParameterStyle::Atem => "atem_xml",
+            ParameterStyle::Cohere => "cohere_xml",
         }
     }
 
@@ -161,6 +175,7 @@ impl ParameterStyle {
             ParameterStyle::MiniCpm => "<param name=\"",
             ParameterStyle::MiniMaxM3 => "]<]minimax[>[<",
             ParameterStyle::Atem => "<atem:parameter name=\"",
+            ParameterStyle::Cohere => "<cofl:value name=\"",
             ParameterStyle::Python | ParameterStyle::Gemma => "",
         }
     }
@@ -172,6 +187,12 @@ impl ParameterStyle {
             ParameterStyle::KimiK3 if name.contains(['&', '"']) => {
                 name.replace('&', "&amp;").replace('"', "&quot;").into()
             }
+            ParameterStyle::Cohere if name.contains(['&', '"', '<', '>']) => name
+                .replace('&', "&amp;")
+                .replace('"', "&quot;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .into(),
             _ => name.into(),
         }
     }
@@ -189,6 +210,7 @@ impl ParameterStyle {
             ParameterStyle::MiniCpm => "</param>",
             ParameterStyle::MiniMaxM3 => "]<]minimax[>[</",
             ParameterStyle::Atem => "</atem:parameter>",
+            ParameterStyle::Cohere => "</cofl:value>",
             ParameterStyle::Python => "",
             // What closes a string (which opens with it too).
             ParameterStyle::Gemma => "<|\"|>",
@@ -199,7 +221,10 @@ impl ParameterStyle {
     fn reaches_into_values(self) -> bool {
         matches!(
             self,
-            ParameterStyle::Python | ParameterStyle::Gemma | ParameterStyle::MiniMaxM3
+            ParameterStyle::Python
+                | ParameterStyle::Gemma
+                | ParameterStyle::MiniMaxM3
+                | ParameterStyle::Cohere
         )
     }
 
@@ -361,6 +386,18 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::MiniMaxM3 => {
                 return Ok(seq(vec![Expr::literal(b">"), self.value_rule(conj)?]))
             }
+            // The value's tag names its type (`cohere_value`); an undeclared
+            // name without a schema takes any JSON value, as `json`.
+            ParameterStyle::Cohere if conj.is_empty() => {
+                let json = self.plain_json_value(conj)?;
+                return Ok(seq(vec![
+                    Expr::literal(b"\""),
+                    self.cohere_tagged("json", json),
+                ]));
+            }
+            ParameterStyle::Cohere => {
+                return Ok(seq(vec![Expr::literal(b"\""), self.value_rule(conj)?]))
+            }
             _ => {}
         }
         let end = style.end();
@@ -446,10 +483,82 @@ impl<'a> SchemaCompiler<'a> {
             ParameterStyle::Python => text("="),
             ParameterStyle::Gemma => text(":"),
             ParameterStyle::MiniMaxM3 => text(">"),
+            ParameterStyle::Cohere if raw => text("\" type=\"raw\">"),
+            ParameterStyle::Cohere => text("\" type=\"json\">"),
             ParameterStyle::KimiK3 if raw => text("\" type=\"string\"<|sep|>"),
             // A JSON value's type is its own (`parameter_value`).
             ParameterStyle::KimiK3 => text("\" type=\"number\"<|sep|>"),
         }
+    }
+
+    /// A value in Cohere's style, after its name: the rest of its tag naming
+    /// its type (`raw` text, `json` for a number, boolean or null, `dict`,
+    /// `list`), the value, the closing tag. An `enum`/`const` object or array is
+    /// written as JSON (`json`), as XGrammar does.
+    pub(crate) fn cohere_value(&mut self, node: &Node<'a>) -> Result<Expr> {
+        let style = ParameterStyle::Cohere;
+        if !node.enums.is_empty() {
+            let mut alts = Vec::new();
+            for v in self.enum_values(node)? {
+                match v {
+                    Value::String(s) if s.contains(style.end()) => {}
+                    Value::String(s) => alts.push(Expr::literal(
+                        format!(" type=\"raw\">{s}{}", style.end()).as_bytes(),
+                    )),
+                    v => {
+                        let saved = self.value_style.take();
+                        let json = self.literal(v);
+                        self.value_style = saved;
+                        alts.push(self.cohere_tagged("json", json?));
+                    }
+                }
+            }
+            return Ok(alt(alts));
+        }
+        let mut alts = Vec::new();
+        let scalars = TypeSet::NULL | TypeSet::BOOLEAN | TypeSet::NUMBER;
+        if node.types.intersects(scalars) {
+            let mut part = node.clone();
+            part.types &= scalars;
+            let saved = self.value_style.take();
+            let json = self.emit_node(&part);
+            self.value_style = saved;
+            alts.push(self.cohere_tagged("json", json?));
+        }
+        if node.types.intersects(TypeSet::STRING) {
+            let raw = self.raw_text(node, style)?;
+            alts.push(seq(vec![Expr::literal(b" type=\"raw\">"), raw]));
+        }
+        if node.types.intersects(TypeSet::ARRAY) {
+            let list = self.emit_array(node)?;
+            alts.push(self.cohere_tagged("list", list));
+        }
+        if node.types.intersects(TypeSet::OBJECT) {
+            let dict = self.emit_object_as(node, Syntax::Parameters(style))?;
+            alts.push(self.cohere_tagged("dict", dict));
+        }
+        Ok(alt(alts))
+    }
+
+    /// The rest of a Cohere tag naming `kind`, then `value` between blanks and
+    /// the closing tag.
+    fn cohere_tagged(&self, kind: &str, value: Expr) -> Expr {
+        seq(vec![
+            Expr::literal(format!(" type=\"{kind}\">").as_bytes()),
+            self.ws(),
+            value,
+            self.ws(),
+            Expr::literal(ParameterStyle::Cohere.end().as_bytes()),
+        ])
+    }
+
+    /// A value valid against `conj` as plain JSON, inside a style that
+    /// otherwise writes values its own way.
+    fn plain_json_value(&mut self, conj: &[Subschema<'a>]) -> Result<Expr> {
+        let saved = self.value_style.take();
+        let json = self.value_rule(conj);
+        self.value_style = saved;
+        json
     }
 
     /// A string value as raw text, then the style's margin and closing tag.
@@ -848,6 +957,85 @@ mod tests {
         assert!(m3("NS<city>xNS</city>NS<id>a]bNS</id>"));
         assert!(!m3("NS<city>xNS</city>NS<id>abcdNS</id>"));
         assert!(!m3("{\"city\": \"x\"}"));
+    }
+
+    #[test]
+    fn cohere_tags_name_each_value_type_at_every_depth() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {
+                "q": {"type": "string"}, "n": {"type": ["integer", "null"]},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                "at": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
+                "mode": {"enum": ["fast", 2, {"k": 1}]}, "a&b": {"type": "boolean"}},
+                "required": ["q"], "additionalProperties": false}),
+            ParameterStyle::Cohere,
+        );
+        let v = |name: &str, kind: &str, body: &str| {
+            format!("<cofl:value name=\"{name}\" type=\"{kind}\">{body}</cofl:value>")
+        };
+        let item =
+            |kind: &str, body: &str| format!("<cofl:value type=\"{kind}\">{body}</cofl:value>");
+        assert!(ok(&v("q", "raw", "a <b> \"c\"")));
+        assert!(ok(&[
+            v("q", "raw", "x"),
+            v("n", "json", " 3 "),
+            v("n", "json", "null")
+        ][..2]
+            .concat()));
+        assert!(ok(&[
+            v("q", "raw", "x"),
+            v(
+                "tags",
+                "list",
+                &[item("raw", "a"), item("raw", "b")].concat()
+            )
+        ]
+        .concat()));
+        assert!(ok(&[
+            v("q", "raw", "x"),
+            v("at", "dict", &v("x", "json", "1.5"))
+        ]
+        .concat()));
+        assert!(ok(&[v("q", "raw", "x"), v("mode", "raw", "fast")].concat()));
+        assert!(ok(&[v("q", "raw", "x"), v("mode", "json", "2")].concat()));
+        assert!(ok(
+            &[v("q", "raw", "x"), v("mode", "json", "{\"k\": 1}")].concat()
+        ));
+        assert!(ok(
+            &[v("q", "raw", "x"), v("a&amp;b", "json", "true")].concat()
+        ));
+        assert!(!ok(&v("q", "json", "\"x\"")), "a string is raw");
+        assert!(!ok(&[v("q", "raw", "x"), v("n", "raw", "3")].concat()));
+        assert!(!ok(
+            &[v("q", "raw", "x"), v("mode", "json", "\"fast\"")].concat()
+        ));
+        assert!(
+            !ok(&[v("q", "raw", "x"), v("at", "dict", "")].concat()),
+            "x is required"
+        );
+        assert!(!ok(
+            &[v("q", "raw", "x"), v("at", "json", "{\"x\": 1}")].concat()
+        ));
+        assert!(
+            !ok(&[
+                v("q", "raw", "x"),
+                v(
+                    "tags",
+                    "list",
+                    &[item("raw", "a"), item("raw", "b"), item("raw", "c")].concat()
+                )
+            ]
+            .concat()),
+            "maxItems"
+        );
+        assert!(
+            !ok(&v("q", "raw", "a</cofl:value>b")),
+            "text never holds the closing tag"
+        );
+        assert!(
+            !ok(&[v("q", "raw", "x"), v("a&b", "json", "true")].concat()),
+            "names are escaped"
+        );
     }
 
     #[test]

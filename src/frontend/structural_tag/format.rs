@@ -317,12 +317,6 @@ fn read_json_schema(f: &mut Fields<'_>, kind: &str) -> Result<Format> {
             Some("json") => None,
             Some(name) => match ParameterStyle::from_name(name) {
                 Some(style) => Some(style),
-                None if name == "cohere_xml" => {
-                    return Err(error(
-                        &f.at("style"),
-                        format!("the `{name}` style is not supported yet"),
-                    ))
-                }
                 None => {
                     let known: Vec<&str> = ParameterStyle::ALL.iter().map(|s| s.name()).collect();
                     return Err(error(

@@ -19,14 +19,13 @@
 //! default: declared properties only unless the schema says otherwise (`strict`),
 //! flexible whitespace (bounded here: a newline and 20 spaces or tabs per gap).
 //! `grammar` formats are GBNF (XGrammar's EBNF) when they contain `::=`, else
-//! Lark. The XML parameter styles of `json_schema` (`qwen_xml`, `minimax_xml`,
-//! `deepseek_xml`, `glm_xml`) are the JSON Schema front-end's
+//! Lark. The parameter styles of `json_schema` (`qwen_xml`, `minimax_xml`,
+//! `deepseek_xml`, `glm_xml`, `cohere_xml`, ...) are the JSON Schema front-end's
 //! [`ParameterStyle`](crate::frontend::json_schema::ParameterStyle).
 //! `any_text`'s `max_tokens` is a [`TokenBudget`](crate::grammar::TokenBudget)
 //! (after that many content tokens, a token straddling content and end among
 //! them, only what follows may come), its `max_chars` a length bound on the
-//! text itself; `any_tokens`' `max_tokens` a bounded repetition. Not supported
-//! yet, an error at its pointer: the `cohere_xml` style.
+//! text itself; `any_tokens`' `max_tokens` a bounded repetition.
 //!
 //! [`FreeText`]: crate::grammar::FreeText
 

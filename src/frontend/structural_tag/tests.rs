@@ -102,8 +102,8 @@ fn errors_name_the_pointer() {
             "/format/pattern: invalid regex",
         ),
         (
-            json!({"format": {"type": "json_schema", "json_schema": {}, "style": "cohere_xml"}}),
-            "/format/style: the `cohere_xml` style is not supported yet",
+            json!({"format": {"type": "json_schema", "json_schema": {}, "style": "cohere"}}),
+            "/format/style: unknown style (known: json, qwen_xml",
         ),
         (
             json!({"format": {"type": "json_schema", "json_schema": {"type": "string"}, "style": "qwen_xml"}}),

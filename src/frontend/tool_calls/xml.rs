@@ -190,6 +190,31 @@ pub(crate) const ATEM: CallShape = CallShape {
     head_newline: true,
 };
 
+/// A value in Cohere's style (`cohere_xml`), named or (an array's item) not:
+/// its type in the tag, objects and arrays as tags nested the same way.
+fn cohere_value_text(name: Option<&str>, value: &Value) -> String {
+    let style = ParameterStyle::Cohere;
+    let open = match name {
+        Some(name) => format!("{}{}\"", style.key_prefix(), style.key_text(name)),
+        None => "<cofl:value".to_string(),
+    };
+    let (kind, body) = match value {
+        Value::String(s) => ("raw", s.clone()),
+        Value::Object(map) => (
+            "dict",
+            map.iter()
+                .map(|(k, v)| cohere_value_text(Some(k), v))
+                .collect(),
+        ),
+        Value::Array(items) => (
+            "list",
+            items.iter().map(|v| cohere_value_text(None, v)).collect(),
+        ),
+        other => ("json", other.to_string()),
+    };
+    format!("{open} type=\"{kind}\">{body}{}", style.end())
+}
+
 /// A way a value's tag may open after its key, and what it says of the value:
 /// raw text (`Some(true)`), JSON (`Some(false)`) or nothing (the schema decides).
 type ValueOpen = (&'static str, Option<bool>);
@@ -263,6 +288,7 @@ impl CallShape {
                     super::minimax_m3::value_text(value)
                 )
             }
+            ParameterStyle::Cohere => cohere_value_text(Some(key), value),
             ParameterStyle::KimiK3 => {
                 let kind = match value {
                     Value::String(_) => "string",
@@ -298,6 +324,15 @@ impl CallShape {
             }
             ParameterStyle::Python => ("=", &[("", None)]),
             ParameterStyle::Gemma => (":", &[("", None)]),
+            // No call format writes it: its flat values only (a `dict` or
+            // `list` is nested tags, not read here).
+            ParameterStyle::Cohere => (
+                "\"",
+                &[
+                    (" type=\"raw\">", Some(true)),
+                    (" type=\"json\">", Some(false)),
+                ],
+            ),
             ParameterStyle::KimiK3 => (
                 "\"",
                 &[
