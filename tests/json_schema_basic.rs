@@ -1324,3 +1324,39 @@ fn unique_items_over_few_values() {
     );
     assert!(matches!(e, Err(JsonSchemaError::Unsatisfiable)), "{e:?}");
 }
+
+/// `format: "regex"` alone is a grammar: groups nest at any depth, and what the
+/// format's regular form rejects is rejected here too.
+#[test]
+fn regex_format_nests_groups_at_any_depth() {
+    let encode = |texts: &[&str]| -> Vec<String> {
+        texts
+            .iter()
+            .map(|t| serde_json::to_string(t).unwrap())
+            .collect()
+    };
+    let valid = encode(&[
+        "",
+        "abc",
+        r"^[a-zA-Z0-9_]{3,16}$",
+        r#"^\s*(it|describe)\(\s*['"]([^'"]+)['"]"#,
+        r"(?:a|b)*?c{2,}",
+        r"[\d\-.]+(?=x)|\u{1F600}",
+        r"(a(b)c)",
+        r"((((a)|(?<!b)c)+)?)",
+        r"[^]",
+        "[-a-]",
+    ]);
+    let invalid = encode(&[
+        "^(abc]", "*a", "a{2,1}", "[z-a]", r"\", "a)", "(?=a)*", "^*", r"\k<x>", "a{", "]",
+        r"[\d-z]", "a???", r"\u12", r"\-", r"\c1", "((a)", "(a))",
+    ]);
+    fn refs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    check(
+        json!({"type": "string", "format": "regex"}),
+        &refs(&valid),
+        &refs(&invalid),
+    );
+}

@@ -569,6 +569,14 @@ fn closed_byte_classes_match_the_oracle() {
             &[sample.as_bytes()],
             sample.len(),
         );
+        // `format: "regex"`: nested groups in the parser, flat runs one terminal.
+        let t = schema_tables(
+            serde_json::json!({"type": "object", "properties": {
+                "re": {"type": "string", "format": "regex"}}}),
+            &v,
+        );
+        let sample = r#"{"re":"^(?:a|b(c[0-9]+)){2,3}\\d*(?=x)$"}"#;
+        assert_masks_agree("format regex", &t, &[sample.as_bytes()], sample.len());
         // Without DEL among the exits (it is one in JSON strings), tokens that
         // split a character are walked for being non-ASCII non-members alone.
         let t = tables(compile_regex("[^0-9\\x7f\"]*\"!").unwrap(), &v);

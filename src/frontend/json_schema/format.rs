@@ -151,18 +151,50 @@ pub(crate) fn format_hir(format: &str, cache: &PatternCache) -> Option<Hir> {
     Some(cache.re(&pattern))
 }
 
-/// Deepest group nesting `format: "regex"` accepts (deeper ones are rejected).
+/// Deepest group nesting of the regular `format: "regex"` (deeper ones are
+/// rejected): where the format must be one regex (beside a `pattern` or length
+/// bounds, or as raw text); alone, it is [`RegexSyntax`]'s grammar, any depth.
 const REGEX_GROUP_DEPTH: u32 = 2;
 
-/// A regular subset of the ECMA-262 regular expressions valid with the `u` flag
-/// (the strict reading; they are valid without it too), for `format: "regex"`.
-/// Rejecting a valid regex is an over-constraint, accepting an invalid one an
-/// under-constraint, so everything not surely valid is left out: groups nested
-/// deeper than `depth`, named groups and backreferences, `\p{..}`, `\0`, ranges
-/// whose ends are not two printable ASCII characters in order, a `-` inside a class
-/// other than first or last, `{n,m}` quantifiers whose order takes more than a
-/// digit count to see.
-fn ecma_regex(depth: u32) -> String {
+/// The pieces of the ECMA-262 regular expressions valid with the `u` flag (the
+/// strict reading; they are valid without it too) that `format: "regex"`
+/// accepts. Rejecting a valid regex is an over-constraint, accepting an invalid
+/// one an under-constraint, so everything not surely valid is left out: named
+/// groups and backreferences, `\p{..}`, `\0`, ranges whose ends are not two
+/// printable ASCII characters in order, a `-` inside a class other than first
+/// or last, `{n,m}` quantifiers whose order takes more than a digit count to
+/// see.
+///
+/// Groups nest, so the language is context-free: a regex is branches split by
+/// `|`, each a run of flat terms (no group) with groups between them, a group
+/// `(` or `(?:`, a regex, `)` and an optional quantifier, a lookaround `(?=`,
+/// `(?!`, `(?<=` or `(?<!`, a regex and `)`.
+pub(crate) struct RegexSyntax {
+    /// Assertions and quantified atoms other than groups, any number of them.
+    pub(crate) flat_run: String,
+    /// What opens a group: `(` or `(?:`.
+    pub(crate) group_open: String,
+    /// What closes a group: `)` and an optional quantifier.
+    pub(crate) group_close: String,
+    /// What opens a lookaround (which takes no quantifier).
+    pub(crate) lookaround_open: String,
+}
+
+impl RegexSyntax {
+    pub(crate) fn new() -> RegexSyntax {
+        let (flat_term, quantifier) = ecma_terms();
+        RegexSyntax {
+            flat_run: format!("(?:{flat_term})*"),
+            group_open: r"\((?:\?:)?".to_string(),
+            group_close: format!(r"\){quantifier}?"),
+            lookaround_open: r"\(\?<?[=!]".to_string(),
+        }
+    }
+}
+
+/// A term of a regex that holds no group (an assertion, or an atom with an
+/// optional quantifier), and the quantifier.
+fn ecma_terms() -> (String, String) {
     const SYNTAX: &str = r"\^$\\.*+?()\[\]{}|";
     let hex = "[0-9A-Fa-f]";
     let char_escape = format!(
@@ -193,23 +225,17 @@ fn ecma_regex(depth: u32) -> String {
         ordered_pairs.join("|")
     );
     let assertion = r"(?:\^|\$|\\[bB])";
-    let mut regex = String::new();
-    for level in 0..=depth {
-        let inner = if level == 0 {
-            None
-        } else {
-            Some(regex.clone())
-        };
-        let group = inner
-            .as_ref()
-            .map(|r| format!(r"|\((?:\?:)?{r}\)"))
-            .unwrap_or_default();
-        let lookaround = inner
-            .as_ref()
-            .map(|r| format!(r"|\(\?<?[=!]{r}\)"))
-            .unwrap_or_default();
-        let atom = format!(r"(?:[^{SYNTAX}]|\.|{atom_escape}|{class}{group})");
-        let term = format!(r"(?:{assertion}{lookaround}|{atom}{quantifier}?)");
+    let atom = format!(r"(?:[^{SYNTAX}]|\.|{atom_escape}|{class})");
+    (format!("{assertion}|{atom}{quantifier}?"), quantifier)
+}
+
+/// The regular subset of [`RegexSyntax`]'s language with groups nested at most
+/// `depth` deep, as one regex.
+fn ecma_regex(depth: u32) -> String {
+    let (flat_term, quantifier) = ecma_terms();
+    let mut regex = format!(r"(?:(?:{flat_term})*(?:\|(?:{flat_term})*)*)");
+    for _ in 0..depth {
+        let term = format!(r"(?:{flat_term}|\(\?<?[=!]{regex}\)|\((?:\?:)?{regex}\){quantifier}?)");
         regex = format!(r"(?:{term}*(?:\|{term}*)*)");
     }
     regex

@@ -298,6 +298,7 @@ fn compile_root<'a>(
         patterns: HashMap::default(),
         cache,
         any_rest: None,
+        regex_format: None,
         negation_depth: 0,
         disjoint_depth: 0,
         next_scope: 0,
@@ -454,6 +455,8 @@ pub(crate) struct SchemaCompiler<'a> {
     /// What schemas compiled with the same cache share.
     pub cache: &'a PatternCache,
     pub any_rest: Option<RuleId>,
+    /// `format: "regex"` alone, as its grammar (see [`format::RegexSyntax`]).
+    pub regex_format: Option<RuleId>,
     /// `not`s being normalized inside one another (bounded: `S = not S`).
     pub negation_depth: usize,
     /// Property values being compared inside one another to prove `oneOf`
@@ -488,6 +491,7 @@ impl<'a> SchemaCompiler<'a> {
             // One small cache per test compiler, kept for the test's lifetime.
             cache: Box::leak(Box::default()),
             any_rest: None,
+            regex_format: None,
             negation_depth: 0,
             disjoint_depth: 0,
             next_scope: 0,
