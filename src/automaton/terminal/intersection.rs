@@ -45,36 +45,55 @@ impl Terminal {
         });
         let stride = representatives.len();
         // Raw state 0 is the start; every tuple with a dead part is one raw sink.
+        // Tuples are stored flat, `n` states each; a lookup hashes the scratch
+        // tuple as a slice, so only a new state allocates its key.
+        let n = parts.len();
         let start: Vec<State> = parts.iter().map(|t| t.start).collect();
-        let mut index: HashMap<Vec<State>, u32> = HashMap::default();
-        let mut states: Vec<Vec<State>> = vec![start.clone()];
-        index.insert(start, 0);
+        let mut index: HashMap<Box<[State]>, u32> = HashMap::default();
+        let mut tuples: Vec<State> = start.clone();
+        index.insert(start.into_boxed_slice(), 0);
+        let mut count = 1usize;
         let mut sink = None;
         let mut raw_transitions: Vec<u32> = Vec::new();
+        let mut current = vec![DEAD; n];
+        let mut next = vec![DEAD; n];
         let mut i = 0;
-        while i < states.len() {
-            let current = states[i].clone();
+        while i < count {
+            current.copy_from_slice(&tuples[i * n..(i + 1) * n]);
             i += 1;
             for &b in &representatives {
-                let next: Option<Vec<State>> = (parts.iter().zip(&current).enumerate())
-                    .map(|(k, (t, &q))| match q {
-                        DEAD => Some(DEAD),
-                        _ => Some(t.next(q, b)).filter(|&r| r != DEAD || k >= positive),
+                let mut alive = true;
+                for (k, (t, &q)) in parts.iter().zip(&current).enumerate() {
+                    let r = match q {
+                        DEAD => DEAD,
+                        _ => t.next(q, b),
+                    };
+                    // A positive part's death kills the tuple; a negated one's
+                    // dead state lives on.
+                    if r == DEAD && k < positive {
+                        alive = false;
+                        break;
+                    }
+                    next[k] = r;
+                }
+                let target = if !alive {
+                    *sink.get_or_insert_with(|| {
+                        tuples.extend(std::iter::repeat_n(DEAD, n));
+                        count += 1;
+                        (count - 1) as u32
                     })
-                    .collect();
-                let target = match next {
-                    None => *sink.get_or_insert_with(|| {
-                        states.push(vec![DEAD; parts.len()]);
-                        (states.len() - 1) as u32
-                    }),
-                    Some(next) => *index.entry(next).or_insert_with_key(|next| {
-                        states.push(next.clone());
-                        (states.len() - 1) as u32
-                    }),
+                } else if let Some(&id) = index.get(&next[..]) {
+                    id
+                } else {
+                    let id = count as u32;
+                    index.insert(next.clone().into_boxed_slice(), id);
+                    tuples.extend_from_slice(&next);
+                    count += 1;
+                    id
                 };
                 raw_transitions.push(target);
             }
-            if states.len() * stride * std::mem::size_of::<State>() > limits.dfa_bytes {
+            if count * stride * std::mem::size_of::<State>() > limits.dfa_bytes {
                 return Err(TerminalError::TooLarge {
                     pattern: format!(
                         "the intersection of {} automata of {} states",
@@ -88,8 +107,8 @@ impl Terminal {
                 });
             }
         }
-        let matching_raw: Vec<bool> = states
-            .iter()
+        let matching_raw: Vec<bool> = tuples
+            .chunks_exact(n)
             .map(|tuple| {
                 (parts.iter().zip(tuple).enumerate()).all(|(k, (t, &q))| {
                     let matches = q != DEAD && t.is_match(q);
