@@ -46,12 +46,13 @@ impl Terminal {
         let stride = representatives.len();
         // Raw state 0 is the start; every tuple with a dead part is one raw sink.
         // Tuples are stored flat, `n` states each; a lookup hashes the scratch
-        // tuple as a slice, so only a new state allocates its key.
+        // tuple, so only a new state allocates (a key of its own, or for two
+        // operands, the usual case, none: the pair fits a `u64`).
         let n = parts.len();
         let start: Vec<State> = parts.iter().map(|t| t.start).collect();
-        let mut index: HashMap<Box<[State]>, u32> = HashMap::default();
+        let mut index = TupleIndex::new(n);
         let mut tuples: Vec<State> = start.clone();
-        index.insert(start.into_boxed_slice(), 0);
+        index.insert(&start, 0);
         let mut count = 1usize;
         let mut sink = None;
         let mut raw_transitions: Vec<u32> = Vec::new();
@@ -82,11 +83,11 @@ impl Terminal {
                         count += 1;
                         (count - 1) as u32
                     })
-                } else if let Some(&id) = index.get(&next[..]) {
+                } else if let Some(id) = index.get(&next) {
                     id
                 } else {
                     let id = count as u32;
-                    index.insert(next.clone().into_boxed_slice(), id);
+                    index.insert(&next, id);
                     tuples.extend_from_slice(&next);
                     count += 1;
                     id
@@ -124,5 +125,39 @@ impl Terminal {
             &raw_transitions,
             &matching_raw,
         ))
+    }
+}
+
+/// Product states by their tuple of operand states.
+enum TupleIndex {
+    /// Two operands (a pattern and a length bound): the pair as one number.
+    Pair(HashMap<u64, u32>),
+    Wide(HashMap<Box<[State]>, u32>),
+}
+
+impl TupleIndex {
+    fn new(operands: usize) -> TupleIndex {
+        match operands {
+            2 => TupleIndex::Pair(HashMap::default()),
+            _ => TupleIndex::Wide(HashMap::default()),
+        }
+    }
+
+    fn pair(tuple: &[State]) -> u64 {
+        (tuple[0] as u64) << 32 | tuple[1] as u64
+    }
+
+    fn get(&self, tuple: &[State]) -> Option<u32> {
+        match self {
+            TupleIndex::Pair(map) => map.get(&Self::pair(tuple)).copied(),
+            TupleIndex::Wide(map) => map.get(tuple).copied(),
+        }
+    }
+
+    fn insert(&mut self, tuple: &[State], id: u32) {
+        match self {
+            TupleIndex::Pair(map) => map.insert(Self::pair(tuple), id),
+            TupleIndex::Wide(map) => map.insert(tuple.into(), id),
+        };
     }
 }
