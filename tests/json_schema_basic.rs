@@ -1360,3 +1360,14 @@ fn regex_format_nests_groups_at_any_depth() {
         &refs(&invalid),
     );
 }
+
+/// Beside a pattern whose strings are all regexes, `format: "regex"` is left
+/// out (it would add nothing); the pattern still decides.
+#[test]
+fn regex_format_beside_a_pattern_of_regexes() {
+    check(
+        json!({"type": "string", "format": "regex", "pattern": "^[0-9]+(a|b)$", "minLength": 1}),
+        &[r#""12a""#, r#""7b""#],
+        &[r#""12""#, r#""a""#, r#""1(""#],
+    );
+}

@@ -6,9 +6,11 @@
 //! outside the JSON Schema specification are annotations (ignored, as the spec
 //! says); spec formats without a regex here are reported as unsupported.
 
+use regex_automata::dfa::Automaton;
 use regex_syntax::hir::Hir;
 
 use super::PatternCache;
+use crate::grammar::dfa::AnchoredDfa;
 
 /// Formats defined by the JSON Schema specification (draft 4 to 2020-12).
 const SPEC_FORMATS: &[&str] = &[
@@ -229,6 +231,37 @@ fn ecma_terms() -> (String, String) {
     (format!("{assertion}|{atom}{quantifier}?"), quantifier)
 }
 
+/// Most heap bytes, and states, of the DFA that [`regex_format_holds`] walks.
+const HOLDS_DFA_BYTES: usize = 4 << 20;
+const HOLDS_MAX_STATES: usize = 20_000;
+
+/// Whether every string some pattern of `patterns` (decoded-string regexes)
+/// matches is a regex `format: "regex"` accepts, so that the format adds
+/// nothing beside them: one DFA over the pattern and the format's flat form
+/// (no groups, small), walked for a string the first matches and the second
+/// does not. `false` when none is proven so (or the DFA is too large).
+pub(crate) fn regex_format_holds(patterns: &[Hir], cache: &PatternCache) -> bool {
+    let flat = cache.re(&ecma_regex(0));
+    patterns.iter().any(|pattern| {
+        let both = [pattern.clone(), flat.clone()];
+        let Ok(dfa) = AnchoredDfa::build(&both, HOLDS_DFA_BYTES, HOLDS_DFA_BYTES) else {
+            return false;
+        };
+        let Ok((states, _)) = dfa.reachable(HOLDS_MAX_STATES) else {
+            return false;
+        };
+        states.iter().all(|&state| {
+            let end = dfa.dfa.next_eoi_state(state);
+            let matched = |id: usize| {
+                dfa.dfa.is_match_state(end)
+                    && (0..dfa.dfa.match_len(end))
+                        .any(|i| dfa.dfa.match_pattern(end, i).as_usize() == id)
+            };
+            !matched(0) || matched(1)
+        })
+    })
+}
+
 /// The regular subset of [`RegexSyntax`]'s language with groups nested at most
 /// `depth` deep, as one regex.
 fn ecma_regex(depth: u32) -> String {
@@ -244,6 +277,17 @@ fn ecma_regex(depth: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_of_regexes_makes_the_regex_format_hold() {
+        let cache = PatternCache::default();
+        let holds = |p: &str| regex_format_holds(&[cache.re(p)], &cache);
+        assert!(holds("[0-9]+(?:a|b)"));
+        assert!(holds(r"(?:-?0*\d+\.)?(?:2[0-3]|1[0-9]|0?[0-9]):[0-5][0-9]"));
+        assert!(!holds("a.*"), "`a(` is no regex");
+        assert!(!holds("[a-z]*[*]"), "`*` alone quantifies nothing");
+        assert!(!regex_format_holds(&[], &cache));
+    }
 
     fn m(f: &str, s: &str) -> bool {
         super::super::pattern::build_matcher(&format_hir(f, &PatternCache::default()).unwrap())

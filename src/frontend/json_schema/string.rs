@@ -815,7 +815,13 @@ impl<'a> SchemaCompiler<'a> {
                 }
             }
         }
+        let patterns = regexes.len();
         for (f, ptr) in &s.formats {
+            // Beside a pattern whose every string is a regex it accepts anyway,
+            // `format: "regex"` adds nothing but a large automaton to intersect.
+            if f == "regex" && super::format::regex_format_holds(&regexes[..patterns], self.cache) {
+                continue;
+            }
             match super::format::format_hir(f, self.cache) {
                 Some(h) => regexes.push(h),
                 None => {
