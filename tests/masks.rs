@@ -110,16 +110,19 @@ fn repeated_counted_strings_match_the_oracle() {
     let v = vocab("gpt2");
     let compiler = stencil::Compiler::new(Arc::clone(&v));
     let options = stencil::frontend::json_schema::JsonSchemaOptions::default();
-    for (max, text) in [
+    for (min, max, text) in [
         (
+            0,
             4096,
             &br#"["class1","class two","a b c d e f g","","last one here"]"#[..],
         ),
-        (6, &br#"["ab","abcdef","","x y z","abcde"]"#[..]),
+        (0, 6, &br#"["ab","abcdef","","x y z","abcde"]"#[..]),
+        // The later items' first states take the body slice of their plain state.
+        (1, 1024, &br#"["read:example","write","a\"b\\n","x"]"#[..]),
     ] {
         let schema = serde_json::json!({
             "type": "array",
-            "items": {"type": "string", "maxLength": max}
+            "items": {"type": "string", "minLength": min, "maxLength": max}
         });
         let tables = compiler.compile_json_schema(&schema, &options).unwrap();
         assert_masks_agree(

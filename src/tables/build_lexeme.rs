@@ -110,10 +110,21 @@ impl TokenTables {
         // A counter dies after its count: a slice only while no token can reach
         // the count's end.
         let horizon = self.vocab.trie().max_depth() as u32;
+        // A LOOPED state reads bytes as its plain one until a match (where the
+        // terminal may start again): body texts that reach no match read alike
+        // from both, so the plain state's slice serves (the second and later
+        // items of an array of strings).
+        let plain = state & !LOOPED;
+        let looped = plain != state;
         let body = SliceChars::ALL.into_iter().find_map(|chars| {
             let non_ascii = chars.non_ascii();
             let reached =
-                terminal.body_reach_within(state, non_ascii, MAX_SLICE_STATES, horizon)?;
+                terminal.body_reach_within(plain, non_ascii, MAX_SLICE_STATES, horizon)?;
+            let reaches_a_match =
+                || terminal.is_match(plain) || reached.iter().any(|&q| terminal.is_match(q));
+            if looped && reaches_a_match() {
+                return None;
+            }
             Some((chars, reached))
         });
         let slice = body.as_ref().map(|(chars, _)| self.vocab.slice(*chars));
@@ -138,7 +149,7 @@ impl TokenTables {
                 // Nor, in a JSON string, those whose first byte past the body
                 // is a raw control (it kills the string).
                 let past_controls = body.as_ref().is_some_and(|(_, reached)| {
-                    terminal.body_dies_on_controls(state, reached, MAX_CONTROL_STATES)
+                    terminal.body_dies_on_controls(plain, reached, MAX_CONTROL_STATES)
                 });
                 let (order, skip) = match past_controls {
                     true => slice.outsider_nodes_past_controls(),
