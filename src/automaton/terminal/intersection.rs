@@ -53,13 +53,12 @@ impl Terminal {
         let mut index = TupleIndex::new(n);
         let mut tuples: Vec<State> = start.clone();
         index.insert(&start, 0);
-        let mut count = 1usize;
         let mut sink = None;
         let mut raw_transitions: Vec<u32> = Vec::new();
         let mut current = vec![DEAD; n];
         let mut next = vec![DEAD; n];
         let mut i = 0;
-        while i < count {
+        while i < tuples.len() / n {
             current.copy_from_slice(&tuples[i * n..(i + 1) * n]);
             i += 1;
             for &b in &representatives {
@@ -80,21 +79,19 @@ impl Terminal {
                 let target = if !alive {
                     *sink.get_or_insert_with(|| {
                         tuples.extend(std::iter::repeat_n(DEAD, n));
-                        count += 1;
-                        (count - 1) as u32
+                        (tuples.len() / n - 1) as u32
                     })
                 } else if let Some(id) = index.get(&next) {
                     id
                 } else {
-                    let id = count as u32;
+                    let id = (tuples.len() / n) as u32;
                     index.insert(&next, id);
                     tuples.extend_from_slice(&next);
-                    count += 1;
                     id
                 };
                 raw_transitions.push(target);
             }
-            if count * stride * std::mem::size_of::<State>() > limits.dfa_bytes {
+            if tuples.len() / n * stride * std::mem::size_of::<State>() > limits.dfa_bytes {
                 return Err(TerminalError::TooLarge {
                     pattern: format!(
                         "the intersection of {} automata of {} states",

@@ -172,8 +172,8 @@ const REGEX_GROUP_DEPTH: u32 = 2;
 /// `(` or `(?:`, a regex, `)` and an optional quantifier, a lookaround `(?=`,
 /// `(?!`, `(?<=` or `(?<!`, a regex and `)`.
 pub(crate) struct RegexSyntax {
-    /// Assertions and quantified atoms other than groups, any number of them.
-    pub(crate) flat_run: String,
+    /// An assertion or a quantified atom other than a group.
+    pub(crate) flat_term: String,
     /// What opens a group: `(` or `(?:`.
     pub(crate) group_open: String,
     /// What closes a group: `)` and an optional quantifier.
@@ -186,11 +186,16 @@ impl RegexSyntax {
     pub(crate) fn new() -> RegexSyntax {
         let (flat_term, quantifier) = ecma_terms();
         RegexSyntax {
-            flat_run: format!("(?:{flat_term})*"),
+            flat_term,
             group_open: r"\((?:\?:)?".to_string(),
             group_close: format!(r"\){quantifier}?"),
             lookaround_open: r"\(\?<?[=!]".to_string(),
         }
+    }
+
+    /// Any number of flat terms.
+    pub(crate) fn flat_run(&self) -> String {
+        format!("(?:{})*", self.flat_term)
     }
 }
 
@@ -265,10 +270,16 @@ pub(crate) fn regex_format_holds(patterns: &[Hir], cache: &PatternCache) -> bool
 /// The regular subset of [`RegexSyntax`]'s language with groups nested at most
 /// `depth` deep, as one regex.
 fn ecma_regex(depth: u32) -> String {
-    let (flat_term, quantifier) = ecma_terms();
-    let mut regex = format!(r"(?:(?:{flat_term})*(?:\|(?:{flat_term})*)*)");
+    let syntax = RegexSyntax::new();
+    let flat = &syntax.flat_term;
+    let mut regex = format!(r"(?:(?:{flat})*(?:\|(?:{flat})*)*)");
     for _ in 0..depth {
-        let term = format!(r"(?:{flat_term}|\(\?<?[=!]{regex}\)|\((?:\?:)?{regex}\){quantifier}?)");
+        let (open, close, look) = (
+            &syntax.group_open,
+            &syntax.group_close,
+            &syntax.lookaround_open,
+        );
+        let term = format!(r"(?:{flat}|{look}{regex}\)|{open}{regex}{close})");
         regex = format!(r"(?:{term}*(?:\|{term}*)*)");
     }
     regex

@@ -729,7 +729,7 @@ impl<'a> SchemaCompiler<'a> {
         let regex = self.new_rule("format \"regex\"".into(), Expr::Empty)?;
         let flat = self.new_rule(
             "format \"regex\": flat terms".into(),
-            piece(&syntax.flat_run),
+            piece(&syntax.flat_run()),
         )?;
         let nested = alt(vec![
             seq(vec![
