@@ -134,6 +134,49 @@ fn repeated_counted_strings_match_the_oracle() {
     }
 }
 
+/// A bounded string beside `null` (`["string", "null"]` with `maxLength`): a
+/// long bound keeps its counter and the alternation goes to the parser; a short
+/// one is unrolled into the fused regex. Both agree with the oracle.
+#[test]
+fn bounded_strings_beside_null_match_the_oracle() {
+    let v = vocab("gpt2");
+    let compiler = stencil::Compiler::new(Arc::clone(&v));
+    let options = stencil::frontend::json_schema::JsonSchemaOptions::default();
+    for (max, texts) in [
+        (
+            64,
+            [
+                &br#"{"a":"some text, \"quoted\"","b":null}"#[..],
+                &br#"{"a":null,"b":"1234567890123456789012345678901234567890123456789012345678901234"}"#[..],
+            ],
+        ),
+        (3, [&br#"{"a":"abc","b":null}"#[..], &br#"{"a":null,"b":""}"#[..]]),
+    ] {
+        let value = serde_json::json!({"type": ["string", "null"], "maxLength": max});
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"a": value, "b": value},
+            "required": ["a", "b"],
+            "additionalProperties": false
+        });
+        let tables = compiler.compile_json_schema(&schema, &options).unwrap();
+        // Unrolled, 64 characters are over a thousand states; counted, the
+        // terminal's stored part stays small (its counter states are computed).
+        let heaviest = tables
+            .grammar()
+            .terminals()
+            .iter()
+            .max_by_key(|t| t.memory_usage())
+            .unwrap();
+        let (stored, states) = (heaviest.memory_usage(), heaviest.state_count());
+        if max == 64 {
+            assert!(stored < 64 << 10, "{stored} bytes in one terminal ({states} states)");
+        }
+        let longest = texts.iter().map(|t| t.len()).max().unwrap();
+        assert_masks_agree(&format!("gpt2/string-or-null<={max}"), &tables, &texts, longest);
+    }
+}
+
 #[test]
 fn mistral_masks_match_the_oracle() {
     let v = vocab("mistral-7b-v0.1");
