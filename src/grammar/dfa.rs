@@ -86,6 +86,17 @@ impl AnchoredDfa {
         })
     }
 
+    /// The patterns (ids in build order) that match the whole input leading to
+    /// `state`: read at the end of input, as the matches are reported a byte late.
+    pub fn patterns_matched(&self, state: StateID) -> impl Iterator<Item = usize> + '_ {
+        let end = self.dfa.next_eoi_state(state);
+        let count = match self.dfa.is_match_state(end) {
+            true => self.dfa.match_len(end),
+            false => 0,
+        };
+        (0..count).map(move |k| self.dfa.match_pattern(end, k).as_usize())
+    }
+
     /// The states reachable from the start, numbered in breadth-first order (the
     /// start is 0), and their transitions: `transitions[state * stride + class]` with
     /// `stride` = the number of classes. `Err(())` when there are more than

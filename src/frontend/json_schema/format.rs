@@ -6,7 +6,6 @@
 //! outside the JSON Schema specification are annotations (ignored, as the spec
 //! says); spec formats without a regex here are reported as unsupported.
 
-use regex_automata::dfa::Automaton;
 use regex_syntax::hir::Hir;
 
 use super::PatternCache;
@@ -256,13 +255,8 @@ pub(crate) fn regex_format_holds(patterns: &[Hir], cache: &PatternCache) -> bool
             return false;
         };
         states.iter().all(|&state| {
-            let end = dfa.dfa.next_eoi_state(state);
-            let matched = |id: usize| {
-                dfa.dfa.is_match_state(end)
-                    && (0..dfa.dfa.match_len(end))
-                        .any(|i| dfa.dfa.match_pattern(end, i).as_usize() == id)
-            };
-            !matched(0) || matched(1)
+            let matched: Vec<usize> = dfa.patterns_matched(state).collect();
+            !matched.contains(&0) || matched.contains(&1)
         })
     })
 }
@@ -270,15 +264,14 @@ pub(crate) fn regex_format_holds(patterns: &[Hir], cache: &PatternCache) -> bool
 /// The regular subset of [`RegexSyntax`]'s language with groups nested at most
 /// `depth` deep, as one regex.
 fn ecma_regex(depth: u32) -> String {
-    let syntax = RegexSyntax::new();
-    let flat = &syntax.flat_term;
+    let RegexSyntax {
+        flat_term: flat,
+        group_open: open,
+        group_close: close,
+        lookaround_open: look,
+    } = RegexSyntax::new();
     let mut regex = format!(r"(?:(?:{flat})*(?:\|(?:{flat})*)*)");
     for _ in 0..depth {
-        let (open, close, look) = (
-            &syntax.group_open,
-            &syntax.group_close,
-            &syntax.lookaround_open,
-        );
         let term = format!(r"(?:{flat}|{look}{regex}\)|{open}{regex}{close})");
         regex = format!(r"(?:{term}*(?:\|{term}*)*)");
     }

@@ -20,8 +20,6 @@
 
 use std::collections::BTreeSet;
 
-use regex_automata::dfa::Automaton;
-
 use crate::grammar::dfa::{AnchoredDfa, DfaError};
 use regex_syntax::hir::Hir;
 
@@ -65,7 +63,6 @@ pub(crate) fn pattern_sets(
     let mut all = vec![body.clone(), declared.clone()];
     all.extend(patterns.iter().cloned());
     let built = AnchoredDfa::build(&all, limits.bytes, limits.bytes)?;
-    let dfa = &built.dfa;
     let (order, _) = built
         .reachable(limits.states)
         .map_err(|()| NameError::TooManyStates {
@@ -73,12 +70,9 @@ pub(crate) fn pattern_sets(
         })?;
     let mut sets = BTreeSet::new();
     for &s in &order {
-        let eoi = dfa.next_eoi_state(s);
         let mut set = vec![false; all.len()];
-        if dfa.is_match_state(eoi) {
-            for k in 0..dfa.match_len(eoi) {
-                set[dfa.match_pattern(eoi, k).as_usize()] = true;
-            }
+        for k in built.patterns_matched(s) {
+            set[k] = true;
         }
         // A canonical body and no declared name.
         if set[0] && !set[1] {
