@@ -178,6 +178,51 @@ fn bounded_strings_beside_null_match_the_oracle() {
 }
 
 #[test]
+fn patterns_and_formats_under_a_length_bound_match_the_oracle() {
+    // A pattern or a format intersected with `maxLength` keeps the count
+    // computed (a counted product): masks equal the oracle near the bound, where
+    // the pattern's own count and the length meet, and where a word must still
+    // fit (`\\S+$` needs one more character).
+    let v = vocab("gpt2");
+    let compiler = stencil::Compiler::new(Arc::clone(&v));
+    let options = stencil::frontend::json_schema::JsonSchemaOptions::default();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "words": {"type": "string", "maxLength": 24, "pattern": "^(?:\\S+\\s+){0,9}\\S+$"},
+            "email": {"type": "string", "format": "email", "maxLength": 300},
+            "code": {"type": "string", "minLength": 10, "maxLength": 40, "pattern": "^[a-z]+(?:-[a-z]+)*$"}
+        },
+        "required": ["words", "email", "code"],
+        "additionalProperties": false
+    });
+    let tables = compiler.compile_json_schema(&schema, &options).unwrap();
+    let heaviest = tables
+        .grammar()
+        .terminals()
+        .iter()
+        .max_by_key(|t| t.memory_usage())
+        .unwrap();
+    let products = (tables.grammar().terminals().iter())
+        .filter(|t| t.counter_span().is_some_and(|k| k.carried))
+        .count();
+    assert_eq!(products, 3, "each string a counted product");
+    // The email format under `maxLength: 300` unrolled was refused (a
+    // million states); counted, it is the format's size.
+    assert!(
+        heaviest.memory_usage() < 4 << 20,
+        "{} bytes",
+        heaviest.memory_usage()
+    );
+    let texts: [&[u8]; 2] = [
+        br#"{"words":"one two  three four fiv","email":"a.b@example.com","code":"abc-defg-hi"}"#,
+        br#"{"words":"x","email":"someone@mail.example.org","code":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}"#,
+    ];
+    let longest = texts.iter().map(|t| t.len()).max().unwrap();
+    assert_masks_agree("gpt2/pattern-under-length", &tables, &texts, longest);
+}
+
+#[test]
 fn mistral_masks_match_the_oracle() {
     let v = vocab("mistral-7b-v0.1");
     let json = Arc::new(TokenTables::new(

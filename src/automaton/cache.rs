@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use regex_syntax::hir::Hir;
+use regex_syntax::hir::{Hir, HirKind, Repetition};
 
 use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits, Terminal, TerminalError};
 use crate::cache::BoundedCache;
@@ -133,6 +133,10 @@ impl AutomatonCache {
     /// `regexes` match and none of `negated`), shared (the label is left empty),
     /// as are the operands: a pattern's automaton is the same with any length
     /// bound, and negated or not.
+    ///
+    /// A regex that is a long counted repetition between literals (a length
+    /// bound) keeps its counter: the product is [`Terminal::counted_product`],
+    /// whose size does not grow with the count.
     pub fn intersection(
         &self,
         regexes: &[Hir],
@@ -144,12 +148,67 @@ impl AutomatonCache {
                 .map(|h| self.regex(h, limits))
                 .collect::<Result<Vec<_>, _>>()
         };
-        let (parts, negated) = (automata(regexes)?, automata(negated)?);
         let prints = |ts: &[Arc<Terminal>]| ts.iter().map(|t| t.fingerprint()).collect::<Vec<_>>();
+        if let Some(counted) = self.length_bound(regexes, negated, limits)? {
+            let (x, counted) = counted;
+            let rest: Vec<Hir> = (regexes.iter().enumerate())
+                .filter(|&(y, _)| y != x)
+                .map(|(_, h)| h.clone())
+                .collect();
+            let (parts, negated) = (automata(&rest)?, automata(negated)?);
+            let key = fingerprint_of(&(
+                "counted intersection",
+                counted.fingerprint(),
+                prints(&parts),
+                prints(&negated),
+            ));
+            return self.get_or_build(key, limits, || {
+                Terminal::counted_product(String::new(), &counted, &parts, &negated, limits)
+            });
+        }
+        let (parts, negated) = (automata(regexes)?, automata(negated)?);
         let key = fingerprint_of(&("intersection", prints(&parts), prints(&negated)));
         self.get_or_build(key, limits, || {
             Terminal::intersection(String::new(), &parts, &negated, limits)
         })
+    }
+
+    /// The regex of an intersection's `regexes` that is a long counted
+    /// repetition between literals (`"` `char{0,3584}` `"`), by its index, built
+    /// as a counter: of several, the one counting furthest that
+    /// [`Terminal::counted`] can keep (a pattern may count too:
+    /// `(?:\S+\s+){0,29}\S+` under `maxLength: 300`). `None` when there is none,
+    /// or nothing else to intersect it with.
+    fn length_bound(
+        &self,
+        regexes: &[Hir],
+        negated: &[Hir],
+        limits: &LexerLimits,
+    ) -> Result<Option<(usize, Arc<Terminal>)>, TerminalError> {
+        if regexes.len() + negated.len() < 2 {
+            return Ok(None);
+        }
+        let mut bounds: Vec<(usize, CountedParts)> = (regexes.iter().enumerate())
+            .filter_map(|(x, h)| counted_between_literals(h).map(|parts| (x, parts)))
+            .collect();
+        bounds.sort_by_key(|(_, (_, repetition, _))| std::cmp::Reverse(repetition.max));
+        for (x, (prefix, repetition, suffix)) in bounds {
+            let max = repetition.max.expect("bounded");
+            let counted = match self.counted(&repetition.sub, repetition.min, max, &suffix, limits)
+            {
+                Ok(counted) => counted,
+                Err(TerminalError::NotCountable { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            if prefix.is_empty() {
+                return Ok(Some((x, counted)));
+            }
+            return Ok(Some((
+                x,
+                self.with_literal_prefix(&prefix, &counted, limits)?,
+            )));
+        }
+        Ok(None)
     }
 
     /// Forgets every automaton (the next compiles start cold).
@@ -172,4 +231,35 @@ impl AutomatonCache {
         self.built
             .try_get_or_build(key, |_, terminal| terminal.memory_usage(), build)
     }
+}
+
+/// Counted repetitions with at least this many iterations allowed are kept as
+/// counters inside an intersection (fewer unroll into a small product).
+const COUNTED_IN_INTERSECTION_FROM: u32 = 8;
+
+/// A regex as (a literal, a counted repetition, the rest).
+type CountedParts<'h> = (Vec<u8>, &'h Repetition, Hir);
+
+/// `hir` as `literal repetition rest` with a bounded repetition of at least
+/// [`COUNTED_IN_INTERSECTION_FROM`] iterations: (the literal, the repetition,
+/// the rest).
+fn counted_between_literals(hir: &Hir) -> Option<CountedParts<'_>> {
+    let items = match hir.kind() {
+        HirKind::Concat(items) => &items[..],
+        _ => std::slice::from_ref(hir),
+    };
+    let mut prefix = Vec::new();
+    for (at, item) in items.iter().enumerate() {
+        match item.kind() {
+            HirKind::Literal(literal) => prefix.extend_from_slice(&literal.0),
+            HirKind::Empty => {}
+            HirKind::Repetition(r)
+                if r.max.is_some_and(|max| max >= COUNTED_IN_INTERSECTION_FROM) =>
+            {
+                return Some((prefix, r, Hir::concat(items[at + 1..].to_vec())));
+            }
+            _ => return None,
+        }
+    }
+    None
 }

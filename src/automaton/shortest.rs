@@ -38,6 +38,46 @@ struct CounterDistances {
     /// From between iterations at a count of at least `min`: bytes to a match
     /// through the suffix (0 when the suffix may be empty), and the first one.
     suffix: (u64, u8),
+    /// A product's counter ([`Terminal::counted_product`]), whose iterations
+    /// carry other automata's states: searched from each state asked instead.
+    product: Option<Box<Terminal>>,
+}
+
+/// Most states [`nearest_match`] visits before giving up.
+const MAX_SEARCHED: usize = 1 << 20;
+
+/// The shortest bytes from `state` to a match of `terminal`, by a search
+/// forwards (`None` when none is found within [`MAX_SEARCHED`] states).
+fn nearest_match(terminal: &Terminal, state: State) -> Option<Vec<u8>> {
+    use rustc_hash::FxHashMap;
+    let bytes = terminal.class_representatives();
+    let mut parent: FxHashMap<State, (State, u8)> = FxHashMap::default();
+    let mut queue = VecDeque::from([state]);
+    parent.insert(state, (DEAD, 0));
+    while let Some(q) = queue.pop_front() {
+        if terminal.is_match(q) {
+            let mut path = Vec::new();
+            let mut at = q;
+            while at != state {
+                let (from, byte) = parent[&at];
+                path.push(byte);
+                at = from;
+            }
+            path.reverse();
+            return Some(path);
+        }
+        if parent.len() > MAX_SEARCHED {
+            return None;
+        }
+        for &byte in &bytes {
+            let r = terminal.next(q, byte);
+            if r != DEAD && !parent.contains_key(&r) {
+                parent.insert(r, (q, byte));
+                queue.push_back(r);
+            }
+        }
+    }
+    None
 }
 
 impl CounterDistances {
@@ -47,6 +87,14 @@ impl CounterDistances {
         bytes: &[u8],
         stored_distance: impl Fn(State) -> u64,
     ) -> CounterDistances {
+        if span.carried {
+            return CounterDistances {
+                span,
+                iteration: Vec::new(),
+                suffix: (UNREACHABLE, 0),
+                product: Some(Box::new(terminal.clone())),
+            };
+        }
         // The leaf is the same at every count: read it at count 0, below `max`.
         let per_count = span.per_count as usize;
         let done = span.state(1, 0);
@@ -100,6 +148,7 @@ impl CounterDistances {
             span,
             iteration,
             suffix,
+            product: None,
         }
     }
 
@@ -118,6 +167,12 @@ impl CounterDistances {
 
     /// Distance and first byte from a state in the span.
     fn at(&self, count: u32, i: u32) -> (u64, u8) {
+        if let Some(product) = &self.product {
+            return match nearest_match(product, self.span.state(count, i)) {
+                Some(path) => (path.len() as u64, path.first().copied().unwrap_or(0)),
+                None => (UNREACHABLE, 0),
+            };
+        }
         if i == 0 {
             return self.between(count);
         }
@@ -269,6 +324,14 @@ impl TerminalDistances {
     /// Appends the shortest bytes leading from `state` to a match.
     pub fn write_from(&self, terminal: &Terminal, mut state: State, out: &mut Vec<u8>) {
         while self.distance(state) != 0 && self.distance(state) != UNREACHABLE {
+            // In a product's counter, the whole way at once (each step would
+            // search again).
+            if let (Err(_), Some(k)) = (self.locate(state), &self.counter) {
+                if let Some(product) = &k.product {
+                    out.extend(nearest_match(product, state).unwrap_or_default());
+                    return;
+                }
+            }
             let byte = self.next_byte(state);
             out.push(byte);
             state = terminal.next(state, byte);
@@ -481,6 +544,31 @@ mod tests {
             frontier = next;
         }
         unreachable!()
+    }
+
+    /// A counted product's distances are searched: they agree with the search
+    /// over every state, and the strings written match.
+    #[test]
+    fn counted_products_have_the_shortest_distances_of_a_search() {
+        let limits = crate::automaton::terminal::LexerLimits::default();
+        let counted =
+            Terminal::counted(String::new(), &terminal("[a-c]"), 2, 12, &terminal("\"")).unwrap();
+        let counted = Terminal::with_literal_prefix(String::new(), String::new(), b"\"", &counted);
+        let parts = [std::sync::Arc::new(terminal("\"(?:ab)*c(?:ab)*\""))];
+        let t = Terminal::counted_product(String::new(), &counted, &parts, &[], &limits).unwrap();
+        assert!(t.counter_span().is_some_and(|k| k.carried));
+        let distances = TerminalDistances::build(&t);
+        for state in 1..t.state_count() as State {
+            let expected = brute_distance(&t, state);
+            assert_eq!(distances.distance(state), expected, "from {state}");
+            if expected != UNREACHABLE {
+                let mut out = Vec::new();
+                distances.write_from(&t, state, &mut out);
+                assert_eq!(out.len() as u64, expected, "from {state}");
+                let end = out.iter().fold(state, |q, &b| t.next(q, b));
+                assert!(t.is_match(end), "from {state}: {out:?}");
+            }
+        }
     }
 
     /// A counted terminal's distances are computed for its counter states and

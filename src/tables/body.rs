@@ -108,7 +108,12 @@ impl Terminal {
             None => self.body_reach_pinned(state, non_ascii, limit, None),
             Some(k) => {
                 let (count, _) = k.position(state);
-                if count.saturating_add(horizon) > k.max {
+                // A product's states die by their count unless `slack`
+                // iterations are left past the token's, and past `min`.
+                let slack = k.slack();
+                if count.saturating_add(horizon).saturating_add(slack) > k.max
+                    || (k.is_carried() && count < k.min)
+                {
                     return None;
                 }
                 self.body_reach_pinned(state, non_ascii, limit, Some(count))
@@ -153,7 +158,7 @@ impl Terminal {
             return self.chain_room(state, non_ascii);
         };
         let (count, i) = k.position(state);
-        if i != 0 || k.ends || k.max == 0 {
+        if i != 0 || k.ends || k.max == 0 || k.is_carried() {
             return None;
         }
         let next_count = 1 << k.shift;

@@ -140,7 +140,9 @@ impl Terminal {
         state != DEAD
             && state & LOOPED == 0
             && self.counter().is_none_or(|counter| {
-                state >= counter.end && self.state_count() <= MAX_CLOSED_CLASS_MAP
+                !counter.is_carried()
+                    && state >= counter.end
+                    && self.state_count() <= MAX_CLOSED_CLASS_MAP
             })
     }
 

@@ -10,34 +10,47 @@
 use std::sync::Arc;
 
 use super::classes::{bytes_by_class, classes_by, only_bytes_of};
+use super::counted_product::TickSets;
 use super::fingerprint::fingerprint_of;
 use super::{State, Terminal, TerminalError, DEAD, LOOPED};
 
 /// The counter states of a [`Terminal::counted`] automaton, computed rather than
 /// stored (a `maxLength: 1000` string would need megabytes of rows): state
 /// `first + (c << shift) + i` has completed `c` iterations of the leaf and is
-/// between iterations (`i = 0`) or in the leaf's `i`-th state (`i >= 1`, below
+/// between iterations (`i < between`) or inside one (`i >= between`, below
 /// `per_count`; the numbers from `per_count` to the next count are unused, so a
-/// state's count is a shift away). Only `(max, 0)` exists at count `max`; stored
-/// states follow.
+/// state's count is a shift away). Only the positions between iterations exist
+/// at count `max`; stored states follow.
+///
+/// A plain counted repetition has one position between iterations (the leaf's
+/// start). A product with other automata ([`Terminal::counted_product`]) carries
+/// their states across iterations: a position is then a (leaf state, operand
+/// state) pair, several of them between iterations, and whether a state can
+/// still match depends on its count ([`TickSets`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Counter {
     pub(crate) first: State,
-    /// One past `(max, 0)`.
+    /// One past `(max, between - 1)`.
     pub(crate) end: State,
     pub(super) per_count: u32,
     pub(crate) shift: u32,
-    pub(super) min: u32,
+    pub(crate) min: u32,
     pub(crate) max: u32,
     /// Per `(i, class)`: where the byte leads inside an iteration, relative to the
-    /// count's first state (`1 << shift` is the next count, between iterations),
-    /// or [`NO_TARGET`].
+    /// count's first state (from `1 << shift` on, the next count's position
+    /// between iterations), or [`NO_TARGET`].
     pub(super) template: Arc<[u32]>,
-    /// Per class: where the suffix goes from between iterations (count >= min).
+    /// Positions `0..between` are between iterations.
+    pub(super) between: u32,
+    /// Per `(i, class)` for `i < between`: where the suffix goes from there
+    /// (count >= min), a stored state or [`DEAD`].
     pub(super) entry: Arc<[State]>,
-    /// The suffix matches the empty string: between iterations is then a match
-    /// (count >= min).
+    /// Per `i < between`: a match there (count >= min).
+    pub(super) accepting: Arc<[bool]>,
+    /// Some position between iterations matches (the suffix may be empty).
     pub(crate) ends: bool,
+    /// For a product's counter: which (count, position) states can still match.
+    pub(super) ticks: Option<Arc<TickSets>>,
 }
 
 /// The geometry of a [`Terminal::counted`] automaton's computed states: state
@@ -52,6 +65,9 @@ pub struct CounterSpan {
     pub per_count: u32,
     pub min: u32,
     pub max: u32,
+    /// A product's counter ([`Terminal::counted_product`]): several positions
+    /// between iterations, and states that die by their count.
+    pub carried: bool,
 }
 
 impl CounterSpan {
@@ -70,13 +86,13 @@ impl CounterSpan {
 }
 
 /// "The byte kills the iteration" in [`Counter::template`].
-const NO_TARGET: u32 = u32::MAX;
+pub(super) const NO_TARGET: u32 = u32::MAX;
 
 /// Most states a counted automaton may have: state numbers stay clear of
 /// [`LOOPED`], and nothing is stored per counter state (shortest completions
 /// and byte budgets are computed), so a `maxLength: 65535` string (a million
 /// states) is one counted terminal, not a parser counter around a character.
-const MAX_COUNTED_STATES: u64 = 1 << 28;
+pub(super) const MAX_COUNTED_STATES: u64 = 1 << 28;
 
 impl Counter {
     #[inline]
@@ -99,9 +115,13 @@ impl Counter {
         }
         let target = self.template[i as usize * stride + class];
         if target != NO_TARGET && count < self.max {
-            state - i + target
-        } else if i == 0 && count >= self.min {
-            self.entry[class]
+            let reached = state - i + target;
+            match &self.ticks {
+                Some(ticks) if !ticks.live(self, reached) => DEAD,
+                _ => reached,
+            }
+        } else if i < self.between && count >= self.min {
+            self.entry[i as usize * stride + class]
         } else {
             DEAD
         }
@@ -110,7 +130,19 @@ impl Counter {
     #[inline]
     pub(super) fn is_match(&self, state: State) -> bool {
         let (count, i) = self.position(state);
-        i == 0 && count >= self.min && self.ends
+        i < self.between && count >= self.min && self.accepting[i as usize]
+    }
+
+    /// A product's counter, whose states may die by their count.
+    pub(crate) fn is_carried(&self) -> bool {
+        self.ticks.is_some()
+    }
+
+    /// The most iterations any state of a product's counter needs before it can
+    /// match (0 for a plain counter): with at least that many left, a state
+    /// lives whatever its count.
+    pub(crate) fn slack(&self) -> u32 {
+        self.ticks.as_ref().map_or(0, |t| t.slack)
     }
 
     /// The stored row of a state outside the counter.
@@ -139,10 +171,13 @@ impl Counter {
                     self.template[i * old_stride + old_classes[b as usize] as usize];
             }
         }
-        let entry: Vec<State> = representatives
-            .iter()
-            .map(|&b| self.entry[old_classes[b as usize] as usize])
-            .collect();
+        let mut entry = vec![DEAD; self.between as usize * stride];
+        for i in 0..self.between as usize {
+            for (c, &b) in representatives.iter().enumerate() {
+                entry[i * stride + c] =
+                    self.entry[i * old_stride + old_classes[b as usize] as usize];
+            }
+        }
         Counter {
             template: template.into(),
             entry: entry.into(),
@@ -231,6 +266,7 @@ impl Terminal {
             }
             matching[s] = suffix.is_match(s as State);
         }
+        let ends = suffix.is_match(suffix.start);
         let counter = Counter {
             first,
             end,
@@ -239,8 +275,11 @@ impl Terminal {
             min,
             max,
             template: template.into(),
+            between: 1,
             entry: entry.into(),
-            ends: suffix.is_match(suffix.start),
+            accepting: [ends].into(),
+            ends,
+            ticks: None,
         };
         let class_bytes = bytes_by_class(&classes, stride);
         let mut terminal = Terminal {
@@ -285,6 +324,7 @@ impl Terminal {
             per_count: k.per_count,
             min: k.min,
             max: k.max,
+            carried: k.is_carried(),
         })
     }
 
@@ -326,13 +366,18 @@ impl Terminal {
         if count >= k.max {
             return state;
         }
-        let canonical = if count >= k.min && count.saturating_add(horizon) <= k.max {
-            k.max - horizon
-        } else if count.saturating_add(horizon) < k.min {
-            k.min - horizon - 1
-        } else {
-            count
-        };
+        // A product's states die by their count: alike only with `slack`
+        // iterations to spare past the token (then every state lives as it would
+        // with no bound), and past `min` (below it, how far below matters).
+        let slack = k.slack();
+        let canonical =
+            if count >= k.min && count.saturating_add(horizon).saturating_add(slack) <= k.max {
+                k.max - horizon - slack
+            } else if !k.is_carried() && count.saturating_add(horizon) < k.min {
+                k.min - horizon - 1
+            } else {
+                count
+            };
         k.first + (canonical << k.shift) + i
     }
 }

@@ -126,14 +126,14 @@ impl Terminal {
 }
 
 /// Product states by their tuple of operand states.
-enum TupleIndex {
+pub(super) enum TupleIndex {
     /// Two operands (a pattern and a length bound): the pair as one number.
     Pair(HashMap<u64, u32>),
     Wide(HashMap<Box<[State]>, u32>),
 }
 
 impl TupleIndex {
-    fn new(operands: usize) -> TupleIndex {
+    pub(super) fn new(operands: usize) -> TupleIndex {
         match operands {
             2 => TupleIndex::Pair(HashMap::default()),
             _ => TupleIndex::Wide(HashMap::default()),
@@ -144,14 +144,14 @@ impl TupleIndex {
         (tuple[0] as u64) << 32 | tuple[1] as u64
     }
 
-    fn get(&self, tuple: &[State]) -> Option<u32> {
+    pub(super) fn get(&self, tuple: &[State]) -> Option<u32> {
         match self {
             TupleIndex::Pair(map) => map.get(&Self::pair(tuple)).copied(),
             TupleIndex::Wide(map) => map.get(tuple).copied(),
         }
     }
 
-    fn insert(&mut self, tuple: &[State], id: u32) {
+    pub(super) fn insert(&mut self, tuple: &[State], id: u32) {
         match self {
             TupleIndex::Pair(map) => map.insert(Self::pair(tuple), id),
             TupleIndex::Wide(map) => map.insert(tuple.into(), id),

@@ -32,6 +32,7 @@ use regex_syntax::hir::Hir;
 
 mod classes;
 mod counted;
+mod counted_product;
 mod excluding;
 mod fingerprint;
 mod free_text;
@@ -447,6 +448,8 @@ impl Terminal {
     pub fn memory_usage(&self) -> usize {
         let counter = self.counter.as_ref().map_or(0, |k| {
             (k.template.len() + k.entry.len()) * std::mem::size_of::<State>()
+                + k.accepting.len()
+                + k.ticks.as_ref().map_or(0, |t| t.memory_usage())
         });
         self.transitions.len() * std::mem::size_of::<State>()
             + self.matching.len()

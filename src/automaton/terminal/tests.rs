@@ -97,6 +97,140 @@ fn counts_far_from_the_bounds_share_a_table_state() {
     assert_ne!(t.table_state(escape, horizon), escape);
 }
 
+/// `prefix (?:leaf){min,max} suffix`.
+type CountedRegex<'a> = (&'a str, &'a str, u32, u32, &'a str);
+
+/// A counted product and the plain product of the same regexes (the count
+/// unrolled): `(prefix, leaf, min, max, suffix)`, the other regexes, the negated
+/// ones.
+fn products(
+    (prefix, leaf, min, max, suffix): CountedRegex,
+    parts: &[&str],
+    negated: &[&str],
+) -> (Terminal, Terminal) {
+    let automata = |patterns: &[&str]| -> Vec<Arc<Terminal>> {
+        patterns.iter().map(|p| Arc::new(terminal(p))).collect()
+    };
+    let mut counted = counted(leaf, min, max, suffix).unwrap();
+    if !prefix.is_empty() {
+        counted = Terminal::with_literal_prefix(
+            String::new(),
+            String::new(),
+            prefix.as_bytes(),
+            &counted,
+        );
+    }
+    let unrolled = format!("{prefix}(?:{leaf}){{{min},{max}}}{suffix}");
+    let mut plain_parts = automata(&[unrolled.as_str()]);
+    plain_parts.extend(automata(parts));
+    let limits = LexerLimits::default();
+    let plain =
+        Terminal::intersection(String::new(), &plain_parts, &automata(negated), &limits).unwrap();
+    let product = Terminal::counted_product(
+        String::new(),
+        &counted,
+        &automata(parts),
+        &automata(negated),
+        &limits,
+    )
+    .unwrap();
+    (plain, product)
+}
+
+#[test]
+fn counted_products_are_the_plain_intersection() {
+    // Same liveness and matches on every string up to 9 bytes: parity a count
+    // cannot reach (`(ab)*` under an odd bound), a minimum, finite and empty
+    // languages, excluded strings across iterations, quotes, escapes and
+    // multi-byte characters.
+    type Case<'a> = (CountedRegex<'a>, &'a [&'a str], &'a [&'a str], &'a [u8]);
+    let cases: [Case; 8] = [
+        (("", "[ab]", 0, 5, ""), &["(?:ab)*"], &[], b"abx"),
+        (
+            ("", "[ab]", 3, 8, ""),
+            &["a*b*a*"],
+            &["(?s:.)*bb(?s:.)*"],
+            b"ab",
+        ),
+        (("", "[abc]", 3, 8, ""), &["abc|ab"], &[], b"abc"),
+        (("", "[ab]", 3, 8, ""), &["a{0,2}"], &[], b"ab"),
+        (
+            ("", "[a-c]|é", 0, 8, ""),
+            &[],
+            &["(?s:.)*ab(?s:.)*"],
+            b"ab\xC3\xA9",
+        ),
+        (
+            ("\"", "[a-c]|\\\\n", 2, 9, "\""),
+            &["\"(?:a|b|\\\\n)*c\""],
+            &[],
+            b"abc\\n\"",
+        ),
+        (
+            ("\"", "[a-c]", 0, 8, "\""),
+            &["\"[a-c]*\""],
+            &["\"(?s:.)*ca(?s:.)*\""],
+            b"abc\"",
+        ),
+        (("", "[ab]", 8, 8, ""), &["(?:aab)*(?:ab)?"], &[], b"ab"),
+    ];
+    for (counted, parts, negated, alphabet) in cases {
+        let (plain, product) = products(counted, parts, negated);
+        assert!(product.counter_span().is_some_and(|k| k.carried));
+        for s in strings_up_to(alphabet, 9) {
+            let end = |t: &Terminal| s.iter().fold(t.start(), |q, &b| t.next(q, b));
+            let (a, b) = (end(&plain), end(&product));
+            assert_eq!(
+                a == DEAD,
+                b == DEAD,
+                "{counted:?} {parts:?} alive after {s:?}"
+            );
+            assert_eq!(
+                plain.is_match(a),
+                product.is_match(b),
+                "{counted:?} {parts:?} matches {s:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn counted_products_share_table_states_far_from_the_bounds() {
+    // From a state and from its table state, every text of at most `horizon`
+    // bytes is alive and matches alike (the `slack` keeps a pattern that needs
+    // a few more characters apart from the bound).
+    let (_, t) = products(
+        ("\"", "[a-c]", 1, 40, "\""),
+        &["\"(?:[ab]*c[ab]*c)+\""],
+        &[],
+    );
+    let horizon = 3;
+    let texts = strings_up_to(b"abc\"", horizon as usize);
+    let mut q = t.next(t.start(), b'"');
+    let mut shared = 0;
+    for _ in 0..40 {
+        let canonical = t.table_state(q, horizon);
+        shared += usize::from(canonical != q);
+        for text in &texts {
+            let run = |mut q: State| {
+                text.iter()
+                    .map(|&b| {
+                        q = t.next(q, b);
+                        (q == DEAD, t.is_match(q))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                run(q),
+                run(canonical),
+                "from {q} vs {canonical} on {text:?}"
+            );
+        }
+        q = t.next(q, b'c');
+    }
+    assert!(shared >= 20, "{shared} states shared a table");
+}
+
 #[test]
 fn fingerprints_name_the_tables_whatever_built_them() {
     // Two builds, one fingerprint; another automaton, another. (The same
