@@ -6,10 +6,11 @@
 //! (no determinisation of the whole), over the joint byte classes, then trimmed and
 //! minimised like every terminal. The automata are deterministic, so a negated
 //! operand is complemented by flipping which of its states match (its dead state
-//! matching too): no operand is rebuilt. A length bound is an operand like any other (a
-//! counted repetition of one character's encodings), so its states multiply the
-//! pattern's: the product is refused past the DFA byte limit, with the operands in
-//! the message.
+//! matching too): no operand is rebuilt. A short length bound is an operand like any
+//! other (a counted repetition of one character's encodings, unrolled), its states
+//! multiplying the pattern's; a long one keeps its count computed instead
+//! (`counted_product.rs`). The product is refused past the DFA byte limit, with the
+//! operands in the message.
 //!
 //! [`Expr::Intersection`]: crate::grammar::Expr::Intersection
 

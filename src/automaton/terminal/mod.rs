@@ -14,9 +14,10 @@
 //! file: from a regex ([`Terminal::build`], here), a literal chained onto a
 //! shared automaton (`literal_prefix.rs`), a counted repetition with computed
 //! states (`counted.rs`), a base minus excluded strings (`excluding.rs`), the
-//! strings several automata all match (`intersection.rs`), a set
-//! of whole tokens that reads no byte at all (`tokens.rs`). Every
-//! build ends in the same trim and minimisation (`minimize.rs`), and every
+//! strings several automata all match (`intersection.rs`), the same with one
+//! operand a counted repetition whose count stays computed (`counted_product.rs`),
+//! a set of whole tokens that reads no byte at all (`tokens.rs`). Every build but
+//! the computed ones ends in the same trim and minimisation (`minimize.rs`), and every
 //! automaton carries a structural fingerprint (`fingerprint.rs`) under which
 //! caches share it. The questions only token tables ask of an automaton (which
 //! texts keep a lexeme alive, closed and counted byte classes) live in
