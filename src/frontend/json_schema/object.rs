@@ -210,19 +210,11 @@ impl<'a> SchemaCompiler<'a> {
         {
             return Ok(pairs);
         }
-        let classes = match syntax {
-            Syntax::Json => {
-                let filter = KeyFilter {
-                    must: allowed_names.into_iter().collect(),
-                    ..KeyFilter::default()
-                };
-                self.pattern_classes(node, names, &filter)?
-            }
-            Syntax::Parameters(style) => Err(format!(
-                "patternProperties beside other undeclared keys, in the `{}` style",
-                style.name()
-            )),
+        let filter = KeyFilter {
+            must: allowed_names.into_iter().collect(),
+            ..KeyFilter::default()
         };
+        let classes = self.pattern_classes(node, names, &filter, syntax)?;
         match classes {
             Ok(pairs) => Ok(pairs),
             Err(reason) => {
@@ -480,23 +472,38 @@ impl<'a> SchemaCompiler<'a> {
                 filter.must_not.push(e);
             }
         }
-        self.pattern_classes(node, names, &filter)
+        self.pattern_classes(node, names, &filter, Syntax::Json)
     }
 
     /// The undeclared pairs in general: names are split by the set of patterns
     /// they match (see [`super::names`]); a name matching some patterns takes all
     /// their schemas (of each merged part), one matching none takes that part's
     /// `additionalProperties`. `Err(reason)` when the automaton is over its bounds.
+    ///
+    /// Under JSON the names are canonical string bodies between quotes; in a
+    /// parameter style they are written raw, identifiers (as every undeclared
+    /// name there), so a pattern's names that are no identifier are left out.
     #[allow(clippy::type_complexity)]
     fn pattern_classes(
         &mut self,
         node: &Node<'a>,
         names: &[String],
         filter: &KeyFilter<'a>,
+        syntax: Syntax,
     ) -> Result<std::result::Result<Option<Expr>, String>> {
         let o = &node.obj;
         let strict = self.opts.strict;
-        // Distinct patterns over all parts, encoded (canonical JSON string bodies).
+        let json = matches!(syntax, Syntax::Json);
+        // A name as the syntax spells it: encoded (canonical JSON string
+        // bodies), or raw.
+        let spelled = |h: &Hir| {
+            if json {
+                encoded_hir(h)
+            } else {
+                Some(h.clone())
+            }
+        };
+        // Distinct patterns over all parts, spelled.
         let mut patterns: Vec<String> = Vec::new();
         let mut encoded: Vec<Hir> = Vec::new();
         for part in &o.parts {
@@ -505,7 +512,7 @@ impl<'a> SchemaCompiler<'a> {
                     continue;
                 }
                 let h = self.pattern_hir(pat, pptr)?;
-                let Some(e) = encoded_hir(&h) else {
+                let Some(e) = spelled(&h) else {
                     return Ok(Err(format!("pattern {pat:?} has no regular encoding")));
                 };
                 patterns.push(pat.clone());
@@ -518,15 +525,18 @@ impl<'a> SchemaCompiler<'a> {
         encoded.extend(filter.must.iter().cloned());
         let must_not = encoded.len()..encoded.len() + filter.must_not.len();
         encoded.extend(filter.must_not.iter().cloned());
-        let body = canonical_body();
+        let body = if json {
+            canonical_body()
+        } else {
+            super::xml::identifier()
+        };
         // Every spelling the body admits (`\u001f` and `\u001F`), so that no declared
         // name comes back as an undeclared one.
         let declared = Hir::alternation(
             names
                 .iter()
                 .map(|n| {
-                    encoded_hir(&Hir::literal(n.as_bytes()))
-                        .expect("a literal has no rule references")
+                    spelled(&Hir::literal(n.as_bytes())).expect("a literal has no rule references")
                 })
                 .collect(),
         );
@@ -605,9 +615,13 @@ impl<'a> SchemaCompiler<'a> {
                             false => negated.push(pattern.clone()),
                         }
                     }
-                    match (regexes.len(), negated.is_empty()) {
-                        (1, true) => Expr::Regex(quoted_hir(body.clone())),
-                        _ => quoted_intersection(Intersection { regexes, negated }),
+                    match (regexes.len(), negated.is_empty(), json) {
+                        (1, true, true) => Expr::Regex(quoted_hir(body.clone())),
+                        (1, true, false) => Expr::Regex(body.clone()),
+                        (_, _, true) => quoted_intersection(Intersection { regexes, negated }),
+                        (_, _, false) => {
+                            Expr::Intersection(Box::new(Intersection { regexes, negated }))
+                        }
                     }
                 })
                 .collect());
@@ -619,7 +633,7 @@ impl<'a> SchemaCompiler<'a> {
                 ),
                 key,
             )?;
-            alts.push(self.pair(Syntax::Json, Expr::Ref(key), &conj)?);
+            alts.push(self.pair(syntax, Expr::Ref(key), &conj)?);
         }
         Ok(Ok((!alts.is_empty()).then(|| alt(alts))))
     }

@@ -265,7 +265,7 @@ fn json_type_name(value: &Value) -> &'static str {
 
 /// A letter or `_`, then letters, digits and `_`: a name that needs no escaping
 /// in any of the styles.
-fn identifier() -> Hir {
+pub(crate) fn identifier() -> Hir {
     let class = |ranges: &[(char, char)]| {
         Hir::class(Class::Unicode(ClassUnicode::new(
             ranges.iter().map(|&(a, b)| ClassUnicodeRange::new(a, b)),
@@ -788,6 +788,29 @@ mod tests {
         // `a` is declared: its value must be an integer, not take the extra schema.
         assert!(!ok("<arg_key>a</arg_key><arg_value>x</arg_value>"));
         assert!(!ok("<arg_key>2b</arg_key><arg_value>x</arg_value>"));
+    }
+
+    #[test]
+    fn pattern_properties_beside_other_undeclared_names_pin_their_schemas() {
+        let ok = accepts(
+            json!({"type": "object", "properties": {"a": {"type": "integer"}},
+                   "patternProperties": {"^n_": {"type": "integer"}, "^s_": {"type": "string"}},
+                   "additionalProperties": {"type": "boolean"}}),
+            ParameterStyle::Glm,
+        );
+        let pair = |k: &str, v: &str| format!("<arg_key>{k}</arg_key><arg_value>{v}</arg_value>");
+        assert!(ok(&format!(
+            "{}{}{}{}",
+            pair("a", "1"),
+            pair("n_x", "2"),
+            pair("s_y", "hi"),
+            pair("on", "true")
+        )));
+        // Each name's schema comes from the patterns it matches, or from
+        // `additionalProperties` when none does.
+        assert!(!ok(&format!("{}{}", pair("a", "1"), pair("n_x", "hi"))));
+        assert!(!ok(&format!("{}{}", pair("a", "1"), pair("on", "2"))));
+        assert!(!ok(&format!("{}{}", pair("a", "x"), pair("on", "true"))));
     }
 
     #[test]
