@@ -361,9 +361,27 @@ fn has_look(h: &Hir) -> bool {
 /// Whole-string form of a search regex: `.*` where a branch is not anchored.
 fn whole(h: &Hir) -> PatternResult<Hir> {
     match h.kind() {
-        HirKind::Alternation(items) => Ok(Hir::alternation(
-            items.iter().map(whole).collect::<PatternResult<_>>()?,
-        )),
+        // The branches anchored at neither end share one `.*(A|B|...).*`: a
+        // union of `.*A.*`, `.*B.*`, ... determinizes into every subset of the
+        // words already seen (`Red|Blue|Yellow|...` unanchored, 30 colours:
+        // 3 s, then past the size bound), the factored form into one
+        // Aho-Corasick automaton.
+        HirKind::Alternation(items) => {
+            let (free, anchored): (Vec<&Hir>, Vec<&Hir>) =
+                items.iter().partition(|branch| !has_look(branch));
+            let mut branches = anchored
+                .into_iter()
+                .map(whole)
+                .collect::<PatternResult<Vec<_>>>()?;
+            if !free.is_empty() {
+                branches.push(Hir::concat(vec![
+                    any_string(),
+                    Hir::alternation(free.into_iter().cloned().collect()),
+                    any_string(),
+                ]));
+            }
+            Ok(Hir::alternation(branches))
+        }
         HirKind::Capture(c) => whole(&c.sub),
         HirKind::Look(Look::Start) | HirKind::Look(Look::End) => Ok(any_string()),
         HirKind::Concat(items) => {
@@ -582,6 +600,31 @@ mod tests {
         assert!(small(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}.\d{6}"));
         assert!(small("(.+/)?.+:.+"));
         assert!(!small("a.{20}"));
+        // Unanchored words: one search for any of them (as `.*w.*` each, the
+        // automaton tracked every subset of the words seen).
+        let words = "Red|Blue|Yellow|Gold|Silver|Crystal|Ruby|Sapphire|Emerald|FireRed|LeafGreen|Diamond|Pearl|Platinum|HeartGold|SoulSilver|Black|White|X|Y";
+        assert!(small(words));
+        assert!(small(&format!("^Z$|{words}")));
+    }
+
+    #[test]
+    fn unanchored_branches_search_anywhere_beside_anchored_ones() {
+        for (p, yes, no) in [
+            (
+                "Red|Blue",
+                &["Red", "a Blue b", "xRedBluex"][..],
+                &["Re", "", "blue"][..],
+            ),
+            ("^Z$|Red|Blue", &["Z", "Reds", "oBlue"], &["Za", "aZ", "R"]),
+            ("^a|b$|cd", &["ax", "xb", "xcdx"], &["xa", "bx", "c d"]),
+        ] {
+            for s in yes {
+                assert!(m(p, s), "{p} matches {s:?}");
+            }
+            for s in no {
+                assert!(!m(p, s), "{p} does not match {s:?}");
+            }
+        }
     }
 
     #[test]
