@@ -376,7 +376,11 @@ fn whole(h: &Hir) -> PatternResult<Hir> {
             if !free.is_empty() {
                 branches.push(Hir::concat(vec![
                     any_string(),
-                    Hir::alternation(free.into_iter().cloned().collect()),
+                    Hir::alternation(
+                        free.into_iter()
+                            .map(|b| trim_right(&trim_left(b)))
+                            .collect(),
+                    ),
                     any_string(),
                 ]));
             }
@@ -420,18 +424,64 @@ fn whole(h: &Hir) -> PatternResult<Hir> {
                 }
                 return Err(PatternError::AnchorInside);
             }
+            let mut middle = Hir::concat(middle.to_vec());
             let mut out = Vec::new();
             if !start {
                 out.push(any_string());
+                middle = trim_left(&middle);
             }
-            out.extend(middle.iter().cloned());
+            if !end {
+                middle = trim_right(&middle);
+            }
+            out.push(middle);
             if !end {
                 out.push(any_string());
             }
             Ok(Hir::concat(out))
         }
         _ if has_look(h) => Err(PatternError::Assertion),
-        _ => Ok(Hir::concat(vec![any_string(), h.clone(), any_string()])),
+        _ => Ok(Hir::concat(vec![
+            any_string(),
+            trim_right(&trim_left(h)),
+            any_string(),
+        ])),
+    }
+}
+
+/// `h` after a `.*`: its leading unbounded repetition cut to its minimum
+/// (`.*[a-z]+x` is `.*[a-z]x`: the `.*` takes the other letters). The search
+/// automaton then tracks no run it does not need.
+fn trim_left(h: &Hir) -> Hir {
+    trim_edge(h, true)
+}
+
+/// `h` before a `.*`: its trailing unbounded repetition cut to its minimum
+/// (`Africa/[A-Za-z]+.*` is `Africa/[A-Za-z].*`).
+fn trim_right(h: &Hir) -> Hir {
+    trim_edge(h, false)
+}
+
+fn trim_edge(h: &Hir, left: bool) -> Hir {
+    match h.kind() {
+        HirKind::Capture(c) => trim_edge(&c.sub, left),
+        HirKind::Repetition(r) if r.max.is_none() => {
+            Hir::repetition(regex_syntax::hir::Repetition {
+                min: r.min,
+                max: Some(r.min),
+                greedy: r.greedy,
+                sub: r.sub.clone(),
+            })
+        }
+        HirKind::Concat(items) if !items.is_empty() => {
+            let mut items = items.clone();
+            let edge = if left { 0 } else { items.len() - 1 };
+            items[edge] = trim_edge(&items[edge], left);
+            Hir::concat(items)
+        }
+        HirKind::Alternation(items) => {
+            Hir::alternation(items.iter().map(|b| trim_edge(b, left)).collect())
+        }
+        _ => h.clone(),
     }
 }
 
@@ -617,6 +667,15 @@ mod tests {
             ),
             ("^Z$|Red|Blue", &["Z", "Reds", "oBlue"], &["Za", "aZ", "R"]),
             ("^a|b$|cd", &["ax", "xb", "xcdx"], &["xa", "bx", "c d"]),
+            // Edge repetitions cut to their minimum: the same strings.
+            (
+                "UTC|(Africa/[A-Za-z]+)|(Asia/[A-Za-z]+)",
+                &["Africa/a", "x Asia/Tokyo y", "UTC"],
+                &["Africa/", "Asia/1", "utc"],
+            ),
+            ("[0-9]{2,}x", &["a12x", "123x"], &["1x", "12"]),
+            ("^a[0-9]*", &["a", "a1b"], &["ba"]),
+            ("b+$", &["ab", "bbb"], &["ba", ""]),
         ] {
             for s in yes {
                 assert!(m(p, s), "{p} matches {s:?}");
