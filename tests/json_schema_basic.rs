@@ -1118,6 +1118,14 @@ fn regular_constraints_on_one_string_intersect() {
         ],
         &[&format!("\"{}@example.com\"", local(1013)), r#""a.b@""#],
     );
+    // Where the counted form passes its own bounds (a pattern whose count moves
+    // with the length: 2,100 layers of 2,100 positions), the plain product,
+    // small here, is built instead.
+    check(
+        json!({"type": "string", "allOf": [{"pattern": "^[a-z]{0,2100}x$"}, {"pattern": "^[a-y]"}], "maxLength": 2200}),
+        &[&format!("\"{}x\"", "a".repeat(2100)), r#""ax""#],
+        &[&format!("\"{}x\"", "a".repeat(2101)), r#""zx""#],
+    );
     // An automaton past its bound is an error naming where, never a guess.
     let e = compile(
         &json!({"properties": {"code": {

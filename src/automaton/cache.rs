@@ -162,9 +162,16 @@ impl AutomatonCache {
                 prints(&parts),
                 prints(&negated),
             ));
-            return self.get_or_build(key, limits, || {
+            let product = self.get_or_build(key, limits, || {
                 Terminal::counted_product(String::new(), &counted, &parts, &negated, limits)
             });
+            // Past its own bounds (layers that never repeat, positions that do not
+            // fit), the plain product may still be small: the count and the
+            // pattern's states can move together.
+            match product {
+                Err(TerminalError::TooLarge { .. } | TerminalError::NotCountable { .. }) => {}
+                done => return done,
+            }
         }
         let (parts, negated) = (automata(regexes)?, automata(negated)?);
         let key = fingerprint_of(&("intersection", prints(&parts), prints(&negated)));

@@ -43,7 +43,9 @@ struct CounterDistances {
     product: Option<Box<Terminal>>,
 }
 
-/// Most states [`nearest_match`] visits before giving up.
+/// Most states [`nearest_match`] visits before giving up (the way is then
+/// reported as missing: a `minLength` of thousands beside a pattern of a hundred
+/// states can pass it, leaving such a string without a shortest completion).
 const MAX_SEARCHED: usize = 1 << 20;
 
 /// The shortest bytes from `state` to a match of `terminal`, by a search
@@ -323,14 +325,18 @@ impl TerminalDistances {
 
     /// Appends the shortest bytes leading from `state` to a match.
     pub fn write_from(&self, terminal: &Terminal, mut state: State, out: &mut Vec<u8>) {
-        while self.distance(state) != 0 && self.distance(state) != UNREACHABLE {
-            // In a product's counter, the whole way at once (each step would
-            // search again).
+        loop {
+            // In a product's counter, the whole way at once, from one search
+            // (each step, and each distance asked, would search again).
             if let (Err(_), Some(k)) = (self.locate(state), &self.counter) {
                 if let Some(product) = &k.product {
                     out.extend(nearest_match(product, state).unwrap_or_default());
                     return;
                 }
+            }
+            let distance = self.distance(state);
+            if distance == 0 || distance == UNREACHABLE {
+                return;
             }
             let byte = self.next_byte(state);
             out.push(byte);

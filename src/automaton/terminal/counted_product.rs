@@ -415,8 +415,13 @@ impl Terminal {
         };
         let shift = per_count.next_power_of_two().trailing_zeros();
         let counter_states = (u64::from(k.max) << shift) + u64::from(between);
+        // The stored states are checked below; the counter's alone may not pass
+        // the bound before `end` is computed.
+        if counter_states >= MAX_COUNTED_STATES {
+            return Err(too_large());
+        }
         let first: State = 1;
-        let end = first + counter_states.min(u64::from(u32::MAX)) as State;
+        let end = first + counter_states as State;
         let probe = Counter {
             first,
             end,
