@@ -61,6 +61,25 @@ fn counted_repetitions_are_the_unrolled_regex() {
     assert!(counted("a+", 0, 8, "b").is_err());
 }
 
+/// From `q` and from `canonical`, every text dies and matches at the same bytes.
+fn assert_read_alike(t: &Terminal, q: State, canonical: State, texts: &[Vec<u8>]) {
+    for text in texts {
+        let run = |mut q: State| {
+            text.iter()
+                .map(|&b| {
+                    q = t.next(q, b);
+                    (q == DEAD, t.is_match(q))
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            run(q),
+            run(canonical),
+            "from {q} vs {canonical} on {text:?}"
+        );
+    }
+}
+
 #[test]
 fn counts_far_from_the_bounds_share_a_table_state() {
     // From a state and from its table state, every text of at most `horizon`
@@ -74,21 +93,7 @@ fn counts_far_from_the_bounds_share_a_table_state() {
         let q = *states.last().unwrap();
         let canonical = t.table_state(q, horizon);
         shared += usize::from(canonical != q);
-        for text in &texts {
-            let run = |mut q: State| {
-                text.iter()
-                    .map(|&b| {
-                        q = t.next(q, b);
-                        (q == DEAD, t.is_match(q))
-                    })
-                    .collect::<Vec<_>>()
-            };
-            assert_eq!(
-                run(q),
-                run(canonical),
-                "from {q} vs {canonical} on {text:?}"
-            );
-        }
+        assert_read_alike(&t, q, canonical, &texts);
         states.push(t.next(q, b'a'));
     }
     assert!(shared >= 10, "{shared} states shared a table");
@@ -211,21 +216,7 @@ fn counted_products_share_table_states_far_from_the_bounds() {
     for _ in 0..40 {
         let canonical = t.table_state(q, horizon);
         shared += usize::from(canonical != q);
-        for text in &texts {
-            let run = |mut q: State| {
-                text.iter()
-                    .map(|&b| {
-                        q = t.next(q, b);
-                        (q == DEAD, t.is_match(q))
-                    })
-                    .collect::<Vec<_>>()
-            };
-            assert_eq!(
-                run(q),
-                run(canonical),
-                "from {q} vs {canonical} on {text:?}"
-            );
-        }
+        assert_read_alike(&t, q, canonical, &texts);
         q = t.next(q, b'c');
     }
     assert!(shared >= 20, "{shared} states shared a table");
