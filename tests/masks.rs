@@ -137,6 +137,16 @@ fn repeated_counted_strings_match_the_oracle() {
 /// A bounded string beside `null` (`["string", "null"]` with `maxLength`): a
 /// long bound keeps its counter and the alternation goes to the parser; a short
 /// one is unrolled into the fused regex. Both agree with the oracle.
+/// The grammar's terminal holding the most heap bytes.
+fn heaviest_terminal(tables: &TokenTables) -> &stencil::automaton::Terminal {
+    tables
+        .grammar()
+        .terminals()
+        .iter()
+        .max_by_key(|t| t.memory_usage())
+        .unwrap()
+}
+
 #[test]
 fn bounded_strings_beside_null_match_the_oracle() {
     let v = vocab("gpt2");
@@ -162,12 +172,7 @@ fn bounded_strings_beside_null_match_the_oracle() {
         let tables = compiler.compile_json_schema(&schema, &options).unwrap();
         // Unrolled, 64 characters are over a thousand states; counted, the
         // terminal's stored part stays small (its counter states are computed).
-        let heaviest = tables
-            .grammar()
-            .terminals()
-            .iter()
-            .max_by_key(|t| t.memory_usage())
-            .unwrap();
+        let heaviest = heaviest_terminal(&tables);
         let (stored, states) = (heaviest.memory_usage(), heaviest.state_count());
         if max == 64 {
             assert!(stored < 64 << 10, "{stored} bytes in one terminal ({states} states)");
@@ -197,12 +202,7 @@ fn patterns_and_formats_under_a_length_bound_match_the_oracle() {
         "additionalProperties": false
     });
     let tables = compiler.compile_json_schema(&schema, &options).unwrap();
-    let heaviest = tables
-        .grammar()
-        .terminals()
-        .iter()
-        .max_by_key(|t| t.memory_usage())
-        .unwrap();
+    let heaviest = heaviest_terminal(&tables);
     let products = (tables.grammar().terminals().iter())
         .filter(|t| t.counter_span().is_some_and(|k| k.carried))
         .count();

@@ -149,8 +149,7 @@ impl AutomatonCache {
                 .collect::<Result<Vec<_>, _>>()
         };
         let prints = |ts: &[Arc<Terminal>]| ts.iter().map(|t| t.fingerprint()).collect::<Vec<_>>();
-        if let Some(counted) = self.length_bound(regexes, negated, limits)? {
-            let (x, counted) = counted;
+        if let Some((x, counted)) = self.length_bound(regexes, negated, limits)? {
             let rest: Vec<Hir> = (regexes.iter().enumerate())
                 .filter(|&(y, _)| y != x)
                 .map(|(_, h)| h.clone())

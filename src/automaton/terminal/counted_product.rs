@@ -63,7 +63,14 @@ impl TickSets {
     #[inline]
     pub(super) fn live(&self, k: &Counter, state: State) -> bool {
         let (count, i) = k.position(state);
-        let (lo, hi) = (k.min.saturating_sub(count), k.max - count);
+        self.live_at(count, i, k.min, k.max)
+    }
+
+    /// Whether position `i` after `count` iterations, of a counter from `min`
+    /// to `max`, can still reach a match.
+    #[inline]
+    fn live_at(&self, count: u32, i: u32, min: u32, max: u32) -> bool {
+        let (lo, hi) = (min.saturating_sub(count), max - count);
         let layer = if lo < self.layers {
             lo
         } else if self.period > 0 {
@@ -422,21 +429,14 @@ impl Terminal {
         }
         let first: State = 1;
         let end = first + counter_states as State;
-        let probe = Counter {
-            first,
-            end,
-            per_count,
-            shift,
-            min: k.min,
-            max: k.max,
-            template: Arc::from(Vec::new()),
-            between,
-            entry: Arc::from(Vec::new()),
-            accepting: Arc::from(Vec::new()),
-            ends: false,
-            ticks: Some(Arc::clone(&ticks_by_position)),
+        // A pair entered from a stored state (at count 0) that can still match.
+        let lives_at_zero = |node: usize| match pair_index[node] {
+            NONE => false,
+            p => {
+                let i = position[p as usize];
+                i != NONE && ticks_by_position.live_at(0, i, k.min, k.max)
+            }
         };
-        let live_at_zero = |p: u32| ticks_by_position.live(&probe, first + p);
 
         // Stored states before the counter (its literal prefix) that reach a
         // live position at count 0, or a viable state past it.
@@ -445,11 +445,7 @@ impl Terminal {
             if is_pair(q) || *viable {
                 continue;
             }
-            let enters = targets(q).any(|(_, to, _)| match pair_index[to] {
-                NONE => false,
-                p => position[p as usize] != NONE && live_at_zero(position[p as usize]),
-            });
-            if enters {
+            if targets(q).any(|(_, to, _)| lives_at_zero(to)) {
                 *viable = true;
                 stack.push(q as u32);
             }
@@ -470,10 +466,12 @@ impl Terminal {
             }
         }
         // From a stored state, a position is entered at count 0.
-        let stored_target = |to: usize| match pair_index[to] {
-            NONE => state_of[to],
-            p if position[p as usize] != NONE && live_at_zero(position[p as usize]) => state_of[to],
-            _ => DEAD,
+        let stored_target = |to: usize| {
+            if pair_index[to] == NONE || lives_at_zero(to) {
+                state_of[to]
+            } else {
+                DEAD
+            }
         };
         let rows = stored.len() + 1;
         let mut transitions = vec![DEAD; rows * stride];
@@ -504,17 +502,20 @@ impl Terminal {
                 }
             }
         }
-        let start = match pair_index[0] {
-            NONE => state_of[0],
-            p if position[p as usize] != NONE && live_at_zero(position[p as usize]) => state_of[0],
-            _ => DEAD,
-        };
+        let start = stored_target(0);
         let counter = Counter {
+            first,
+            end,
+            per_count,
+            shift,
+            min: k.min,
+            max: k.max,
             template: template.into(),
+            between,
             entry: entry.into(),
             ends: counter_accepting.contains(&true),
             accepting: counter_accepting.into(),
-            ..probe
+            ticks: Some(ticks_by_position),
         };
         let class_bytes = bytes_by_class(&classes, stride);
         let mut terminal = Terminal {
