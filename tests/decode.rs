@@ -179,6 +179,104 @@ fn chunked_prefill_is_batch_independent() {
     }
 }
 
+/// A generator over its own copy of the tiny model that keeps `bytes` of
+/// prompt prefixes.
+fn caching_generator(bytes: usize) -> Generator {
+    let model = Model::load(tiny_model(), &candle_core::Device::Cpu).unwrap();
+    let tokenizer =
+        ModelTokenizer::from_gguf(model.gguf_metadata().unwrap(), "tiny model").unwrap();
+    Generator::new(model, tokenizer).with_prefix_cache(bytes)
+}
+
+/// A seeded request for `prompt` with logprobs, so that a difference in any
+/// logit shows.
+fn prompted(prompt: &str, seed: u64) -> Request {
+    let schemas = schemas();
+    Request {
+        prompt: generator().tokenizer().encode_prompt(prompt).unwrap(),
+        logprobs: 3,
+        ..request(&schemas[seed as usize % schemas.len()], Some(seed), "hf")
+    }
+}
+
+/// Tokens and every logprob, written out (equal text: equal values).
+fn outcome(g: &Generation) -> String {
+    serde_json::to_string(&(&g.tokens, &g.logprobs)).unwrap()
+}
+
+/// Rows reused from the prefix cache are the rows a forward pass computes: the
+/// tokens and logprobs of every request are those of a generator without one,
+/// whether the prompt was seen whole, shares a beginning, or runs in a batch.
+#[test]
+fn prefix_cache_reuses_rows_without_changing_tokens() {
+    let cached = caching_generator(64 << 20);
+    let first = prompted("Write JSON:", 3);
+    let again = prompted("Write JSON:", 4);
+    let longer = prompted("Write JSON: a small one", 5);
+    let plain = |r: &Request| outcome(&run(r.clone()));
+    let g = cached.generate(first.clone(), &mut |_| {}).unwrap();
+    assert_eq!(g.timings.cached_prompt_tokens, 0, "nothing cached yet");
+    assert_eq!(outcome(&g), plain(&first));
+    let g = cached.generate(again.clone(), &mut |_| {}).unwrap();
+    // One token is always fed: its logits are the first sample's.
+    assert_eq!(g.timings.cached_prompt_tokens, again.prompt.len() - 1);
+    assert_eq!(outcome(&g), plain(&again));
+    let shared = first
+        .prompt
+        .iter()
+        .zip(&longer.prompt)
+        .take_while(|(a, b)| a == b)
+        .count();
+    assert!(shared > 1 && shared < longer.prompt.len());
+    let g = cached.generate(longer.clone(), &mut |_| {}).unwrap();
+    assert_eq!(g.timings.cached_prompt_tokens, shared);
+    assert_eq!(outcome(&g), plain(&longer));
+    let batch: Vec<Request> = (10..14)
+        .map(|seed| prompted("Write JSON: a small one", seed))
+        .collect();
+    let together = cached.generate_batch(batch.clone(), &mut |_| {}).unwrap();
+    for (r, g) in batch.iter().zip(&together) {
+        assert_eq!(g.timings.cached_prompt_tokens, r.prompt.len() - 1);
+        assert_eq!(outcome(g), plain(r));
+    }
+}
+
+/// The cache holds at most its bound: the least recently used prompt leaves.
+#[test]
+fn prefix_cache_keeps_to_its_bound() {
+    let probe = caching_generator(64 << 20);
+    probe
+        .generate(prompted("Alpha beta", 1), &mut |_| {})
+        .unwrap();
+    let (entries, one) = probe.prefix_cache().unwrap().usage();
+    assert_eq!(entries, 1);
+    assert!(one > 0);
+    // Room for one such prompt, not two.
+    let cached = caching_generator(one + one / 2);
+    let a = prompted("Alpha beta", 1);
+    let b = prompted("Gamma delta", 2);
+    assert_ne!(
+        a.prompt[..2],
+        b.prompt[..2],
+        "the prompts must differ early"
+    );
+    for r in [&a, &b] {
+        cached.generate(r.clone(), &mut |_| {}).unwrap();
+        let (entries, bytes) = cached.prefix_cache().unwrap().usage();
+        assert_eq!(entries, 1);
+        assert!(bytes <= one + one / 2);
+    }
+    let g = cached.generate(a.clone(), &mut |_| {}).unwrap();
+    assert!(
+        g.timings.cached_prompt_tokens < a.prompt.len() - 1,
+        "a was evicted by b"
+    );
+    // A bound below one prompt's rows keeps nothing.
+    let tiny = caching_generator(one / 2);
+    tiny.generate(a.clone(), &mut |_| {}).unwrap();
+    assert_eq!(tiny.prefix_cache().unwrap().usage(), (0, 0));
+}
+
 #[test]
 fn jump_forward_commits_a_token_alone_allowed() {
     // Token terminals by id: no byte spells them for the grammar, so only the

@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// running batch in chunks).
     #[arg(long, default_value_t = 64)]
     prefill_chunk: usize,
+    /// MiB of recent prompts' key/value rows kept, so a prompt that begins like
+    /// an earlier one (the system turn, the tool list) feeds only the rest; 0
+    /// keeps none.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    prompt_cache_mb: usize,
     /// Tool-call format instead of the chat template's: hermes, qwen-xml, glm,
     /// seed-oss, minimax, deepseek-dsml, deepseek-v4, deepseek-v3, deepseek-r1,
     /// kimi-k2, llama3-json, mistral-nemo, mistral-args, mistral-call-id, pythonic, gemma4,
@@ -101,6 +106,7 @@ pub fn run(args: &ServeArgs) -> i32 {
         body_limit: args.body_limit,
         tool_format,
         prefill_chunk: args.prefill_chunk,
+        prompt_cache_bytes: args.prompt_cache_mb.saturating_mul(1 << 20),
     };
     match serve(generator, options) {
         Ok(()) => 0,

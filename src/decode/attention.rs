@@ -58,6 +58,20 @@ impl HostKv {
         self.keys.extend_from_slice(keys);
         self.values.extend_from_slice(values);
     }
+
+    /// A copy of the first `positions` of the `held` positions this layer holds.
+    pub fn prefix(&self, positions: usize, held: usize) -> HostKv {
+        let width = self.keys.len().checked_div(held).unwrap_or(0);
+        HostKv {
+            keys: self.keys[..positions * width].to_vec(),
+            values: self.values[..positions * width].to_vec(),
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        (self.keys.len() + self.values.len()) * std::mem::size_of::<f32>()
+    }
 }
 
 /// Writes into `out` (a row of `heads.dim` per query, its stride `stride`) query

@@ -34,6 +34,7 @@ use serde::Serialize;
 use candle_core::Tensor;
 
 use super::model::{Model, Session};
+use super::prefix_cache::PrefixCache;
 use super::reasoning::{ReasoningBudget, ReasoningWatch};
 use super::tokenizer::ModelTokenizer;
 use super::DecodeError;
@@ -107,6 +108,8 @@ pub struct NamedLogprob {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Timings {
     pub prompt_tokens: usize,
+    /// Prompt tokens whose rows came from the prefix cache, not a forward pass.
+    pub cached_prompt_tokens: usize,
     pub prompt_ms: f64,
     pub decode_ms: f64,
     /// Output tokens per second of decode time (prompt excluded).
@@ -161,6 +164,8 @@ pub struct Generator {
     tokenizer: ModelTokenizer,
     /// Most prompt tokens one request feeds per step (`None`: all at once).
     prefill_chunk: Option<usize>,
+    /// Recent prompts' key/value rows, reused by prompts that begin alike.
+    prefix_cache: Option<PrefixCache>,
 }
 
 /// A request between [`Generator::begin`] and [`Generator::end`]: everything that
@@ -174,6 +179,8 @@ pub struct ActiveRequest {
     matcher: Option<TokenMatcher>,
     /// Tokens committed but not yet fed to the model.
     pending: Vec<u32>,
+    /// The prompt, until its rows go into the prefix cache (after it is fed).
+    prompt_to_cache: Option<Vec<u32>>,
     jump_forward: bool,
     budget_steering: bool,
     max_tokens: usize,
@@ -208,7 +215,21 @@ impl Generator {
             model,
             tokenizer,
             prefill_chunk: None,
+            prefix_cache: None,
         }
+    }
+
+    /// Keeps up to `bytes` of recent prompts' key/value rows, so that a request
+    /// whose prompt begins like an earlier one's feeds only the rest (see
+    /// [`PrefixCache`]); 0 keeps none. Tokens do not change either way.
+    pub fn with_prefix_cache(mut self, bytes: usize) -> Generator {
+        self.prefix_cache = (bytes > 0).then(|| PrefixCache::new(bytes));
+        self
+    }
+
+    /// The prompt prefix cache, when there is one.
+    pub fn prefix_cache(&self) -> Option<&PrefixCache> {
+        self.prefix_cache.as_ref()
     }
 
     /// Feeds a long prompt `tokens` at a time, one step each, so that a request
@@ -354,6 +375,10 @@ impl Generator {
             } else {
                 r.first_forward_done = true;
                 r.timings.prompt_ms += ms(elapsed);
+                if let (Some(cache), Some(prompt)) = (&self.prefix_cache, r.prompt_to_cache.take())
+                {
+                    cache.insert(&prompt, &r.session);
+                }
             }
             if let Err(e) = self.sample_and_commit(r, index, &logits, mask, on_event) {
                 r.fail(e);
@@ -456,12 +481,18 @@ impl Generator {
             }
             None => None,
         };
+        let mut session = self.model.session()?;
+        let cached = match &self.prefix_cache {
+            Some(cache) => cache.resume(&mut session, &request.prompt),
+            None => 0,
+        };
         let mut r = ActiveRequest {
-            session: self.model.session()?,
+            session,
             sampler,
             state,
             matcher,
-            pending: request.prompt.clone(),
+            pending: request.prompt[cached..].to_vec(),
+            prompt_to_cache: self.prefix_cache.as_ref().map(|_| request.prompt.clone()),
             jump_forward: request.jump_forward,
             budget_steering: request.budget_steering && request.stop_policy == StopPolicy::Stop,
             max_tokens: request.max_tokens,
@@ -478,6 +509,7 @@ impl Generator {
             logprob_records: Vec::new(),
             timings: Timings {
                 prompt_tokens: request.prompt.len(),
+                cached_prompt_tokens: cached,
                 ..Timings::default()
             },
             first_forward_done: false,

@@ -115,6 +115,31 @@ impl KvCache {
     pub fn position(&self) -> usize {
         self.position
     }
+
+    /// A cache of this one's first `positions` positions, when its rows are on
+    /// the host (a GPU's tensors are not copied out). The rows are the same bits
+    /// a forward pass over those tokens alone computes: attention is causal, and
+    /// no row's arithmetic depends on another sequence or on how the tokens were
+    /// chunked.
+    pub fn prefix(&self, positions: usize) -> Option<KvCache> {
+        if positions > self.position || self.device.iter().any(Option::is_some) {
+            return None;
+        }
+        Some(KvCache {
+            host: self
+                .host
+                .iter()
+                .map(|layer| layer.prefix(positions, self.position))
+                .collect(),
+            device: Vec::new(),
+            position: positions,
+        })
+    }
+
+    /// Bytes the host rows take.
+    pub fn bytes(&self) -> usize {
+        self.host.iter().map(HostKv::bytes).sum()
+    }
 }
 
 /// One sequence's share of a batched forward pass.

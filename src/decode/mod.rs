@@ -11,7 +11,8 @@
 //! built-in default model; [`mask`] writes grammar masks into logits tensors on their
 //! device (for callers that sample there; the decode loop hands the raw row to the
 //! sampling pipeline, whose grammar stage masks it);
-//! [`generate`] is the batched loop that joins matcher, sampling and model; [`beams`]
+//! [`generate`] is the batched loop that joins matcher, sampling and model, and
+//! [`prefix_cache`] keeps recent prompts' rows for the prompts that begin alike; [`beams`]
 //! runs beam search over the model with a KV branch per hypothesis.
 //!
 //! Behind the `decode` feature (on by default) so that engines embedding only the
@@ -24,6 +25,7 @@ pub mod generate;
 pub mod llama;
 pub mod mask;
 pub mod model;
+pub mod prefix_cache;
 pub mod q8_matmul;
 pub mod reasoning;
 pub mod template;
@@ -32,6 +34,7 @@ pub mod tokenizer;
 pub use beams::Beam;
 pub use generate::{ActiveRequest, Event, FinishReason, Generation, Generator, Request, Timings};
 pub use model::{Model, Session};
+pub use prefix_cache::PrefixCache;
 pub use template::{render_chat, render_chat_json, Message};
 pub use tokenizer::ModelTokenizer;
 

@@ -428,6 +428,29 @@ impl Session {
         self.position
     }
 
+    /// A copy of the key/value rows of this session's first `positions` tokens
+    /// ([`super::PrefixCache`]): `None` unless a GGUF model on the CPU holds them.
+    pub(crate) fn kv_prefix(&self, positions: usize) -> Option<KvCache> {
+        match &self.weights {
+            SessionWeights::Gguf { cache, .. } => cache.prefix(positions),
+            _ => None,
+        }
+    }
+
+    /// Starts this session, which has fed nothing yet, from `kv`'s rows: as if
+    /// their tokens had been fed. `false` (and nothing changes) for a session
+    /// that has fed tokens or a model that keeps no such rows.
+    pub(crate) fn resume_from(&mut self, kv: KvCache) -> bool {
+        match &mut self.weights {
+            SessionWeights::Gguf { cache, .. } if self.position == 0 => {
+                self.position = kv.position();
+                *cache = kv;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Forward passes run so far.
     pub fn forward_passes(&self) -> usize {
         self.forward_passes

@@ -15,6 +15,8 @@ pub struct Metrics {
     /// `error`, or an HTTP status for a request refused before it ran).
     outcomes: Mutex<BTreeMap<String, u64>>,
     prompt_tokens: AtomicU64,
+    /// Prompt tokens whose rows came from the prefix cache.
+    cached_prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
     /// Requests waiting for a place in the batch.
     pub queue_depth: AtomicUsize,
@@ -37,6 +39,8 @@ impl Metrics {
         let t = &g.timings;
         self.prompt_tokens
             .fetch_add(t.prompt_tokens as u64, Ordering::Relaxed);
+        self.cached_prompt_tokens
+            .fetch_add(t.cached_prompt_tokens as u64, Ordering::Relaxed);
         self.completion_tokens
             .fetch_add(g.tokens.len() as u64, Ordering::Relaxed);
         self.mask_micros
@@ -72,6 +76,12 @@ impl Metrics {
             "stencil_prompt_tokens_total",
             "Prompt tokens of finished requests.",
             load(&self.prompt_tokens) as f64,
+        );
+        counter(
+            &mut out,
+            "stencil_prompt_cached_tokens_total",
+            "Prompt tokens of finished requests whose rows the prefix cache held.",
+            load(&self.cached_prompt_tokens) as f64,
         );
         counter(
             &mut out,

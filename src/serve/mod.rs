@@ -67,6 +67,9 @@ pub struct ServeOptions {
     /// Most prompt tokens a request feeds per step: a long prompt joins the
     /// running batch in chunks instead of stalling it.
     pub prefill_chunk: usize,
+    /// Bytes of recent prompts' key/value rows kept for prompts that begin
+    /// alike ([`crate::decode::PrefixCache`]); 0 keeps none.
+    pub prompt_cache_bytes: usize,
 }
 
 /// What every handler shares.
@@ -89,7 +92,11 @@ impl AppState {
 
 /// The router over `generator` (also what tests drive without a socket).
 pub fn router(generator: Generator, options: ServeOptions) -> Router {
-    let generator = Arc::new(generator.with_prefill_chunk(options.prefill_chunk));
+    let generator = Arc::new(
+        generator
+            .with_prefill_chunk(options.prefill_chunk)
+            .with_prefix_cache(options.prompt_cache_bytes),
+    );
     let metrics = Arc::new(Metrics::default());
     let scheduler = Scheduler::start(
         Arc::clone(&generator),

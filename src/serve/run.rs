@@ -156,6 +156,12 @@ pub fn usage(prompt_tokens: usize, generations: &[Generation]) -> serde_json::Va
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion,
         "total_tokens": prompt_tokens + completion,
+        // The prompt's tokens whose rows the prefix cache held.
+        "prompt_tokens_details": {"cached_tokens": generations
+            .iter()
+            .map(|g| g.timings.cached_prompt_tokens)
+            .max()
+            .unwrap_or(0)},
     });
     // Counted where the request gave the reasoning span a budget.
     if generations.iter().any(|g| g.reasoning_tokens.is_some()) {
