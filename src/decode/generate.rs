@@ -43,7 +43,7 @@ use crate::sampling::constraint::{mask_words, matcher_record};
 use crate::sampling::processors::dry::derive_breakers;
 use crate::sampling::state::{Commit, FinishStatus};
 use crate::sampling::trace::StepTrace;
-use crate::sampling::{DecoderState, Layer, Sampler, SamplingConfig, StepOptions};
+use crate::sampling::{DecoderState, Layer, Sampler, SamplingConfig, StepOptions, StepOutcome};
 use crate::tables::TokenTables;
 
 mod forced;
@@ -51,6 +51,14 @@ mod forced;
 /// A batched step's logits rows, masks (with the time each took) and the
 /// forward pass's time.
 type BatchStep = (Vec<Tensor>, Vec<(Option<Vec<u32>>, Duration)>, Duration);
+
+/// A request's sampled step before it is committed: the sampler's outcome, the
+/// raw logits row it read (for logprobs), and the time it took.
+struct Draw {
+    outcome: StepOutcome,
+    row: Vec<f32>,
+    time: Duration,
+}
 
 /// One generation request.
 #[derive(Clone)]
@@ -360,6 +368,7 @@ impl Generator {
         };
         let elapsed = forward_started.elapsed();
         let waited = elapsed.saturating_sub(forward_time);
+        let mut draws = Vec::with_capacity(live.len());
         for (((&index, logits), (mask, mask_time)), &sample) in
             live.iter().zip(logits).zip(masks).zip(&samples)
         {
@@ -380,10 +389,43 @@ impl Generator {
                     cache.insert(&prompt, &r.session);
                 }
             }
-            if let Err(e) = self.sample_and_commit(r, index, &logits, mask, on_event) {
+            draws.push((index, logits, mask));
+        }
+        let drawn = self.draw_all(batch, &draws);
+        for ((index, _, _), drawn) in draws.into_iter().zip(drawn) {
+            let r = &mut batch[index];
+            if let Err(e) = drawn.and_then(|d| self.commit_draw(r, index, d, on_event)) {
                 r.fail(e);
             }
         }
+    }
+
+    /// Each request's draw from its logits row under its mask ([`Self::draw`]),
+    /// the requests spread over candle's threads: a sampler reads only its own
+    /// request, so the draws are those of one request at a time.
+    fn draw_all(
+        &self,
+        batch: &[ActiveRequest],
+        draws: &[(usize, Tensor, Option<Vec<u32>>)],
+    ) -> Vec<Result<Draw, DecodeError>> {
+        let slots: Vec<std::sync::Mutex<Option<Result<Draw, DecodeError>>>> =
+            draws.iter().map(|_| Default::default()).collect();
+        let run = |range: std::ops::Range<usize>| {
+            for j in range {
+                let (index, logits, mask) = &draws[j];
+                let drawn = self.draw(&batch[*index], logits, mask.as_deref());
+                *slots[j].lock().unwrap_or_else(|e| e.into_inner()) = Some(drawn);
+            }
+        };
+        candle_core::utils::barrier_pool().execute_chunked(draws.len(), run);
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .expect("every draw ran")
+            })
+            .collect()
     }
 
     /// One batched forward pass over the live requests' pending tokens, the
@@ -527,18 +569,15 @@ impl Generator {
         Ok(r)
     }
 
-    /// Samples a token from `logits` under `mask`, commits it (or the closing
-    /// tokens budget steering chooses), then any forced continuation.
-    fn sample_and_commit(
+    /// Samples a token from `logits` under `mask`, leaving the request as it
+    /// is: the part of a step that may run beside the other requests' draws.
+    fn draw(
         &self,
-        r: &mut ActiveRequest,
-        index: usize,
+        r: &ActiveRequest,
         logits: &Tensor,
-        mask: Option<Vec<u32>>,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<(), DecodeError> {
-        let sample_started = Instant::now();
-
+        mask: Option<&[u32]>,
+    ) -> Result<Draw, DecodeError> {
+        let started = Instant::now();
         // The raw row: the grammar's mask is a stage of the pipeline (applied while
         // the support is built unless the order puts a truncation before it).
         let row = logits
@@ -551,8 +590,27 @@ impl Generator {
             processed_logprob: layers,
             ..StepOptions::default()
         };
+        let outcome = r.sampler.run(&r.state.view(mask), &row, &opts)?;
+        Ok(Draw {
+            outcome,
+            row,
+            time: started.elapsed(),
+        })
+    }
+
+    /// Commits a drawn token (or the closing tokens budget steering chooses),
+    /// then any forced continuation.
+    fn commit_draw(
+        &self,
+        r: &mut ActiveRequest,
+        index: usize,
+        drawn: Draw,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), DecodeError> {
+        let sample_started = Instant::now();
+        let Draw { outcome, row, time } = drawn;
+        r.timings.decode_ms += ms(time);
         let before = r.trace.as_ref().and(r.matcher.as_ref()).map(matcher_record);
-        let outcome = r.sampler.run(&r.state.view(mask.as_deref()), &row, &opts)?;
         let token = outcome.token;
         if r.logprobs > 0 {
             let logprobs = outcome
