@@ -57,6 +57,24 @@ impl Linear {
         Ok(out)
     }
 
+    /// The product of `silu(gate) * up`: quantized as it is computed on the
+    /// CPU ([`QuantizedRows::swiglu`]), candle's ops otherwise.
+    fn forward_swiglu(&self, gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+        match self {
+            Linear::Packed(m) => {
+                let (rows, k) = gate.dims2()?;
+                let device = gate.device().clone();
+                let gate: Vec<f32> = gate.flatten_all()?.to_vec1()?;
+                let up: Vec<f32> = up.flatten_all()?.to_vec1()?;
+                let quantized = QuantizedRows::swiglu(&gate, &up, k);
+                let mut out = vec![0f32; rows * m.columns()];
+                m.matmul(&quantized, &mut out);
+                Tensor::from_vec(out, (rows, m.columns()), &device)
+            }
+            Linear::Candle(_) => self.forward(&(candle_nn::ops::silu(gate)? * up)?),
+        }
+    }
+
     /// Several products of the same input, which is quantized once.
     fn forward_all<const N: usize>(linears: [&Linear; N], x: &Tensor) -> Result<[Tensor; N]> {
         let mut quantized: Option<QuantizedRows> = None;
@@ -287,7 +305,7 @@ impl BatchedLlama {
             let x1 = (layer.wo.forward(&attended)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
             let [gate, up] = Linear::forward_all([&layer.w1, &layer.w3], &h)?;
-            let mlp = layer.w2.forward(&(candle_nn::ops::silu(&gate)? * up)?)?;
+            let mlp = layer.w2.forward_swiglu(&gate, &up)?;
             x = (mlp + &x1)?;
         }
         let mut last = Vec::with_capacity(items.len());

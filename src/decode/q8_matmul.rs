@@ -208,38 +208,70 @@ impl QuantizedRows {
     /// gets the scale `max |x| / 127` and values `x / scale` rounded to the
     /// nearest integer, ties to even.
     pub fn new(data: &[f32], k: usize) -> QuantizedRows {
-        assert!(k > 0 && k.is_multiple_of(BLOCK) && data.len().is_multiple_of(k));
-        let blocks = data.len() / BLOCK;
-        let mut values = vec![0i8; data.len()];
-        let mut scales = vec![0f32; blocks];
-        let mut bias = vec![0i32; blocks];
-        for (b, block) in data.chunks_exact(BLOCK).enumerate() {
-            // Eight running maxima, so the loop vectorizes (max is exact in any order).
-            let mut lanes = [0f32; 8];
-            for eight in block.chunks_exact(8) {
-                for (m, x) in lanes.iter_mut().zip(eight) {
-                    *m = m.max(x.abs());
+        QuantizedRows::from_blocks(data.len(), k, |b, block| {
+            block.copy_from_slice(&data[b * BLOCK..][..BLOCK])
+        })
+    }
+
+    /// The rows of `silu(gate) * up` (a SwiGLU feed-forward's product, `silu(x)
+    /// = x / (1 + e^-x)`), quantized as [`Self::new`] quantizes: computed block
+    /// by block beside the quantization, on the pool's threads, instead of as two
+    /// tensor passes on one.
+    pub fn swiglu(gate: &[f32], up: &[f32], k: usize) -> QuantizedRows {
+        assert_eq!(gate.len(), up.len(), "gate and up of other sizes");
+        QuantizedRows::from_blocks(gate.len(), k, |b, block| {
+            let (gate, up) = (&gate[b * BLOCK..][..BLOCK], &up[b * BLOCK..][..BLOCK]);
+            for ((x, &g), &u) in block.iter_mut().zip(gate).zip(up) {
+                *x = g / ((-g).exp() + 1.0) * u;
+            }
+        })
+    }
+
+    /// Quantizes `len` values (rows of `k`), block `b`'s values written by
+    /// `values(b, ..)`; blocks are independent, so large inputs are spread over
+    /// candle's pool.
+    fn from_blocks(
+        len: usize,
+        k: usize,
+        values: impl Fn(usize, &mut [f32; BLOCK]) + Sync,
+    ) -> QuantizedRows {
+        assert!(k > 0 && k.is_multiple_of(BLOCK) && len.is_multiple_of(k));
+        let blocks = len / BLOCK;
+        let mut rows = QuantizedRows {
+            k,
+            values: vec![0i8; len],
+            scales: vec![0f32; blocks],
+            bias: vec![0i32; blocks],
+        };
+        let (values_at, scales_at, bias_at) = (
+            rows.values.as_mut_ptr() as usize,
+            rows.scales.as_mut_ptr() as usize,
+            rows.bias.as_mut_ptr() as usize,
+        );
+        let run = |range: std::ops::Range<usize>| {
+            let mut block = [0f32; BLOCK];
+            for b in range {
+                values(b, &mut block);
+                // Safety: block `b` writes only its own values, scale and bias,
+                // and the pool returns after every range is done.
+                unsafe {
+                    let out = std::slice::from_raw_parts_mut(
+                        (values_at as *mut i8).add(b * BLOCK),
+                        BLOCK,
+                    );
+                    let (scale, bias) = quantize_block(&block, out);
+                    *(scales_at as *mut f32).add(b) = scale;
+                    *(bias_at as *mut i32).add(b) = bias;
                 }
             }
-            let max = lanes.iter().fold(0f32, |m, &x| m.max(x));
-            let scale = max / 127.0;
-            let inverse = if scale == 0.0 { 0.0 } else { 1.0 / scale };
-            let out = &mut values[b * BLOCK..][..BLOCK];
-            for (q, &x) in out.iter_mut().zip(block) {
-                // Adding and taking away 1.5 x 2^23 rounds to the nearest integer
-                // (ties to even) in two vector instructions; NaN becomes 0.
-                const ROUND: f32 = 12_582_912.0;
-                *q = (((x * inverse).clamp(-127.0, 127.0) + ROUND) - ROUND) as i8;
-            }
-            scales[b] = scale;
-            bias[b] = -128 * out.iter().map(|&q| q as i32).sum::<i32>();
+        };
+        // Waking the pool costs a few microseconds: one thread for one row.
+        if len < 4096 {
+            run(0..blocks);
+        } else {
+            candle_core::utils::barrier_pool().execute_chunked(blocks, run);
         }
-        QuantizedRows {
-            k,
-            values,
-            scales,
-            bias,
-        }
+        rows
     }
 
     /// Rows held.
@@ -251,6 +283,46 @@ impl QuantizedRows {
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }
+}
+
+/// One block's values, its scale and its bias (`-128 x` the sum of its values).
+fn quantize_block(block: &[f32; BLOCK], out: &mut [i8]) -> (f32, i32) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // Safety: the CPU has AVX2.
+        return unsafe { quantize_block_avx2(block, out) };
+    }
+    quantize_block_here(block, out)
+}
+
+/// [`quantize_block`] compiled for AVX2: the same operations (maxima, one
+/// product, a clamp, the rounding pair, a conversion), each exact or rounded
+/// once whatever the width, so the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_block_avx2(block: &[f32; BLOCK], out: &mut [i8]) -> (f32, i32) {
+    quantize_block_here(block, out)
+}
+
+#[inline(always)]
+fn quantize_block_here(block: &[f32; BLOCK], out: &mut [i8]) -> (f32, i32) {
+    // Eight running maxima, so the loop vectorizes (max is exact in any order).
+    let mut lanes = [0f32; 8];
+    for eight in block.chunks_exact(8) {
+        for (m, x) in lanes.iter_mut().zip(eight) {
+            *m = m.max(x.abs());
+        }
+    }
+    let max = lanes.iter().fold(0f32, |m, &x| m.max(x));
+    let scale = max / 127.0;
+    let inverse = if scale == 0.0 { 0.0 } else { 1.0 / scale };
+    for (q, &x) in out.iter_mut().zip(block) {
+        // Adding and taking away 1.5 x 2^23 rounds to the nearest integer
+        // (ties to even) in two vector instructions; NaN becomes 0.
+        const ROUND: f32 = 12_582_912.0;
+        *q = (((x * inverse).clamp(-127.0, 127.0) + ROUND) - ROUND) as i8;
+    }
+    (scale, -128 * out.iter().map(|&q| q as i32).sum::<i32>())
 }
 
 /// Which instructions compute the integer dot products (the results are the same).
@@ -592,6 +664,45 @@ mod tests {
         assert_eq!(q.bias, [-128 * 3]);
         let zero = QuantizedRows::new(&[0.0; 32], 32);
         assert_eq!((zero.scales[0], zero.values[0]), (0.0, 0));
+    }
+
+    /// Each block quantized alone, the slow way (as `rows_quantize...` pins).
+    fn reference(data: &[f32], k: usize) -> (Vec<i8>, Vec<f32>, Vec<i32>) {
+        let mut values = vec![0i8; data.len()];
+        let (mut scales, mut bias) = (Vec::new(), Vec::new());
+        for (block, out) in data.chunks_exact(BLOCK).zip(values.chunks_exact_mut(BLOCK)) {
+            let (scale, b) = quantize_block_here(block.try_into().unwrap(), out);
+            scales.push(scale);
+            bias.push(b);
+        }
+        assert!(data.len().is_multiple_of(k));
+        (values, scales, bias)
+    }
+
+    /// Large inputs are quantized on the pool's threads, SwiGLU's product
+    /// beside it: the same bits as one block after another over candle's
+    /// `silu(gate) * up`.
+    #[test]
+    fn pooled_and_fused_quantization_is_blockwise() {
+        for rows in [1, 3, 9] {
+            let k = 1536;
+            let gate = values(rows as u64, rows * k);
+            let up = values(rows as u64 + 50, rows * k);
+            let q = QuantizedRows::new(&gate, k);
+            assert_eq!((q.values, q.scales, q.bias), reference(&gate, k));
+            let t = |v: &[f32]| Tensor::from_vec(v.to_vec(), (rows, k), &Device::Cpu).unwrap();
+            let product: Vec<f32> = (candle_nn::ops::silu(&t(&gate)).unwrap() * t(&up))
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
+            let fused = QuantizedRows::swiglu(&gate, &up, k);
+            assert_eq!(
+                (fused.values, fused.scales, fused.bias),
+                reference(&product, k)
+            );
+        }
     }
 
     #[test]
