@@ -116,14 +116,14 @@ def level(url, concurrency, requests, max_tokens):
             "ttft_p99_ms": 1000 * percentile(ttft, 99), "tokens": tokens, "wall_s": wall}
 
 
-def run_server(name, command, url, levels, rounds, max_tokens):
+def run_server(name, command, url, levels, rounds, max_tokens, per_client):
     log = open(f"/tmp/bench-{name}.log", "w")
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_healthy(url, process)
         rows = {}
         for c in levels:
-            runs = [level(url, c, max(2 * c, 8), max_tokens) for _ in range(rounds)]
+            runs = [level(url, c, max(per_client * c, 8), max_tokens) for _ in range(rounds)]
             best = max(runs, key=lambda r: r["tokens_per_s"])
             rows[c] = best
             print(f"{name} c={c}: {best['tokens_per_s']:.1f} tok/s, ttft p50 {best['ttft_p50_ms']:.0f} ms,"
@@ -142,6 +142,9 @@ def main():
     ap.add_argument("--concurrency", default="1,4,8,16")
     ap.add_argument("--rounds", type=int, default=1, help="runs per level; the best is kept")
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--requests-per-client", type=int, default=2,
+                    help="requests per level: this many per concurrent client (at least 8); more"
+                         " measure the steady state, fewer weigh the batch's ramp-down at the end")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     args = ap.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -150,7 +153,8 @@ def main():
     command = [args.stencil, "serve", "--port", str(port), "--max-batch", str(max(levels))]
     if args.gguf:
         command += ["--model", args.gguf]
-    results["stencil"] = run_server("stencil", command, f"http://127.0.0.1:{port}", levels, args.rounds, args.max_tokens)
+    results["stencil"] = run_server("stencil", command, f"http://127.0.0.1:{port}", levels, args.rounds, args.max_tokens,
+                                  args.requests_per_client)
     if args.llama_server:
         if not args.gguf:
             sys.exit("--llama-server needs --gguf")
@@ -158,7 +162,7 @@ def main():
         command = [args.llama_server, "-m", args.gguf, "--port", str(port), "--parallel", str(max(levels)),
                    "-c", str(4096 * max(levels)), "-t", str(args.threads), "--no-webui"]
         results["llama-server"] = run_server("llama-server", command, f"http://127.0.0.1:{port}", levels,
-                                             args.rounds, args.max_tokens)
+                                             args.rounds, args.max_tokens, args.requests_per_client)
     print("| server | concurrency | output tok/s | vs own c=1 | TTFT p50 ms | TTFT p99 ms |")
     print("|---|---|---|---|---|---|")
     for name, rows in results.items():
