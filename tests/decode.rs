@@ -271,8 +271,26 @@ fn prefix_cache_keeps_to_its_bound() {
         g.timings.cached_prompt_tokens < a.prompt.len() - 1,
         "a was evicted by b"
     );
-    // A bound below one prompt's rows keeps nothing.
-    let tiny = caching_generator(one / 2);
+    let per_position = one / a.prompt.len();
+    assert_eq!(one % a.prompt.len(), 0);
+    // A prompt that extends a kept one replaces it.
+    let extends = caching_generator(64 << 20);
+    let longer = prompted("Alpha beta gamma delta epsilon zeta eta theta", 3);
+    assert!(longer.prompt.starts_with(&a.prompt));
+    for r in [&a, &longer] {
+        extends.generate(r.clone(), &mut |_| {}).unwrap();
+        let usage = extends.prefix_cache().unwrap().usage();
+        assert_eq!(usage, (1, r.prompt.len() * per_position));
+    }
+    // Of a prompt past the whole bound, the beginning that fits is kept.
+    let small = caching_generator(4 * per_position + per_position / 2);
+    small.generate(longer.clone(), &mut |_| {}).unwrap();
+    assert_eq!(small.prefix_cache().unwrap().usage(), (1, 4 * per_position));
+    let g = small.generate(longer.clone(), &mut |_| {}).unwrap();
+    assert_eq!(g.timings.cached_prompt_tokens, 4);
+    assert_eq!(outcome(&g), outcome(&run(longer.clone())));
+    // Below two positions nothing is kept.
+    let tiny = caching_generator(per_position + 1);
     tiny.generate(a.clone(), &mut |_| {}).unwrap();
     assert_eq!(tiny.prefix_cache().unwrap().usage(), (0, 0));
 }

@@ -290,7 +290,8 @@ impl Generator {
         for i in 1..n {
             let mut sample = request.clone();
             sample.sampling.seed = Some(seed.wrapping_add(i as u64));
-            let mut r = self.begin(sample)?;
+            let mut r = self.begin_from(sample, false)?;
+            r.timings.cached_prompt_tokens = first.timings.cached_prompt_tokens;
             r.session = first.session.fork();
             r.pending = first.pending.clone();
             running.push(r);
@@ -389,7 +390,12 @@ impl Generator {
                     cache.insert(&prompt, &r.session);
                 }
             }
-            draws.push((index, logits, mask));
+            // On the host before the pool's threads read it (a GPU's rows are
+            // copied here, by the thread that runs the model; a CPU's are shared).
+            match logits.to_device(&candle_core::Device::Cpu) {
+                Ok(logits) => draws.push((index, logits, mask)),
+                Err(e) => r.fail(DecodeError::Forward(super::model::candle_message(&e))),
+            }
         }
         let drawn = self.draw_all(batch, &draws);
         for ((index, _, _), drawn) in draws.into_iter().zip(drawn) {
@@ -413,11 +419,20 @@ impl Generator {
         let run = |range: std::ops::Range<usize>| {
             for j in range {
                 let (index, logits, mask) = &draws[j];
-                let drawn = self.draw(&batch[*index], logits, mask.as_deref());
+                // A panic must not unwind through candle's pool (it would leave
+                // the pool's lock poisoned for every later product).
+                let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.draw(&batch[*index], logits, mask.as_deref())
+                }))
+                .unwrap_or_else(|_| Err(DecodeError::Forward("sampling panicked".into())));
                 *slots[j].lock().unwrap_or_else(|e| e.into_inner()) = Some(drawn);
             }
         };
-        candle_core::utils::barrier_pool().execute_chunked(draws.len(), run);
+        if draws.len() < 2 {
+            run(0..draws.len());
+        } else {
+            candle_core::utils::barrier_pool().execute_chunked(draws.len(), run);
+        }
         slots
             .into_iter()
             .map(|slot| {
@@ -499,6 +514,12 @@ impl Generator {
 
     /// Starts a request: its session, sampler, decoder state and matcher.
     pub fn begin(&self, request: Request) -> Result<ActiveRequest, DecodeError> {
+        self.begin_from(request, true)
+    }
+
+    /// [`Self::begin`], from the prefix cache only when `cached` (a sample of
+    /// [`Self::generate_n`] takes its first sample's rows instead).
+    fn begin_from(&self, request: Request, cached: bool) -> Result<ActiveRequest, DecodeError> {
         let eos: Vec<u32> = self.tokenizer.vocab().eos_ids().to_vec();
         let Some(&first_eos) = eos.first() else {
             return Err(DecodeError::Tokenizer {
@@ -524,7 +545,8 @@ impl Generator {
             None => None,
         };
         let mut session = self.model.session()?;
-        let cached = match &self.prefix_cache {
+        let prefix_cache = self.prefix_cache.as_ref().filter(|_| cached);
+        let cached = match prefix_cache {
             Some(cache) => cache.resume(&mut session, &request.prompt),
             None => 0,
         };
@@ -534,7 +556,7 @@ impl Generator {
             state,
             matcher,
             pending: request.prompt[cached..].to_vec(),
-            prompt_to_cache: self.prefix_cache.as_ref().map(|_| request.prompt.clone()),
+            prompt_to_cache: prefix_cache.map(|_| request.prompt.clone()),
             jump_forward: request.jump_forward,
             budget_steering: request.budget_steering && request.stop_policy == StopPolicy::Stop,
             max_tokens: request.max_tokens,

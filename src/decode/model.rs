@@ -437,6 +437,17 @@ impl Session {
         }
     }
 
+    /// Bytes of key/value rows one position takes on the host (0 for a model
+    /// that keeps none there, or a session that has fed nothing).
+    pub(crate) fn kv_bytes_per_position(&self) -> usize {
+        match &self.weights {
+            SessionWeights::Gguf { cache, .. } => {
+                cache.bytes().checked_div(cache.position()).unwrap_or(0)
+            }
+            _ => 0,
+        }
+    }
+
     /// Starts this session, which has fed nothing yet, from `kv`'s rows: as if
     /// their tokens had been fed. `false` (and nothing changes) for a session
     /// that has fed tokens or a model that keeps no such rows.

@@ -16,10 +16,14 @@
 //! Only GGUF models on the CPU keep their rows on the host; for the others the
 //! cache stays empty.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::llama::KvCache;
 use super::Session;
+
+/// Fewer common tokens than this are not worth a lookup's copy (a BOS alone
+/// would keep its entry recent).
+const MIN_REUSE: usize = 2;
 
 /// Recent prompts' key/value rows, shared by every request of a
 /// [`super::Generator`].
@@ -38,7 +42,8 @@ struct Entries {
 
 struct Entry {
     tokens: Vec<u32>,
-    kv: KvCache,
+    /// Shared, so that a lookup copies the rows after letting the lock go.
+    kv: Arc<KvCache>,
     bytes: usize,
     used: u64,
 }
@@ -65,15 +70,16 @@ impl PrefixCache {
             .enumerate()
             .map(|(i, e)| (common_prefix(&e.tokens, &prompt[..usable]), i))
             .max();
-        let Some((positions, i)) = best.filter(|&(n, _)| n > 0) else {
+        let Some((positions, i)) = best.filter(|&(n, _)| n >= MIN_REUSE) else {
             return 0;
         };
         inner.clock += 1;
         inner.entries[i].used = inner.clock;
-        let Some(kv) = inner.entries[i].kv.prefix(positions) else {
+        let rows = Arc::clone(&inner.entries[i].kv);
+        drop(inner);
+        let Some(kv) = rows.prefix(positions) else {
             return 0;
         };
-        drop(inner);
         if session.resume_from(kv) {
             positions
         } else {
@@ -82,33 +88,35 @@ impl PrefixCache {
     }
 
     /// Keeps the rows of `prompt`, which `session` has fed first (what it fed
-    /// after, forced tokens riding along with the prompt, is left out). A prompt
-    /// that extends a cached one replaces it; the least recently used entries
-    /// leave until the cache fits its bound.
+    /// after, forced tokens riding along with the prompt, is left out); of a
+    /// prompt larger than the whole bound, the beginning that fits (the system
+    /// turn, the tools). A prompt that extends a cached one replaces it; the
+    /// least recently used entries leave until the cache fits its bound.
     pub fn insert(&self, prompt: &[u32], session: &Session) {
-        let mut inner = self.lock();
-        inner.clock += 1;
-        let now = inner.clock;
-        if let Some(e) = inner
-            .entries
-            .iter_mut()
-            .find(|e| e.tokens.starts_with(prompt))
-        {
-            e.used = now;
+        let per_position = session.kv_bytes_per_position();
+        if per_position == 0 {
             return;
         }
+        let prompt = &prompt[..prompt.len().min(self.capacity_bytes / per_position)];
+        if prompt.len() < MIN_REUSE || self.touch_covering(prompt) {
+            return;
+        }
+        // The copy runs without the lock: lookups go on meanwhile.
         let Some(kv) = session.kv_prefix(prompt.len()) else {
             return;
         };
         let bytes = kv.bytes();
-        if bytes > self.capacity_bytes {
-            return;
-        }
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let now = inner.clock;
         let Entries {
             entries,
             bytes: total,
             ..
         } = &mut *inner;
+        if entries.iter().any(|e| e.tokens.starts_with(prompt)) {
+            return;
+        }
         entries.retain(|e| {
             let extended = prompt.starts_with(&e.tokens);
             if extended {
@@ -118,7 +126,7 @@ impl PrefixCache {
         });
         entries.push(Entry {
             tokens: prompt.to_vec(),
-            kv,
+            kv: Arc::new(kv),
             bytes,
             used: now,
         });
@@ -128,6 +136,24 @@ impl PrefixCache {
                 .min_by_key(|&i| entries[i].used)
                 .expect("over the bound, so not empty");
             *total -= entries.swap_remove(oldest).bytes;
+        }
+    }
+
+    /// Marks as used an entry that holds all of `prompt`; whether there was one.
+    fn touch_covering(&self, prompt: &[u32]) -> bool {
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let now = inner.clock;
+        match inner
+            .entries
+            .iter_mut()
+            .find(|e| e.tokens.starts_with(prompt))
+        {
+            Some(e) => {
+                e.used = now;
+                true
+            }
+            None => false,
         }
     }
 
