@@ -39,7 +39,9 @@ fn cases() -> Option<Vec<Value>> {
     Some(serde_json::from_str(&text).unwrap())
 }
 
-const MAX_TOKENS: &str = "`max_tokens=` on a rule over a nested grammar (`%json`, `%lark`): a budget counts one lexeme, not a parse (refused, located)";
+const OFF_BY_ONE: &str = "trace: `max_tokens=2` over a nested grammar lets llguidance take three tokens (its test says \"TODO we're off by one here\"); stencil cuts the rule after two, so the third ` a` is masked";
+
+const RECURSIVE_BUDGET: &str = "`max_tokens=` over `%json` (a recursive grammar: a budget counts one lexeme, refused with the rule's location); llguidance's trace also takes four tokens under a budget of three (\"again, off by one\")";
 
 const LAZY_COMMITS: &str = "trace: llguidance's lexer commits to a lazy lexeme once it matches (`f1_hd` ends at `<function`, so `=` is forced); stencil keeps every reading (`f_end`'s TEXT may go on), so nothing is forced there";
 
@@ -52,19 +54,10 @@ const KNOWN: &[(&str, &str)] = &[
     ("test_ll_tool_str_prototype#4", LAZY_COMMITS),
     ("test_ll_tool_str_json#0", LAZY_COMMITS),
     ("test_struct_tag_0#1", "a trigger that is a special token of llguidance's byte tokenizer (`⁂<|tool|>`), and a Lark grammar as a legacy struct tag's content: the legacy shape takes JSON Schemas"),
-    ("test_ll_json#3", MAX_TOKENS),
-    ("test_ll_json#4", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#0", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#1", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#2", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#3", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#4", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#5", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#6", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#7", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#8", MAX_TOKENS),
-    ("test_ll_subgrammar_max_tokens#9", MAX_TOKENS),
-    ("test_ll_lexeme_subgrammar_max_tokens#0", MAX_TOKENS),
+    ("test_ll_json#3", RECURSIVE_BUDGET),
+    ("test_ll_json#4", RECURSIVE_BUDGET),
+    ("test_ll_subgrammar_max_tokens#8", OFF_BY_ONE),
+    ("test_ll_subgrammar_max_tokens#9", OFF_BY_ONE),
 ];
 
 /// The struct tags of llguidance's Python `StructTag` as the legacy structural

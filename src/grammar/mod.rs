@@ -33,6 +33,7 @@
 use std::fmt;
 
 pub(crate) mod dfa;
+mod flatten;
 mod free_text;
 mod tokens;
 
@@ -398,7 +399,7 @@ pub enum GrammarError {
         rule: String,
         location: Option<Location>,
     },
-    #[error("rule `{rule}`{at}: a token budget needs a regular body that is one lexeme (a regex, free text, or a leaf minus strings) and at least one token", at = at(location))]
+    #[error("rule `{rule}`{at}: a token budget needs a regular body that is one lexeme (a regex, free text, a leaf minus strings, or rules that never recur) and at least one token", at = at(location))]
     BudgetNotALexeme {
         rule: String,
         location: Option<Location>,

@@ -121,10 +121,11 @@ pub(crate) fn parse(
         rules[reference.rule.index()].expr = Expr::Ref(roots[target]);
     }
 
-    let grammar = Grammar {
+    let mut grammar = Grammar {
         rules,
         root: roots[0],
     };
+    grammar.flatten_budget_bodies();
     grammar.validate()?;
     Ok((grammar, report))
 }

@@ -15,9 +15,10 @@
 //!   ([`Dfa::shortest_matches`]), or, when it is any text up to a literal (the
 //!   tool-calling shape), one free-text terminal ([`FreeText`]).
 //! * A rule with `max_tokens=N` is one lexeme with a token budget
-//!   ([`TokenBudget`]): its body must be regular (a nested grammar cannot be
-//!   counted as one lexeme; refused with its location). `max_tokens=0` is the
-//!   empty string. `capture`, `stop_capture`, `temperature=` and stop text to
+//!   ([`TokenBudget`]): its body must be regular. A body of rules (a nested
+//!   `%lark` grammar) is inlined into one regex when they never recur
+//!   ([`Grammar::flatten_budget_bodies`]); a recursive one (a `%json` value) is
+//!   refused with the rule's location. `max_tokens=0` is the empty string. `capture`, `stop_capture`, `temperature=` and stop text to
 //!   hide are reported as annotations.
 //! * Names are resolved lazily from `start`, as llguidance does: a rule nobody
 //!   reaches is parsed but not lowered.
@@ -100,11 +101,17 @@ pub(crate) fn lower(
         Expr::Ref(id) => id,
         expr => l.push_rule("start (no %ignore before its first lexeme)".into(), expr, 0),
     };
-    let grammar = Grammar {
+    let mut grammar = Grammar {
         rules: l.rules,
         root,
     };
-    grammar.validate()?;
+    // A document's references are linked first: it flattens and validates then.
+    if l.references.is_empty() {
+        grammar.flatten_budget_bodies();
+    }
+    if l.references.is_empty() || !grammar.has_budget_over_rules() {
+        grammar.validate()?;
+    }
     Ok(Lowered {
         grammar,
         report: l.report,
@@ -468,15 +475,23 @@ impl<'a> Lowering<'a> {
         // A token budget: the body is one lexeme (greedy, as with an empty
         // stop), built once every terminal it names is known.
         if let Some((_, max_tokens)) = budget {
-            let rx = self
-                .term_expansions(scope, &def.body)
-                .map_err(|e| self.lexeme_rule_error(e, &def.name))?;
-            self.pending.push(Pending {
-                rule: id,
-                rx,
-                mode: Mode::Budget(max_tokens),
-                at: def.at,
-            });
+            match self.term_expansions(scope, &def.body) {
+                Ok(rx) => self.pending.push(Pending {
+                    rule: id,
+                    rx,
+                    mode: Mode::Budget(max_tokens),
+                    at: def.at,
+                }),
+                // Rules (a nested grammar): one lexeme once they are known, if
+                // they never recur (`Grammar::flatten_budget_bodies`).
+                Err(e) => {
+                    let Ok(body) = self.rule_expansions(scope, &def.body) else {
+                        return Err(self.lexeme_rule_error(e, &def.name));
+                    };
+                    self.rules[id.index()].expr =
+                        Expr::Budget(Box::new(TokenBudget { body, max_tokens }));
+                }
+            }
             return Ok(());
         }
         if empty_stop {

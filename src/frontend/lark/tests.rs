@@ -31,6 +31,10 @@ fn error(text: &str) -> (u32, u32, String) {
         Err(FrontendError::Syntax { location, message }) => {
             (location.line, location.column, message)
         }
+        Err(FrontendError::Grammar(e)) if e.location().is_some() => {
+            let location = e.location().expect("checked");
+            (location.line, location.column, e.to_string())
+        }
         other => panic!("{text:?}: expected a located error, got {other:?}"),
     }
 }
@@ -151,8 +155,8 @@ fn errors_name_line_and_column() {
         (
             "start: x\nx[max_tokens=3]: %json {\"type\": \"array\"}",
             2,
-            18,
-            "must be a terminal",
+            1,
+            "rules that never recur",
         ),
         (
             "start: x\nx[max_tokens=3]: /a/ & /b/",
@@ -287,6 +291,13 @@ fn rule_attributes_shape_the_language_or_are_annotated() {
         "start: x \"!\"\nx[max_tokens=1]: /[a-z]*/",
         &["!", "abc!"],
         &["1!"],
+    );
+    // A nested grammar that never recurs is one budgeted lexeme: its own
+    // `%ignore` inside, its language whole.
+    language(
+        "start: \" x\" ab \" y\"\nab[max_tokens=3]: %lark {\nstart: (\" a\")* \" b\" | c\nc: \"c\"+\n%ignore \"_\"\n}",
+        &[" x b y", " x a a b y", " x a_ a_ b y", " xcc y"],
+        &[" x a y", " x y", " x b b y"],
     );
 
     let text = "start: x y z\nx[capture, stop=/\\n/, stop_capture=\"nl\"]: /.*/\ny[capture=\"why\", temperature=0.5]: \"y\"\nz[suffix=\"s\"]: /z*/";
