@@ -16,11 +16,17 @@ use super::{Expr, Grammar, Rule};
 
 /// Largest inlined regex, in syntax-tree nodes.
 const MAX_NODES: usize = 1 << 16;
+/// Most nodes inlined over all of a grammar's budgets (each inlining copies).
+const MAX_TOTAL_NODES: usize = 1 << 20;
+/// Deepest chain of rule references inlined: the inlining recurses along it
+/// (and so would the regex's compilation).
+const MAX_DEPTH: usize = 128;
 
 impl Grammar {
     /// Replaces the body of every token budget that is not a leaf by one regex
     /// where its rules are regular (see the module docs); leaves the others.
     pub fn flatten_budget_bodies(&mut self) {
+        let mut total = 0;
         for i in 0..self.rules.len() {
             if !has_rule_budget(&self.rules[i].expr) {
                 continue;
@@ -30,9 +36,20 @@ impl Grammar {
             let mut expr = std::mem::replace(&mut self.rules[i].expr, Expr::Empty);
             let mut visiting = vec![false; self.rules.len()];
             visiting[i] = true;
-            flatten_in(&mut expr, &self.rules, &mut visiting);
+            flatten_in(&mut expr, &self.rules, &mut visiting, &mut total);
             self.rules[i].expr = expr;
         }
+    }
+
+    /// A copy whose budgets over rules have empty bodies: what can be
+    /// validated of a grammar before its references are linked and its
+    /// budgets flattened.
+    pub fn with_budget_bodies_emptied(&self) -> Grammar {
+        let mut copy = self.clone();
+        for rule in &mut copy.rules {
+            empty_rule_budgets(&mut rule.expr);
+        }
+        copy
     }
 
     /// Whether some token budget's body is not a leaf (yet).
@@ -59,76 +76,105 @@ fn is_leaf(expr: &Expr) -> bool {
     )
 }
 
-fn flatten_in(expr: &mut Expr, rules: &[Rule], visiting: &mut [bool]) {
+fn flatten_in(expr: &mut Expr, rules: &[Rule], visiting: &mut [bool], total: &mut usize) {
     match expr {
         Expr::Budget(b) if !is_leaf(&b.body) => {
             let mut nodes = 0;
-            if let Some(hir) = regular_hir(&b.body, rules, visiting, &mut nodes) {
-                b.body = Expr::Regex(hir);
+            let mut inline = Inline {
+                rules,
+                visiting,
+                depth: 0,
+            };
+            if let Some(hir) = inline.hir(&b.body, &mut nodes) {
+                if *total + nodes <= MAX_TOTAL_NODES {
+                    *total += nodes;
+                    b.body = Expr::Regex(hir);
+                }
             }
         }
         Expr::Seq(items) | Expr::Alt(items) => items
             .iter_mut()
-            .for_each(|e| flatten_in(e, rules, visiting)),
-        Expr::Repeat { expr, .. } => flatten_in(expr, rules, visiting),
+            .for_each(|e| flatten_in(e, rules, visiting, total)),
+        Expr::Repeat { expr, .. } => flatten_in(expr, rules, visiting, total),
         Expr::Permutation(p) => {
             let parts = p.members.iter_mut().chain(&mut p.extra);
             for part in parts.chain(std::iter::once(&mut p.separator)) {
-                flatten_in(part, rules, visiting);
+                flatten_in(part, rules, visiting, total);
             }
         }
         _ => {}
     }
 }
 
-/// `expr` with every rule it reaches inlined, as one regex: `None` where it
-/// recurs, holds something other than regexes and their combinations, or
-/// passes [`MAX_NODES`].
-fn regular_hir(
-    expr: &Expr,
-    rules: &[Rule],
-    visiting: &mut [bool],
-    nodes: &mut usize,
-) -> Option<Hir> {
-    *nodes += 1;
-    if *nodes > MAX_NODES {
-        return None;
+fn empty_rule_budgets(expr: &mut Expr) {
+    match expr {
+        Expr::Budget(b) if !is_leaf(&b.body) => b.body = Expr::Empty,
+        Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(empty_rule_budgets),
+        Expr::Repeat { expr, .. } => empty_rule_budgets(expr),
+        Expr::Permutation(p) => {
+            let parts = p.members.iter_mut().chain(&mut p.extra);
+            for part in parts.chain(std::iter::once(&mut p.separator)) {
+                empty_rule_budgets(part);
+            }
+        }
+        _ => {}
     }
-    let mut all = |items: &[Expr], nodes: &mut usize| -> Option<Vec<Hir>> {
-        items
-            .iter()
-            .map(|e| regular_hir(e, rules, visiting, nodes))
-            .collect()
-    };
-    Some(match expr {
-        Expr::Empty => Hir::empty(),
-        Expr::Regex(hir) => {
-            *nodes += size(hir);
-            if *nodes > MAX_NODES {
-                return None;
-            }
-            hir.clone()
+}
+
+/// The inlining's state: the rules, those on the current path, its depth.
+struct Inline<'a> {
+    rules: &'a [Rule],
+    visiting: &'a mut [bool],
+    depth: usize,
+}
+
+impl Inline<'_> {
+    /// `expr` with every rule it reaches inlined, as one regex: `None` where
+    /// it recurs, holds something other than regexes and their combinations,
+    /// or passes [`MAX_NODES`] or [`MAX_DEPTH`].
+    fn hir(&mut self, expr: &Expr, nodes: &mut usize) -> Option<Hir> {
+        *nodes += 1;
+        if *nodes > MAX_NODES {
+            return None;
         }
-        Expr::Ref(id) => {
-            let i = id.index();
-            if *visiting.get(i)? {
-                return None;
+        Some(match expr {
+            Expr::Empty => Hir::empty(),
+            Expr::Regex(hir) => {
+                *nodes += size(hir);
+                if *nodes > MAX_NODES {
+                    return None;
+                }
+                hir.clone()
             }
-            visiting[i] = true;
-            let inlined = regular_hir(&rules.get(i)?.expr, rules, visiting, nodes);
-            visiting[i] = false;
-            inlined?
-        }
-        Expr::Seq(items) => Hir::concat(all(items, nodes)?),
-        Expr::Alt(items) => Hir::alternation(all(items, nodes)?),
-        Expr::Repeat { expr, min, max } => Hir::repetition(Repetition {
-            min: *min,
-            max: *max,
-            greedy: true,
-            sub: Box::new(regular_hir(expr, rules, visiting, nodes)?),
-        }),
-        _ => return None,
-    })
+            Expr::Ref(id) => {
+                let i = id.index();
+                let rules = self.rules;
+                let rule = rules.get(i)?;
+                if *self.visiting.get(i)? || self.depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.visiting[i] = true;
+                self.depth += 1;
+                let inlined = self.hir(&rule.expr, nodes);
+                self.depth -= 1;
+                self.visiting[i] = false;
+                inlined?
+            }
+            Expr::Seq(items) => Hir::concat(self.all(items, nodes)?),
+            Expr::Alt(items) => Hir::alternation(self.all(items, nodes)?),
+            Expr::Repeat { expr, min, max } => Hir::repetition(Repetition {
+                min: *min,
+                max: *max,
+                greedy: true,
+                sub: Box::new(self.hir(expr, nodes)?),
+            }),
+            _ => return None,
+        })
+    }
+
+    fn all(&mut self, items: &[Expr], nodes: &mut usize) -> Option<Vec<Hir>> {
+        items.iter().map(|e| self.hir(e, nodes)).collect()
+    }
 }
 
 /// Nodes of `hir`'s syntax tree.
@@ -236,6 +282,24 @@ mod tests {
         };
         g.flatten_budget_bodies();
         assert!(g.validate().is_err());
+    }
+
+    #[test]
+    fn chains_past_the_depth_bound_are_left_alone() {
+        // r_k: "a" r_{k+1}, 300 links: inlining would recurse 300 deep.
+        let mut rules = vec![rule("start", budget(Expr::Ref(RuleId(1))))];
+        for k in 1..=300u32 {
+            rules.push(rule(
+                "r",
+                Expr::Seq(vec![Expr::literal(b"a"), Expr::Ref(RuleId(k + 1))]),
+            ));
+        }
+        rules.push(rule("leaf", Expr::literal(b"b")));
+        assert!(matches!(flattened(rules.clone()), Expr::Ref(_)));
+        // 100 links fit.
+        rules.truncate(101);
+        rules.push(rule("leaf", Expr::literal(b"b")));
+        assert!(matches!(flattened(rules), Expr::Regex(_)));
     }
 
     #[test]

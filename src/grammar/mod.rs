@@ -290,7 +290,8 @@ impl Expr {
         }
     }
 
-    /// Adds `by` to every rule this expression references.
+    /// Adds `by` to every rule this expression references (a budget's body
+    /// of rules, not yet one leaf, included).
     fn shift_refs(&mut self, by: u32) {
         match self {
             Expr::Empty
@@ -298,8 +299,8 @@ impl Expr {
             | Expr::Excluding(_)
             | Expr::Intersection(_)
             | Expr::Tokens(_)
-            | Expr::Text(_)
-            | Expr::Budget(_) => {}
+            | Expr::Text(_) => {}
+            Expr::Budget(b) => b.body.shift_refs(by),
             Expr::Ref(r) => r.0 += by,
             Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(|e| e.shift_refs(by)),
             Expr::Repeat { expr, .. } => expr.shift_refs(by),

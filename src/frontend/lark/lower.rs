@@ -105,11 +105,14 @@ pub(crate) fn lower(
         rules: l.rules,
         root,
     };
-    // A document's references are linked first: it flattens and validates then.
+    // A document links its references first and flattens then: here the
+    // rest is validated (so errors still name their member).
     if l.references.is_empty() {
         grammar.flatten_budget_bodies();
-    }
-    if l.references.is_empty() || !grammar.has_budget_over_rules() {
+        grammar.validate()?;
+    } else if grammar.has_budget_over_rules() {
+        grammar.with_budget_bodies_emptied().validate()?;
+    } else {
         grammar.validate()?;
     }
     Ok(Lowered {

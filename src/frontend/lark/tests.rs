@@ -292,6 +292,15 @@ fn rule_attributes_shape_the_language_or_are_annotated() {
         &["!", "abc!"],
         &["1!"],
     );
+    // In a document, a budget over rules in a later member with references of
+    // its own: the body's rules are the member's, wherever it is spliced.
+    let document = serde_json::json!({"grammars": [
+        {"lark_grammar": "start: \"<\" @second \">\""},
+        {"name": "second", "lark_grammar": "start: ab @third\nab[max_tokens=3]: inner\ninner: \"a\"+ \"b\""},
+        {"name": "third", "lark_grammar": "start: \"!\""},
+    ]})
+    .to_string();
+    language(&document, &["<ab!>", "<aab!>"], &["<aa!>", "<b!>", "<ab>"]);
     // A nested grammar that never recurs is one budgeted lexeme: its own
     // `%ignore` inside, its language whole.
     language(
