@@ -12,7 +12,7 @@
 
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 
-use super::{Expr, Grammar, Rule};
+use super::{Expr, Grammar, Rule, TokenBudget};
 
 /// Largest inlined regex, in syntax-tree nodes.
 const MAX_NODES: usize = 1 << 16;
@@ -47,7 +47,7 @@ impl Grammar {
     pub fn with_budget_bodies_emptied(&self) -> Grammar {
         let mut copy = self.clone();
         for rule in &mut copy.rules {
-            empty_rule_budgets(&mut rule.expr);
+            each_rule_budget(&mut rule.expr, &mut |b| b.body = Expr::Empty);
         }
         copy
     }
@@ -61,7 +61,7 @@ impl Grammar {
 /// Whether `expr` holds a budget whose body is not a leaf.
 fn has_rule_budget(expr: &Expr) -> bool {
     match expr {
-        Expr::Budget(b) => !is_leaf(&b.body),
+        Expr::Budget(b) => !b.has_leaf_body(),
         Expr::Seq(items) | Expr::Alt(items) => items.iter().any(has_rule_budget),
         Expr::Repeat { expr, .. } => has_rule_budget(expr),
         Expr::Permutation(p) => p.parts().any(has_rule_budget),
@@ -69,56 +69,41 @@ fn has_rule_budget(expr: &Expr) -> bool {
     }
 }
 
-fn is_leaf(expr: &Expr) -> bool {
-    matches!(
-        expr,
-        Expr::Empty | Expr::Regex(_) | Expr::Excluding(_) | Expr::Intersection(_) | Expr::Text(_)
-    )
+/// Calls `f` on every budget in `expr` whose body is not a leaf.
+fn each_rule_budget(expr: &mut Expr, f: &mut dyn FnMut(&mut TokenBudget)) {
+    match expr {
+        Expr::Budget(b) if !b.has_leaf_body() => f(b),
+        Expr::Seq(items) | Expr::Alt(items) => {
+            items.iter_mut().for_each(|e| each_rule_budget(e, f))
+        }
+        Expr::Repeat { expr, .. } => each_rule_budget(expr, f),
+        Expr::Permutation(p) => {
+            let parts = p.members.iter_mut().chain(&mut p.extra);
+            for part in parts.chain(std::iter::once(&mut p.separator)) {
+                each_rule_budget(part, f);
+            }
+        }
+        _ => {}
+    }
 }
 
+/// Makes each budget over rules in `expr` one regex where they are regular,
+/// within the bounds (`total`: the nodes inlined so far in the grammar).
 fn flatten_in(expr: &mut Expr, rules: &[Rule], visiting: &mut [bool], total: &mut usize) {
-    match expr {
-        Expr::Budget(b) if !is_leaf(&b.body) => {
-            let mut nodes = 0;
-            let mut inline = Inline {
-                rules,
-                visiting,
-                depth: 0,
-            };
-            if let Some(hir) = inline.hir(&b.body, &mut nodes) {
-                if *total + nodes <= MAX_TOTAL_NODES {
-                    *total += nodes;
-                    b.body = Expr::Regex(hir);
-                }
+    each_rule_budget(expr, &mut |b| {
+        let mut nodes = 0;
+        let mut inline = Inline {
+            rules,
+            visiting: &mut *visiting,
+            depth: 0,
+        };
+        if let Some(hir) = inline.hir(&b.body, &mut nodes) {
+            if *total + nodes <= MAX_TOTAL_NODES {
+                *total += nodes;
+                b.body = Expr::Regex(hir);
             }
         }
-        Expr::Seq(items) | Expr::Alt(items) => items
-            .iter_mut()
-            .for_each(|e| flatten_in(e, rules, visiting, total)),
-        Expr::Repeat { expr, .. } => flatten_in(expr, rules, visiting, total),
-        Expr::Permutation(p) => {
-            let parts = p.members.iter_mut().chain(&mut p.extra);
-            for part in parts.chain(std::iter::once(&mut p.separator)) {
-                flatten_in(part, rules, visiting, total);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn empty_rule_budgets(expr: &mut Expr) {
-    match expr {
-        Expr::Budget(b) if !is_leaf(&b.body) => b.body = Expr::Empty,
-        Expr::Seq(items) | Expr::Alt(items) => items.iter_mut().for_each(empty_rule_budgets),
-        Expr::Repeat { expr, .. } => empty_rule_budgets(expr),
-        Expr::Permutation(p) => {
-            let parts = p.members.iter_mut().chain(&mut p.extra);
-            for part in parts.chain(std::iter::once(&mut p.separator)) {
-                empty_rule_budgets(part);
-            }
-        }
-        _ => {}
-    }
+    });
 }
 
 /// The inlining's state: the rules, those on the current path, its depth.

@@ -142,6 +142,21 @@ pub struct TokenBudget {
     pub max_tokens: u32,
 }
 
+impl TokenBudget {
+    /// Whether the body is one leaf, as a budget needs (a body of rules is
+    /// made one by [`Grammar::flatten_budget_bodies`] where it can be).
+    pub fn has_leaf_body(&self) -> bool {
+        matches!(
+            self.body,
+            Expr::Empty
+                | Expr::Regex(_)
+                | Expr::Excluding(_)
+                | Expr::Intersection(_)
+                | Expr::Text(_)
+        )
+    }
+}
+
 /// The strings of `regex` except the `excluded` ones: a JSON object's undeclared
 /// key is any string but the declared names.
 ///
@@ -646,15 +661,7 @@ fn check_bounds(expr: &Expr, rule: &Rule) -> Result<(), GrammarError> {
         }
         Expr::Excluding(_) | Expr::Intersection(_) => Ok(()),
         Expr::Budget(budget) => {
-            let leaf = matches!(
-                budget.body,
-                Expr::Empty
-                    | Expr::Regex(_)
-                    | Expr::Excluding(_)
-                    | Expr::Intersection(_)
-                    | Expr::Text(_)
-            );
-            if !leaf || budget.max_tokens == 0 {
+            if !budget.has_leaf_body() || budget.max_tokens == 0 {
                 return Err(GrammarError::BudgetNotALexeme {
                     rule: rule.name.clone(),
                     location: rule.location,
