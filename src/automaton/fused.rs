@@ -1,8 +1,10 @@
 //! A regular part of a grammar as one regex ([`Fused`]), and what lowering asks
 //! of a regex before it fuses more into it: its weight (how large its automaton
 //! may grow), whether it is a literal, the counted repetition marked in it
-//! (built as a computed counter, never unrolled), and its ambiguous runs of
-//! counts (which make every DFA state pay for the splits between them).
+//! (built as a computed counter, never unrolled), its ambiguous runs of
+//! counts (which make every DFA state pay for the splits between them), and its
+//! searches (a loop over almost any byte that may hand over to what follows
+//! anywhere: a DFA state then tracks every place the rest may have begun).
 //!
 //! Apart from [`super::lower`] so the lowering reads as the walk over rules and
 //! this as the arithmetic over one regex it consults at every fusion.
@@ -27,12 +29,14 @@ pub(super) struct Fused {
     pub(super) plain_weight: usize,
     pub(super) counted: bool,
     pub(super) runs: Runs,
+    pub(super) searches: Searches,
 }
 
 impl Fused {
     pub(super) fn regex(hir: Hir, weight: usize) -> Fused {
         Fused {
             runs: Runs::of(&hir),
+            searches: Searches::of(&hir),
             hir,
             weight,
             plain_weight: weight,
@@ -212,6 +216,180 @@ impl Runs {
     }
 }
 
+/// The searches of a fused part: places where a loop that reads anything
+/// ([`is_wide`]: a comment-skipping `(\s|#[^\n]*)*`) may end and the next part
+/// begin with one of the loop's bytes. The DFA of `W R` (`W` such a loop)
+/// tracks, in every state, each place of `R` that some suffix read so far may
+/// have reached; a second search inside `R` (a loop that reads anything never
+/// closes) multiplies those sets. A Lark grammar that `%ignore`s `#` comments
+/// weaves such a loop before every lexeme, and its statements fused into
+/// terminals that passed 8 MB of DFA after 0.45 s of determinizing (after
+/// which the whole grammar was lowered again, byte by byte). Counted between
+/// the parts a lowering fuses (a regex leaf's own loops are its business);
+/// the bound is `MAX_FUSED_SEARCHES` in [`super::lower`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Searches {
+    pub(super) count: usize,
+    /// Bytes a match may start with.
+    lead: ByteSet,
+    /// A wide loop may start a match: a search handing over to it goes on in
+    /// that loop (`(.|\n)*` then `(.|\n)+`), tracking no more places.
+    lead_loop: bool,
+    /// Bytes a wide loop that may end a match goes on with (empty when no such
+    /// loop can end it).
+    trail: ByteSet,
+    nullable: bool,
+}
+
+/// Whether a loop over `bytes` reads anything: every ASCII byte (a JSON
+/// string's loop never reads its quote, nor a pattern's `.*` inside one).
+fn is_wide(bytes: &ByteSet) -> bool {
+    bytes
+        .intersection(&ByteSet::from_ascii_class(u128::MAX))
+        .len()
+        == 128
+}
+
+impl Searches {
+    /// A leaf: no search counted inside it.
+    pub(super) fn of(hir: &Hir) -> Searches {
+        let mut lead = ByteSet::EMPTY;
+        let nullable = first_bytes(hir, &mut lead);
+        let mut trail = ByteSet::EMPTY;
+        edge_loop_bytes(hir, Edge::End, &mut trail);
+        if !is_wide(&trail) {
+            trail = ByteSet::EMPTY;
+        }
+        let mut leading = ByteSet::EMPTY;
+        edge_loop_bytes(hir, Edge::Start, &mut leading);
+        Searches {
+            count: 0,
+            lead,
+            lead_loop: is_wide(&leading),
+            trail,
+            nullable,
+        }
+    }
+
+    pub(super) const EMPTY: Searches = Searches {
+        count: 0,
+        lead: ByteSet::EMPTY,
+        lead_loop: false,
+        trail: ByteSet::EMPTY,
+        nullable: true,
+    };
+
+    /// Nothing matched yet: the identity of [`Searches::or`].
+    pub(super) const NONE: Searches = Searches {
+        nullable: false,
+        ..Searches::EMPTY
+    };
+
+    /// Whether a wide loop ending `self` hands over to `next`. Into a part
+    /// that may be empty, the loop's bytes go on to whatever comes after it:
+    /// counted there.
+    fn meets(&self, next: &Searches) -> bool {
+        !next.nullable && !next.lead_loop && !self.trail.intersection(&next.lead).is_empty()
+    }
+
+    /// Whether a loop that reads anything may end a match.
+    pub(super) fn ends_in_wide_loop(&self) -> bool {
+        !self.trail.is_empty()
+    }
+
+    /// `self` followed by `next`.
+    pub(super) fn then(self, next: Searches) -> Searches {
+        let mut lead = self.lead;
+        if self.nullable {
+            lead.union_with(&next.lead);
+        }
+        let mut trail = next.trail;
+        if next.nullable {
+            trail.union_with(&self.trail);
+        }
+        Searches {
+            count: self.count + next.count + usize::from(self.meets(&next)),
+            lead,
+            lead_loop: self.lead_loop || (self.nullable && next.lead_loop),
+            trail,
+            nullable: self.nullable && next.nullable,
+        }
+    }
+
+    /// `self` or `other`: one of them is read, so their searches never nest.
+    pub(super) fn or(self, other: Searches) -> Searches {
+        let (mut lead, mut trail) = (self.lead, self.trail);
+        lead.union_with(&other.lead);
+        trail.union_with(&other.trail);
+        Searches {
+            count: self.count.max(other.count),
+            lead,
+            lead_loop: self.lead_loop || other.lead_loop,
+            trail,
+            nullable: self.nullable || other.nullable,
+        }
+    }
+
+    /// The searches of `repeated`, which is `self{min,max}` as one regex. An
+    /// unbounded loop's iterations share their automaton's places (a search
+    /// in one iteration tracks the same places as in the next), so one
+    /// iteration's count holds, with one more where an iteration's wide loop
+    /// meets the next one's start; a bounded count is unrolled into copies,
+    /// each with places of its own (a few copies show whether the count grows).
+    pub(super) fn repeated(self, repeated: &Hir, max: Option<u32>) -> Searches {
+        let count = match max {
+            Some(0 | 1) => self.count,
+            Some(max) => {
+                (1..max.min(4))
+                    .fold(self, |copies, _| copies.then(self))
+                    .count
+            }
+            None => self.count + usize::from(self.meets(&self)),
+        };
+        Searches {
+            count,
+            ..Searches::of(repeated)
+        }
+    }
+}
+
+/// Which end of a match [`edge_loop_bytes`] looks at.
+#[derive(Clone, Copy, PartialEq)]
+enum Edge {
+    Start,
+    End,
+}
+
+/// Bytes with which an unbounded repetition that may start (or end) a match
+/// of `hir` goes on: those of `.*` in `.*x` at the start, of `[^\n]*` in
+/// `#[^\n]*` at the end; none in `"[^"]*"` at either.
+fn edge_loop_bytes(hir: &Hir, edge: Edge, out: &mut ByteSet) {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) | HirKind::Literal(_) | HirKind::Class(_) => {}
+        HirKind::Repetition(repetition) => {
+            if repetition.max.is_none() {
+                first_bytes(&repetition.sub, out);
+            }
+            edge_loop_bytes(&repetition.sub, edge, out);
+        }
+        HirKind::Capture(capture) => edge_loop_bytes(&capture.sub, edge, out),
+        HirKind::Concat(items) => {
+            // From the edge inwards, through the items that may be empty.
+            let n = items.len();
+            for k in 0..n {
+                let item = &items[if edge == Edge::Start { k } else { n - 1 - k }];
+                edge_loop_bytes(item, edge, out);
+                if item.properties().minimum_len() != Some(0) {
+                    break;
+                }
+            }
+        }
+        HirKind::Alternation(items) => items
+            .iter()
+            .for_each(|item| edge_loop_bytes(item, edge, out)),
+    }
+}
+
 /// The weight of `sub{min,max}` unrolled: a copy of `sub` per iteration.
 pub(super) fn repeat_weight(sub: usize, min: u32, max: Option<u32>) -> usize {
     sub.max(1).saturating_mul(repeat_factor(min, max))
@@ -298,5 +476,42 @@ mod tests {
                 }
             }
         }
+    }
+    /// A loop that reads anything (a gap that skips comments) counts a search
+    /// where a part that cannot be empty follows it; a JSON string's loop
+    /// never does.
+    #[test]
+    fn searches_count_where_a_loop_that_reads_anything_hands_over() {
+        let parse = |pattern: &str| {
+            regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .build()
+                .parse(pattern)
+                .unwrap()
+        };
+        let gap = Searches::of(&parse(r"(?:[ \t\n]|#[^\n]*)*"));
+        let word = Searches::of(&parse("[a-z]+"));
+        assert_eq!(gap.then(word).count, 1);
+        assert_eq!(gap.then(word).then(gap).then(word).count, 2);
+        assert_eq!(gap.then(gap).count, 0, "counted at what follows the second");
+        assert_eq!(gap.then(gap).then(word).count, 1);
+        let body = Searches::of(&parse(r#"(?:[^"\\]|\\.)*"#));
+        assert_eq!(
+            body.then(word).count,
+            0,
+            "a string body never reads its quote"
+        );
+        let anything = Searches::of(&parse(r"(?s:.)+"));
+        assert_eq!(gap.then(anything).count, 0, "one loop goes on in the other");
+        assert_eq!(gap.then(word).or(word).count, 1, "alternatives never nest");
+        let unit = gap.then(word);
+        let looped = parse(r"(?:(?:[ \t\n]|#[^\n]*)*[a-z]+)*");
+        assert_eq!(
+            unit.repeated(&looped, None).count,
+            1,
+            "iterations share places"
+        );
+        let copies = parse(r"(?:(?:[ \t\n]|#[^\n]*)*[a-z]+){3}");
+        assert_eq!(unit.repeated(&copies, Some(3)).count, 3, "copies do not");
     }
 }

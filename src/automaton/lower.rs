@@ -21,7 +21,7 @@ use regex_syntax::hir::{Capture, Hir, Repetition};
 
 use super::fused::{
     counted_parts, first_bytes, has_marker, has_variable_count, hir_weight, is_literal, only_empty,
-    repeat_weight, unmarked, Fused, Runs, COUNTED_MARKER,
+    repeat_weight, unmarked, Fused, Runs, Searches, COUNTED_MARKER,
 };
 use super::terminal::{fingerprint_of, hir_fingerprint, LexerLimits};
 use super::AutomatonCache;
@@ -88,6 +88,11 @@ const UNROLLED_ALTERNATIVE_WEIGHT: usize = 2048;
 /// that took 10 ms to build (the whole first mask of a tool call), where a few
 /// gaps per terminal build in well under one.
 const MAX_FUSED_AMBIGUOUS_RUNS: usize = 2;
+
+/// Most [searches](Searches) in one terminal: a loop that reads anything may
+/// hand over to one more part (a comment, then the lexeme after it), never to
+/// a part that holds a second.
+const MAX_FUSED_SEARCHES: usize = 1;
 
 /// The keys terminals are deduplicated by, for the leaves that are not regexes.
 fn excluding_key(excluding: &Excluding) -> u128 {
@@ -410,6 +415,10 @@ impl Lowering<'_> {
                     true => Runs::EMPTY,
                     false => Runs::default(),
                 };
+                let mut searches = match is_seq {
+                    true => Searches::EMPTY,
+                    false => Searches::NONE,
+                };
                 // Only a literal may come before a counted repetition.
                 let mut literal_so_far = true;
                 for item in items {
@@ -428,7 +437,14 @@ impl Lowering<'_> {
                         true => runs.then(part.runs),
                         false => runs.or(part.runs),
                     };
-                    if weight > self.max_weight || runs.count > MAX_FUSED_AMBIGUOUS_RUNS {
+                    searches = match is_seq {
+                        true => searches.then(part.searches),
+                        false => searches.or(part.searches),
+                    };
+                    if weight > self.max_weight
+                        || runs.count > MAX_FUSED_AMBIGUOUS_RUNS
+                        || searches.count > MAX_FUSED_SEARCHES
+                    {
                         return None;
                     }
                     parts.push(part.hir);
@@ -443,6 +459,7 @@ impl Lowering<'_> {
                     plain_weight,
                     counted,
                     runs,
+                    searches,
                 })
             }
             Expr::Repeat { expr, min, max } => {
@@ -463,7 +480,12 @@ impl Lowering<'_> {
                     greedy: true,
                     sub: Box::new(sub.hir),
                 });
-                Some(Fused::regex(hir, weight))
+                let mut fused = Fused::regex(hir, weight);
+                fused.searches = sub.searches.repeated(&fused.hir, *max);
+                if fused.searches.count > MAX_FUSED_SEARCHES {
+                    return None;
+                }
+                Some(fused)
             }
             Expr::Permutation(_)
             | Expr::Excluding(_)
@@ -501,8 +523,13 @@ impl Lowering<'_> {
             name: Some(COUNTED_MARKER.into()),
             sub: Box::new(repetition),
         });
+        let searches = sub.searches.repeated(&hir, Some(max));
+        if searches.count > MAX_FUSED_SEARCHES {
+            return None;
+        }
         Some(Fused {
             runs: Runs::of(&hir),
+            searches,
             hir,
             weight,
             plain_weight: repeat_weight(sub.weight, min, Some(max)),
@@ -711,12 +738,18 @@ impl Lowering<'_> {
     fn push_sequence(&mut self, expr: &Expr, seq: &mut SequenceBuilder) {
         if let Some(fused) = self.expr_hir(expr) {
             let too_heavy = seq.pending_weight.saturating_add(fused.weight) > self.max_weight
-                || seq.pending_runs.then(fused.runs).count > MAX_FUSED_AMBIGUOUS_RUNS;
+                || seq.pending_runs.then(fused.runs).count > MAX_FUSED_AMBIGUOUS_RUNS
+                || seq.pending_searches.then(fused.searches).count > MAX_FUSED_SEARCHES
+                // A gap after a search starts the next terminal, with the
+                // lexeme it hands over to.
+                || (seq.pending_searches.count >= MAX_FUSED_SEARCHES
+                    && fused.searches.ends_in_wide_loop());
             if too_heavy || (fused.counted && !seq.pending_literal) {
                 seq.flush(self);
             }
             seq.pending_weight += fused.weight;
             seq.pending_runs = seq.pending_runs.then(fused.runs);
+            seq.pending_searches = seq.pending_searches.then(fused.searches);
             seq.pending_literal &= is_literal(&fused.hir);
             seq.pending.push(fused.hir);
             seq.labels.push(describe_expr(expr, self.grammar));
@@ -753,6 +786,7 @@ struct SequenceBuilder {
     labels: Vec<String>,
     pending_weight: usize,
     pending_runs: Runs,
+    pending_searches: Searches,
     /// Everything pending is a literal (a counted repetition may follow).
     pending_literal: bool,
 }
@@ -765,6 +799,7 @@ impl Default for SequenceBuilder {
             labels: Vec::new(),
             pending_weight: 0,
             pending_runs: Runs::EMPTY,
+            pending_searches: Searches::EMPTY,
             pending_literal: true,
         }
     }
@@ -780,6 +815,7 @@ impl SequenceBuilder {
         let label = std::mem::take(&mut self.labels).join(" ");
         self.pending_weight = 0;
         self.pending_runs = Runs::EMPTY;
+        self.pending_searches = Searches::EMPTY;
         if !only_empty(&hir) {
             let mut symbols = lowering.terminal_symbols(hir, label);
             self.symbols.append(&mut symbols);
@@ -823,5 +859,43 @@ value ::= "1" | root"#,
             terminal.is_match(read(b"{\"abc\":")),
             "the quote and colon are read"
         );
+    }
+    /// A gap that skips `#` comments, woven before every lexeme, fuses with
+    /// each lexeme alone: a terminal that holds two such gaps tracks every
+    /// place the second part may have begun inside the first comment (these
+    /// statements fused whole passed the DFA bound after 0.6 s, and the
+    /// grammar was lowered again with a terminal per byte class). The
+    /// language stays the grammar's.
+    #[test]
+    fn a_comment_gap_fuses_with_one_lexeme_per_terminal() {
+        let grammar = crate::compile_gbnf(
+            r##"root ::= (stmt ";")*
+stmt ::= ws "%import" ws "."? ws name (ws "." ws name)* (ws "->" ws name)?
+name ::= [a-z] [a-z0-9_]*
+ws ::= ([ \t\n] | "#" [^\n]*)*"##,
+        )
+        .unwrap();
+        for terminal in grammar.terminals() {
+            let gap_first = terminal.pattern.contains('#') || terminal.label == r#"";""#;
+            assert!(
+                gap_first && terminal.state_count() < 64,
+                "{}: {} states",
+                terminal.label,
+                terminal.state_count()
+            );
+        }
+        let accepts = |text: &str| {
+            let mut matcher = crate::matcher::Matcher::new(grammar.clone());
+            matcher.consume_bytes(text.as_bytes()).is_ok() && matcher.is_accepting()
+        };
+        assert!(accepts("%import a.b -> c;"));
+        assert!(accepts(" # note\n%import a #x\n . b;"));
+        assert!(
+            accepts("%import a.b #c -> d\n -> c;"),
+            "a comment holds the rest of its line"
+        );
+        assert!(!accepts("%import a.b -> ;"));
+        assert!(!accepts("%import a. -> c;"));
+        assert!(!accepts("%import a #x\n. ;"));
     }
 }
