@@ -101,6 +101,33 @@ fn tokens_across_terminal_boundaries_match_the_oracle() {
     assert_masks_agree("gpt2/json-spaced", &json, &[text], text.len());
 }
 
+/// A Lark grammar whose `%ignore`d `#` comments are fused before every lexeme
+/// (one lexeme per terminal) and whose names may follow each other without a
+/// gap: a token holds a boundary after each letter of a name, and its rests
+/// are answered at each until one accepts it.
+#[test]
+fn lark_comments_and_adjacent_names_match_the_oracle() {
+    let v = vocab("gpt2");
+    let compiler = stencil::Compiler::new(Arc::clone(&v));
+    let t = compiler
+        .compile_lark(
+            r#"start: (rule _NL)*
+rule: RULE ":" expansion ("|" expansion)*
+expansion: (RULE | TOKEN | STRING)*
+RULE: /[a-z][_a-z0-9]*/
+TOKEN: /[A-Z][_A-Z0-9]*/
+STRING: /"[^"\n]*"/
+_NL: /(\r?\n)+/
+COMMENT: /#[^\n]*/
+%ignore /[ \t]+/
+%ignore COMMENT
+"#,
+        )
+        .unwrap();
+    let sample = "start: item NAME \"x\" # note\nitem: aB | c_d# end\n";
+    assert_masks_agree("lark comments", &t, &[sample.as_bytes()], 12);
+}
+
 /// Arrays of `maxLength` strings: after the first item every item is one counted
 /// terminal repeated (`,"` + the counted body + `"`), whose count is reported in
 /// canonical form while it is far from the bound (long bounds) and as it is near

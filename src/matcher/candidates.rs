@@ -35,7 +35,7 @@ use crate::bits::{has_bit, set_bit};
 use rustc_hash::FxHashMap;
 
 use super::{ByteSet, Matcher};
-use crate::automaton::{State, TerminalId};
+use crate::automaton::{State, Terminal, TerminalId};
 use crate::tables::{MatchNode, RankSet, TokenTables};
 use crate::vocab::Vocabulary;
 
@@ -375,7 +375,87 @@ impl CandidateWalk {
         // Any order is correct; byte order (here of the first 8 bytes) shares the
         // most prefixes, and equal rests cost nothing after the first.
         rests.sort_unstable_by_key(|&(kind, key, _, _)| (kind, key));
+        let grammar = std::sync::Arc::clone(matcher.grammar());
+        // A token has a rest at every boundary in it (after each letter of an
+        // identifier that may end there): once accepted, by the walk's lexer
+        // side or at another boundary, its other rests are skipped. First
+        // without the parser: a lexeme the boundary starts that reads the
+        // whole rest accepts it (an identifier's letters, fed to the parser,
+        // build an Earley set at every byte).
+        let mut entry: Vec<(&Terminal, State)> = Vec::new();
+        let mut undecided = 0;
+        self.for_each_kind(matcher, rests, |walk, matcher, group| {
+            entry.clear();
+            entry.extend(
+                matcher
+                    .active_lexemes()
+                    .iter()
+                    .map(|lexeme| (grammar.terminal(lexeme.terminal), lexeme.state)),
+            );
+            for r in group {
+                if has_bit(&walk.accepted, r.2 as usize) {
+                    continue;
+                }
+                let rest = rest_of(r);
+                let read_whole = |&(terminal, state): &(&Terminal, State)| {
+                    rest.iter()
+                        .try_fold(state, |q, &b| {
+                            let next = terminal.next(q, b);
+                            (!terminal.is_dead(next)).then_some(next)
+                        })
+                        .is_some()
+                };
+                if entry.iter().any(read_whole) {
+                    walk.accept(r.2 as usize);
+                } else {
+                    undecided += 1;
+                }
+            }
+        });
+        if undecided == 0 {
+            return;
+        }
+        // Then the parser, for the tokens not accepted yet.
         let mut consumed: Vec<u8> = Vec::new();
+        self.for_each_kind(matcher, rests, |walk, matcher, group| {
+            consumed.clear();
+            let before = matcher.position();
+            for r in group {
+                if has_bit(&walk.accepted, r.2 as usize) {
+                    continue;
+                }
+                let rest = rest_of(r);
+                let common = consumed
+                    .iter()
+                    .zip(rest)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                matcher.rollback(consumed.len() - common);
+                consumed.truncate(common);
+                let mut viable = true;
+                for &b in &rest[common..] {
+                    if matcher.consume_byte(b).is_err() {
+                        viable = false;
+                        break;
+                    }
+                    consumed.push(b);
+                }
+                if viable {
+                    walk.accept(r.2 as usize);
+                }
+            }
+            matcher.rollback(matcher.position() - before);
+        });
+    }
+
+    /// Calls `f` with the matcher in each boundary kind's state and that
+    /// kind's rests (`rests` sorted by kind), leaving the matcher as it was.
+    fn for_each_kind(
+        &mut self,
+        matcher: &mut Matcher,
+        rests: &[Rest],
+        mut f: impl FnMut(&mut Self, &mut Matcher, &[Rest]),
+    ) {
         let mut k = 0;
         while k < rests.len() {
             let kind = rests[k].0;
@@ -385,28 +465,7 @@ impl CandidateWalk {
                 .complete_active_lexemes(&self.boundaries[kind as usize].ended)
                 .is_ok()
             {
-                consumed.clear();
-                for r in &rests[k..end] {
-                    let rest = rest_of(r);
-                    let common = consumed
-                        .iter()
-                        .zip(rest)
-                        .take_while(|(a, b)| a == b)
-                        .count();
-                    matcher.rollback(consumed.len() - common);
-                    consumed.truncate(common);
-                    let mut viable = true;
-                    for &b in &rest[common..] {
-                        if matcher.consume_byte(b).is_err() {
-                            viable = false;
-                            break;
-                        }
-                        consumed.push(b);
-                    }
-                    if viable {
-                        self.accept(r.2 as usize);
-                    }
-                }
+                f(self, matcher, &rests[k..end]);
             }
             matcher.rollback(matcher.position() - before);
             k = end;
