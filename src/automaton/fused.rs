@@ -44,12 +44,15 @@ impl Fused {
         }
     }
 
-    /// The same language as a plain regex (no counter).
+    /// The same language as a plain regex (no counter), with the same searches.
     pub(super) fn plain(self) -> Fused {
         if !self.counted {
             return self;
         }
-        Fused::regex(unmarked(&self.hir), self.plain_weight)
+        Fused {
+            searches: self.searches,
+            ..Fused::regex(unmarked(&self.hir), self.plain_weight)
+        }
     }
 }
 
@@ -232,8 +235,9 @@ pub(super) struct Searches {
     pub(super) count: usize,
     /// Bytes a match may start with.
     lead: ByteSet,
-    /// A wide loop may start a match: a search handing over to it goes on in
-    /// that loop (`(.|\n)*` then `(.|\n)+`), tracking no more places.
+    /// Every match that is not empty starts inside a wide loop: a search
+    /// handing over to it goes on in that loop (`(.|\n)*` then `(.|\n)+`),
+    /// tracking no more places.
     lead_loop: bool,
     /// Bytes a wide loop that may end a match goes on with (empty when no such
     /// loop can end it).
@@ -256,16 +260,14 @@ impl Searches {
         let mut lead = ByteSet::EMPTY;
         let nullable = first_bytes(hir, &mut lead);
         let mut trail = ByteSet::EMPTY;
-        edge_loop_bytes(hir, Edge::End, &mut trail);
+        trailing_loop_bytes(hir, &mut trail);
         if !is_wide(&trail) {
             trail = ByteSet::EMPTY;
         }
-        let mut leading = ByteSet::EMPTY;
-        edge_loop_bytes(hir, Edge::Start, &mut leading);
         Searches {
             count: 0,
             lead,
-            lead_loop: is_wide(&leading),
+            lead_loop: starts_in_wide_loop(hir),
             trail,
             nullable,
         }
@@ -285,11 +287,12 @@ impl Searches {
         ..Searches::EMPTY
     };
 
-    /// Whether a wide loop ending `self` hands over to `next`. Into a part
-    /// that may be empty, the loop's bytes go on to whatever comes after it:
-    /// counted there.
+    /// Whether a wide loop ending `self` hands over to `next`. Into another
+    /// gap (a part that may be empty, ends in a wide loop and holds no
+    /// search) the loop goes on in that gap's: counted at what follows it.
     fn meets(&self, next: &Searches) -> bool {
-        !next.nullable && !next.lead_loop && !self.trail.intersection(&next.lead).is_empty()
+        let another_gap = next.nullable && next.count == 0 && !next.trail.is_empty();
+        !another_gap && !next.lead_loop && !self.trail.intersection(&next.lead).is_empty()
     }
 
     /// Whether a loop that reads anything may end a match.
@@ -310,7 +313,7 @@ impl Searches {
         Searches {
             count: self.count + next.count + usize::from(self.meets(&next)),
             lead,
-            lead_loop: self.lead_loop || (self.nullable && next.lead_loop),
+            lead_loop: self.lead_loop || (self.lead.is_empty() && next.lead_loop),
             trail,
             nullable: self.nullable && next.nullable,
         }
@@ -324,7 +327,9 @@ impl Searches {
         Searches {
             count: self.count.max(other.count),
             lead,
-            lead_loop: self.lead_loop || other.lead_loop,
+            // A side that matches only the empty string starts nowhere.
+            lead_loop: (self.lead_loop || self.lead.is_empty())
+                && (other.lead_loop || other.lead.is_empty()),
             trail,
             nullable: self.nullable || other.nullable,
         }
@@ -353,40 +358,50 @@ impl Searches {
     }
 }
 
-/// Which end of a match [`edge_loop_bytes`] looks at.
-#[derive(Clone, Copy, PartialEq)]
-enum Edge {
-    Start,
-    End,
+/// Whether every match of `hir` that is not empty starts inside an unbounded
+/// loop that reads anything.
+fn starts_in_wide_loop(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Repetition(repetition) => {
+            let mut bytes = ByteSet::EMPTY;
+            first_bytes(&repetition.sub, &mut bytes);
+            (repetition.max.is_none() && is_wide(&bytes)) || starts_in_wide_loop(&repetition.sub)
+        }
+        HirKind::Capture(capture) => starts_in_wide_loop(&capture.sub),
+        HirKind::Concat(items) => items
+            .iter()
+            .find(|item| item.properties().maximum_len() != Some(0))
+            .is_some_and(starts_in_wide_loop),
+        HirKind::Alternation(items) => items
+            .iter()
+            .filter(|item| item.properties().maximum_len() != Some(0))
+            .all(starts_in_wide_loop),
+        HirKind::Empty | HirKind::Look(_) | HirKind::Literal(_) | HirKind::Class(_) => false,
+    }
 }
 
-/// Bytes with which an unbounded repetition that may start (or end) a match
-/// of `hir` goes on: those of `.*` in `.*x` at the start, of `[^\n]*` in
-/// `#[^\n]*` at the end; none in `"[^"]*"` at either.
-fn edge_loop_bytes(hir: &Hir, edge: Edge, out: &mut ByteSet) {
+/// Bytes with which an unbounded repetition that may end a match of `hir`
+/// goes on: those of `[^\n]*` in `#[^\n]*`; none in `"[^"]*"`.
+fn trailing_loop_bytes(hir: &Hir, out: &mut ByteSet) {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) | HirKind::Literal(_) | HirKind::Class(_) => {}
         HirKind::Repetition(repetition) => {
             if repetition.max.is_none() {
                 first_bytes(&repetition.sub, out);
             }
-            edge_loop_bytes(&repetition.sub, edge, out);
+            trailing_loop_bytes(&repetition.sub, out);
         }
-        HirKind::Capture(capture) => edge_loop_bytes(&capture.sub, edge, out),
+        HirKind::Capture(capture) => trailing_loop_bytes(&capture.sub, out),
         HirKind::Concat(items) => {
-            // From the edge inwards, through the items that may be empty.
-            let n = items.len();
-            for k in 0..n {
-                let item = &items[if edge == Edge::Start { k } else { n - 1 - k }];
-                edge_loop_bytes(item, edge, out);
+            // From the end backwards, through the items that may be empty.
+            for item in items.iter().rev() {
+                trailing_loop_bytes(item, out);
                 if item.properties().minimum_len() != Some(0) {
                     break;
                 }
             }
         }
-        HirKind::Alternation(items) => items
-            .iter()
-            .for_each(|item| edge_loop_bytes(item, edge, out)),
+        HirKind::Alternation(items) => items.iter().for_each(|item| trailing_loop_bytes(item, out)),
     }
 }
 
@@ -504,6 +519,23 @@ mod tests {
         let anything = Searches::of(&parse(r"(?s:.)+"));
         assert_eq!(gap.then(anything).count, 0, "one loop goes on in the other");
         assert_eq!(gap.then(word).or(word).count, 1, "alternatives never nest");
+        let maybe_word = Searches::of(&parse("[a-z]*"));
+        assert_eq!(
+            gap.then(maybe_word).then(gap).then(word).count,
+            2,
+            "into what may be empty"
+        );
+        let inner = Searches::of(&parse("=")).then(gap).then(word);
+        let optional = inner.repeated(&parse(r"(?:=(?:[ \t\n]|#[^\n]*)*[a-z]+)?"), Some(1));
+        assert_eq!(
+            gap.then(optional).count,
+            2,
+            "into an optional part holding a search"
+        );
+        let starts_with_anything = Searches::of(&parse(r"(?s:.)*x"));
+        assert_eq!(gap.then(starts_with_anything).count, 0);
+        let may_start_elsewhere = Searches::of(&parse(r"a?(?s:.)*x"));
+        assert_eq!(gap.then(may_start_elsewhere).count, 1);
         let unit = gap.then(word);
         let looped = parse(r"(?:(?:[ \t\n]|#[^\n]*)*[a-z]+)*");
         assert_eq!(

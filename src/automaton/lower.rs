@@ -577,6 +577,7 @@ impl Lowering<'_> {
         let mut heads = Vec::new();
         let mut tails = Vec::new();
         let mut weight = 1usize;
+        let (mut head_searches, mut tail_searches) = (Searches::NONE, Searches::NONE);
         for item in items {
             let (head, recursive) = match item {
                 Expr::Seq(parts) if matches!(parts.last(), Some(Expr::Ref(r)) if *r == rule) => {
@@ -586,9 +587,11 @@ impl Lowering<'_> {
                 other => (std::slice::from_ref(other), false),
             };
             let mut hirs = Vec::with_capacity(head.len());
+            let mut searches = Searches::EMPTY;
             for part in head {
                 let fused = self.expr_hir(part)?.plain();
                 weight = weight.saturating_add(fused.weight);
+                searches = searches.then(fused.searches);
                 hirs.push(fused.hir);
             }
             let hir = Hir::concat(hirs);
@@ -597,22 +600,26 @@ impl Lowering<'_> {
                     return None;
                 }
                 heads.push(hir);
+                head_searches = head_searches.or(searches);
             } else {
                 tails.push(hir);
+                tail_searches = tail_searches.or(searches);
             }
         }
         if heads.is_empty() || tails.is_empty() || weight > self.max_weight {
             return None;
         }
-        Some(Hir::concat(vec![
-            Hir::repetition(Repetition {
-                min: 0,
-                max: None,
-                greedy: true,
-                sub: Box::new(Hir::alternation(heads)),
-            }),
-            Hir::alternation(tails),
-        ]))
+        let looped = Hir::repetition(Repetition {
+            min: 0,
+            max: None,
+            greedy: true,
+            sub: Box::new(Hir::alternation(heads)),
+        });
+        let searches = head_searches.repeated(&looped, None).then(tail_searches);
+        if searches.count > MAX_FUSED_SEARCHES {
+            return None;
+        }
+        Some(Hir::concat(vec![looped, Hir::alternation(tails)]))
     }
 
     fn hir_alternatives(&mut self, hir: Hir, label: String) -> Alternatives {
@@ -897,5 +904,25 @@ ws ::= ([ \t\n] | "#" [^\n]*)*"##,
         assert!(!accepts("%import a.b -> ;"));
         assert!(!accepts("%import a. -> c;"));
         assert!(!accepts("%import a #x\n. ;"));
+    }
+    /// A rule that recurses at its end is one looping terminal, unless its
+    /// heads hold more than one comment gap handing over to a lexeme.
+    #[test]
+    fn a_right_linear_rule_keeps_one_comment_gap_per_terminal() {
+        let grammar = crate::compile_gbnf(
+            r##"root ::= stmts ";"
+stmts ::= ws name ws "=" ws name ";" stmts | ws
+name ::= [a-z]+
+ws ::= ([ \t\n] | "#" [^\n]*)*"##,
+        )
+        .unwrap();
+        for terminal in grammar.terminals() {
+            assert!(
+                terminal.pattern.matches('#').count() <= 1,
+                "{}: {}",
+                terminal.label,
+                terminal.pattern
+            );
+        }
     }
 }

@@ -12,9 +12,10 @@
 //!
 //! So the walk steps only DFAs along the trie, and at a boundary:
 //! * below a small subtree (`abc"` then `,` or `}`), it queues the rests; at the
-//!   end of the level the byte matcher enters each boundary kind's state once and
-//!   reads its rests in byte order, sharing prefixes: a string body ends at ~900
-//!   Llama-3 nodes but is followed by ~260 distinct rests;
+//!   end of the level the byte matcher enters each boundary kind's state and
+//!   reads the rests of tokens not accepted yet in byte order, sharing prefixes:
+//!   a string body ends at ~900 Llama-3 nodes but is followed by ~260 distinct
+//!   rests;
 //! * below a large one (the space before an identifier), it enters the state after
 //!   the boundary once, takes what its lexemes allow below the node from the
 //!   tables' cached [subtree masks](crate::tables::TokenTables::subtree_masks), and
@@ -365,7 +366,7 @@ impl CandidateWalk {
     }
 
     /// Accepts the tokens whose rests (see [`Scratch::rests`]) continue the parse
-    /// state past their boundary: per boundary kind, that state is entered once
+    /// state past their boundary: per boundary kind, that state is entered once a pass
     /// and the rests are read in byte order, sharing prefixes.
     fn answer_rests(&mut self, matcher: &mut Matcher, vocab: &Vocabulary, rests: &mut [Rest]) {
         let trie = vocab.trie();
@@ -449,7 +450,8 @@ impl CandidateWalk {
     }
 
     /// Calls `f` with the matcher in each boundary kind's state and that
-    /// kind's rests (`rests` sorted by kind), leaving the matcher as it was.
+    /// kind's rests (`rests` sorted by kind), for the kinds with a rest of a
+    /// token not accepted yet, leaving the matcher as it was.
     fn for_each_kind(
         &mut self,
         matcher: &mut Matcher,
@@ -460,6 +462,13 @@ impl CandidateWalk {
         while k < rests.len() {
             let kind = rests[k].0;
             let end = k + rests[k..].iter().take_while(|r| r.0 == kind).count();
+            if rests[k..end]
+                .iter()
+                .all(|r| has_bit(&self.accepted, r.2 as usize))
+            {
+                k = end;
+                continue;
+            }
             let before = matcher.position();
             if matcher
                 .complete_active_lexemes(&self.boundaries[kind as usize].ended)
