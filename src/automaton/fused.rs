@@ -335,14 +335,15 @@ impl Searches {
         }
     }
 
-    /// The searches of `repeated`, which is `self{min,max}` as one regex. An
-    /// unbounded loop's iterations share their automaton's places (a search
-    /// in one iteration tracks the same places as in the next), so one
-    /// iteration's count holds, with one more where an iteration's wide loop
-    /// meets the next one's start; a bounded count is unrolled into copies,
-    /// each with places of its own (a few copies show whether the count grows).
-    pub(super) fn repeated(self, repeated: &Hir, max: Option<u32>) -> Searches {
-        let count = match max {
+    /// How many searches `self{min,max}` holds (the rest of its [`Searches`]
+    /// is its regex's, [`Searches::of`]). An unbounded loop's iterations share
+    /// their automaton's places (a search in one iteration tracks the same
+    /// places as in the next), so one iteration's count holds, with one more
+    /// where an iteration's wide loop meets the next one's start; a bounded
+    /// count is unrolled into copies, each with places of its own (a few
+    /// copies show whether the count grows).
+    pub(super) fn repeated_count(self, max: Option<u32>) -> usize {
+        match max {
             Some(0 | 1) => self.count,
             Some(max) => {
                 (1..max.min(4))
@@ -350,10 +351,6 @@ impl Searches {
                     .count
             }
             None => self.count + usize::from(self.meets(&self)),
-        };
-        Searches {
-            count,
-            ..Searches::of(repeated)
         }
     }
 }
@@ -460,7 +457,7 @@ pub(super) fn first_bytes(hir: &Hir, out: &mut ByteSet) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::automaton::terminal::test_terminal;
+    use crate::automaton::terminal::{test_hir, test_terminal};
 
     /// Every byte that starts a match in the automaton is among `first_bytes`,
     /// and the sets are as small as the regexes say.
@@ -474,11 +471,7 @@ mod tests {
             (r"(?:(?-u:\b)q)?[0-9]", b"q0123456789", false),
             ("", b"", true),
         ] {
-            let hir = regex_syntax::ParserBuilder::new()
-                .utf8(false)
-                .build()
-                .parse(pattern)
-                .unwrap();
+            let hir = test_hir(pattern);
             let mut first = ByteSet::EMPTY;
             assert_eq!(first_bytes(&hir, &mut first), empty, "{pattern}");
             let mut want = ByteSet::EMPTY;
@@ -497,13 +490,7 @@ mod tests {
     /// never does.
     #[test]
     fn searches_count_where_a_loop_that_reads_anything_hands_over() {
-        let parse = |pattern: &str| {
-            regex_syntax::ParserBuilder::new()
-                .utf8(false)
-                .build()
-                .parse(pattern)
-                .unwrap()
-        };
+        let parse = test_hir;
         let gap = Searches::of(&parse(r"(?:[ \t\n]|#[^\n]*)*"));
         let word = Searches::of(&parse("[a-z]+"));
         assert_eq!(gap.then(word).count, 1);
@@ -526,7 +513,8 @@ mod tests {
             "into what may be empty"
         );
         let inner = Searches::of(&parse("=")).then(gap).then(word);
-        let optional = inner.repeated(&parse(r"(?:=(?:[ \t\n]|#[^\n]*)*[a-z]+)?"), Some(1));
+        let mut optional = Searches::of(&parse(r"(?:=(?:[ \t\n]|#[^\n]*)*[a-z]+)?"));
+        optional.count = inner.repeated_count(Some(1));
         assert_eq!(
             gap.then(optional).count,
             2,
@@ -537,13 +525,7 @@ mod tests {
         let may_start_elsewhere = Searches::of(&parse(r"a?(?s:.)*x"));
         assert_eq!(gap.then(may_start_elsewhere).count, 1);
         let unit = gap.then(word);
-        let looped = parse(r"(?:(?:[ \t\n]|#[^\n]*)*[a-z]+)*");
-        assert_eq!(
-            unit.repeated(&looped, None).count,
-            1,
-            "iterations share places"
-        );
-        let copies = parse(r"(?:(?:[ \t\n]|#[^\n]*)*[a-z]+){3}");
-        assert_eq!(unit.repeated(&copies, Some(3)).count, 3, "copies do not");
+        assert_eq!(unit.repeated_count(None), 1, "iterations share places");
+        assert_eq!(unit.repeated_count(Some(3)), 3, "copies do not");
     }
 }

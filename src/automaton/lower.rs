@@ -481,7 +481,7 @@ impl Lowering<'_> {
                     sub: Box::new(sub.hir),
                 });
                 let mut fused = Fused::regex(hir, weight);
-                fused.searches = sub.searches.repeated(&fused.hir, *max);
+                fused.searches.count = sub.searches.repeated_count(*max);
                 if fused.searches.count > MAX_FUSED_SEARCHES {
                     return None;
                 }
@@ -523,7 +523,8 @@ impl Lowering<'_> {
             name: Some(COUNTED_MARKER.into()),
             sub: Box::new(repetition),
         });
-        let searches = sub.searches.repeated(&hir, Some(max));
+        let mut searches = Searches::of(&hir);
+        searches.count = sub.searches.repeated_count(Some(max));
         if searches.count > MAX_FUSED_SEARCHES {
             return None;
         }
@@ -615,7 +616,9 @@ impl Lowering<'_> {
             greedy: true,
             sub: Box::new(Hir::alternation(heads)),
         });
-        let searches = head_searches.repeated(&looped, None).then(tail_searches);
+        let mut searches = Searches::of(&looped);
+        searches.count = head_searches.repeated_count(None);
+        let searches = searches.then(tail_searches);
         if searches.count > MAX_FUSED_SEARCHES {
             return None;
         }

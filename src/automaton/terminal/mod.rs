@@ -471,13 +471,18 @@ impl Terminal {
     }
 }
 
-/// The terminal of `pattern` (bytes mode), for tests.
+/// The regex tree of `pattern` (bytes mode), for tests.
 #[cfg(test)]
-pub(crate) fn test_terminal(pattern: &str) -> Terminal {
-    let hir = regex_syntax::ParserBuilder::new()
+pub(crate) fn test_hir(pattern: &str) -> Hir {
+    regex_syntax::ParserBuilder::new()
         .utf8(false)
         .build()
         .parse(pattern)
-        .unwrap();
-    Terminal::build(pattern.into(), &hir, &LexerLimits::default()).unwrap()
+        .unwrap()
+}
+
+/// The terminal of `pattern` (bytes mode), for tests.
+#[cfg(test)]
+pub(crate) fn test_terminal(pattern: &str) -> Terminal {
+    Terminal::build(pattern.into(), &test_hir(pattern), &LexerLimits::default()).unwrap()
 }

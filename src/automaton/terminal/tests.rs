@@ -318,13 +318,7 @@ fn live_bytes_are_the_bytes_a_state_survives() {
 
 #[test]
 fn regex_fingerprints_tell_every_part_of_the_tree_apart() {
-    let parse = |pattern: &str| {
-        regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(pattern)
-            .unwrap()
-    };
+    let parse = test_hir;
     // Each differs from the others in one node: literal bytes, class ranges,
     // Unicode vs byte classes, counts, greediness, look-arounds, nesting.
     let patterns = [
